@@ -1,0 +1,3 @@
+from loopx.cli.main import main
+
+main()

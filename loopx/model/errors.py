@@ -1,0 +1,75 @@
+"""The loopx error tree.
+
+LoopxError                      every error loopx raises on purpose; `code` is stable
+├── InvalidInput                bad arguments or files (exit 2)
+├── NotFound                    unknown goal, todo, gate, evidence, blob (exit 3)
+├── Conflict                    a precondition on folded state failed (exit 4):
+│                               revision_conflict, operation_id_reused, goal_terminal,
+│                               claim_owner_mismatch, dependency_open, gate_pending, …
+├── LedgerDamage                ledger_corrupt and friends (exit 5)
+├── CheckFailed                 a `--check` found stale or hand-edited output (exit 6)
+└── BoundaryViolation           the public-boundary scan found something (exit 7)
+
+Messages never repeat user input that might be a secret: they name fields, not values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class LoopxError(Exception):
+    code = "error"
+    exit_code = 1
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class InvalidInput(LoopxError):
+    code = "invalid_input"
+    exit_code = 2
+
+
+class NotFound(LoopxError):
+    code = "not_found"
+    exit_code = 3
+
+
+class Conflict(LoopxError):
+    code = "conflict"
+    exit_code = 4
+
+
+class LedgerDamage(LoopxError):
+    code = "ledger_corrupt"
+    exit_code = 5
+
+
+class CheckFailed(LoopxError):
+    code = "check_failed"
+    exit_code = 6
+
+
+class BoundaryViolation(LoopxError):
+    code = "public_boundary_violation"
+    exit_code = 7
+
+
+EXIT_CODES = {
+    0: "success",
+    1: "internal error (a bug: please report it with --debug output)",
+    2: "invalid input or usage",
+    3: "not found",
+    4: "conflict: a precondition on the ledger's state failed",
+    5: "ledger damage",
+    6: "check failed: output is stale or was edited by hand",
+    7: "public boundary violation: the scan found non-public material",
+}

@@ -1,0 +1,56 @@
+"""Identifiers and visibility: the vocabulary every layer shares."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from loopx.model.errors import InvalidInput
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+_ID_RE = re.compile(ID_PATTERN)
+OPERATION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+_OPERATION_ID_RE = re.compile(OPERATION_ID_PATTERN)
+
+
+class Visibility(str, Enum):
+    """Who may see a fact. Audiences nest: public ⊂ team ⊂ private."""
+
+    PUBLIC = "public"
+    TEAM = "team"
+    PRIVATE = "private"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self.value]
+
+
+_RANK = {"public": 0, "team": 1, "private": 2}
+VISIBILITIES = tuple(_RANK)
+
+
+def visible_to(visibility: str, audience: str) -> bool:
+    """True when a fact of `visibility` may be shown to `audience`."""
+    return _RANK[visibility] <= _RANK[audience]
+
+
+def check_id(value: str, what: str) -> str:
+    """Return `value` when it is a valid slug id, else raise `invalid_id` naming `what`."""
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise InvalidInput(
+            f"{what} must be 1-64 characters of a-z, 0-9, '.', '_' or '-', starting with a "
+            "letter or digit",
+            code="invalid_id",
+            field=what,
+        )
+    return value
+
+
+def check_operation_id(value: str) -> str:
+    if not isinstance(value, str) or not _OPERATION_ID_RE.match(value):
+        raise InvalidInput(
+            "operation id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'",
+            code="invalid_id",
+            field="operation_id",
+        )
+    return value

@@ -1,0 +1,141 @@
+"""The `Store` protocol: what the engine needs from any ledger backend.
+
+Both `FileStore` (the default, JSONL on disk) and `MemoryStore` (its in-memory twin for tests)
+implement it, and one contract test suite runs against both.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from loopx.store.ledger import Cursor, Scan
+
+
+@dataclass
+class Repair:
+    """What a writer cut from a damaged tail, and where the cut bytes were kept."""
+
+    offset: int
+    length: int
+    reason: str
+    quarantine: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "offset": self.offset,
+            "length": self.length,
+            "reason": self.reason,
+            "quarantine": self.quarantine,
+        }
+
+
+@dataclass
+class VerifyReport:
+    goal_id: str
+    events: int
+    size: int
+    head: str
+    ok: bool
+    damage: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "goal_id": self.goal_id,
+            "events": self.events,
+            "size": self.size,
+            "head": self.head,
+            "ok": self.ok,
+            "damage": self.damage,
+        }
+
+
+class Writer(Protocol):
+    """A goal held under its write lock, with any damaged tail already repaired."""
+
+    cursor: Cursor
+    repair: Repair | None
+
+    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Stamp seq/prev/sum on `envelopes`, append them durably, and return them stamped."""
+        ...
+
+
+class Store(Protocol):
+    def goal_ids(self) -> list[str]: ...
+
+    def exists(self, goal_id: str) -> bool: ...
+
+    def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
+        """The intact events after `since` (from the start when None), and any tail damage.
+
+        Raises `SnapshotStale` when `since` no longer names a line of this ledger.
+        """
+        ...
+
+    def writing(self, goal_id: str) -> AbstractContextManager[Writer]: ...
+
+    def verify(self, goal_id: str) -> VerifyReport: ...
+
+    def load_snapshot(self, goal_id: str) -> bytes | None: ...
+
+    def save_snapshot(self, goal_id: str, data: bytes) -> None: ...
+
+    def put_blob(self, data: bytes) -> str: ...
+
+    def get_blob(self, digest: str) -> bytes | None: ...
+
+
+class SnapshotStale(Exception):
+    """A cached cursor no longer matches the ledger (internal: triggers a full replay)."""
+
+
+def verify_buffer(goal_id: str, buf: bytes) -> VerifyReport:
+    """Walk a whole ledger buffer and report every problem; never raises for damage."""
+    from loopx.model.errors import LedgerDamage
+    from loopx.store.ledger import scan
+
+    try:
+        result = scan(buf, Cursor(), goal_id=goal_id)
+    except LedgerDamage as err:
+        return VerifyReport(
+            goal_id=goal_id,
+            events=0,
+            size=len(buf),
+            head="",
+            ok=False,
+            damage=[{"kind": "corrupt", "offset": err.details.get("offset"),
+                     "reason": err.message}],
+        )
+    damage: list[dict[str, Any]] = []
+    if result.damage is not None:
+        damage.append({"kind": "tail", **result.damage.to_dict()})
+    return VerifyReport(
+        goal_id=goal_id,
+        events=len(result.events),
+        size=len(buf),
+        head=result.cursor.head,
+        ok=not damage,
+        damage=damage,
+    )
+
+
+def stamp(envelopes: list[dict[str, Any]], cursor: Cursor) -> tuple[bytes, list[dict[str, Any]], Cursor]:
+    """Give each envelope its seq, event id and chain link; return the encoded bytes."""
+    from loopx.store.ledger import digest, encode_line
+
+    seq, head, offset = cursor.seq, cursor.head, cursor.offset
+    chunks: list[bytes] = []
+    stamped: list[dict[str, Any]] = []
+    for env in envelopes:
+        seq += 1
+        env = dict(env, seq=seq, prev=head)
+        env["event_id"] = "evt-" + digest(f"{env['goal_id']}:{seq}".encode())[:16]
+        line, head = encode_line(env)
+        env["sum"] = head
+        offset += len(line)
+        chunks.append(line)
+        stamped.append(env)
+    return b"".join(chunks), stamped, Cursor(seq=seq, head=head, offset=offset)
+

@@ -1,0 +1,149 @@
+"""The ledger line format: one canonical JSON event per line, chained and checksummed.
+
+A line is the canonical JSON of the event envelope without `sum`, with `,"sum":"<hex>"`
+spliced in before its closing brace; `sum` is the sha256 of that canonical body, and each
+event's `prev` is the previous line's `sum` (a run of zeros for the first). So a checksum is
+checked without re-serialising, and any changed byte breaks either a line's own sum or the
+next line's `prev`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from loopx.model.errors import LedgerDamage
+
+GENESIS = "0" * 64
+_SUM_PREFIX = b',"sum":"'
+_SUFFIX_LEN = len(_SUM_PREFIX) + 64 + 2  # ,"sum":"<64 hex>"}
+_HEX = frozenset(b"0123456789abcdef")
+
+
+def canonical(obj: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, compact separators, UTF-8."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def encode_line(envelope: dict[str, Any]) -> tuple[bytes, str]:
+    """Encode an envelope (without `sum`) as a ledger line ending in a newline; return its sum."""
+    body = canonical(envelope)
+    line_sum = digest(body)
+    return body[:-1] + _SUM_PREFIX + line_sum.encode() + b'"}\n', line_sum
+
+
+def parse_line(line: bytes, offset: int = 0) -> dict[str, Any]:
+    """Parse one line (without its newline) and check its own checksum.
+
+    Raises `LedgerDamage` (`ledger_corrupt`) for anything that is not an intact line.
+    """
+    if len(line) <= _SUFFIX_LEN or not line.endswith(b'"}'):
+        raise LedgerDamage("ledger line is truncated or malformed", offset=offset)
+    start = len(line) - _SUFFIX_LEN
+    if line[start : start + len(_SUM_PREFIX)] != _SUM_PREFIX:
+        raise LedgerDamage("ledger line has no checksum", offset=offset)
+    claimed = line[start + len(_SUM_PREFIX) : -2]
+    if not _HEX.issuperset(claimed):
+        raise LedgerDamage("ledger line checksum is not hex", offset=offset)
+    body = line[:start] + b"}"
+    if hashlib.sha256(body).hexdigest().encode() != claimed:
+        raise LedgerDamage("ledger line checksum does not match its content", offset=offset)
+    try:
+        event = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise LedgerDamage("ledger line is not valid JSON", offset=offset) from None
+    if not isinstance(event, dict):
+        raise LedgerDamage("ledger line is not a JSON object", offset=offset)
+    return event
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A position in a goal's ledger: the last seq, its line sum, and the byte offset after it."""
+
+    seq: int = 0
+    head: str = GENESIS
+    offset: int = 0
+
+
+@dataclass
+class TailDamage:
+    """Bytes at the end of a ledger that are not intact events (a torn or damaged last write)."""
+
+    offset: int
+    length: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "length": self.length, "reason": self.reason}
+
+
+@dataclass
+class Scan:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cursor: Cursor = field(default_factory=Cursor)
+    damage: TailDamage | None = None
+
+
+def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
+    """Parse and verify `buf`, the ledger bytes after `start`, continuing its chain.
+
+    Damage that runs to the end of the buffer with no intact line after it is returned as
+    `TailDamage` (repairable: a torn or garbled last write). Damage followed by an intact
+    line means history was altered: `LedgerDamage` with the offset of the first bad byte.
+    """
+    out = Scan(cursor=start)
+    seq, head, pos = start.seq, start.head, 0
+    n = len(buf)
+    events = out.events
+    while pos < n:
+        nl = buf.find(b"\n", pos)
+        end = n if nl < 0 else nl
+        line = buf[pos:end]
+        offset = start.offset + pos
+        try:
+            if nl < 0:
+                raise LedgerDamage("last ledger line has no newline (torn write)", offset=offset)
+            event = parse_line(line, offset)
+            if event.get("seq") != seq + 1:
+                raise LedgerDamage("ledger sequence has a gap or repeat", offset=offset)
+            if event.get("prev") != head:
+                raise LedgerDamage("ledger hash chain is broken", offset=offset)
+            if goal_id is not None and event.get("goal_id") != goal_id:
+                raise LedgerDamage("ledger line belongs to another goal", offset=offset)
+        except LedgerDamage as err:
+            if _has_intact_line(buf, end + 1, start.offset):
+                raise LedgerDamage(
+                    f"ledger is corrupt before its last line: {err.message}",
+                    offset=offset,
+                ) from None
+            out.damage = TailDamage(offset=offset, length=n - pos, reason=err.message)
+            break
+        events.append(event)
+        seq, head = event["seq"], line[-66:-2].decode()
+        pos = end + 1
+    out.cursor = Cursor(seq=seq, head=head, offset=start.offset + pos if out.damage is None
+                        else out.damage.offset)
+    return out
+
+
+def _has_intact_line(buf: bytes, pos: int, base: int) -> bool:
+    """True when any complete, self-consistent line starts at or after `pos`."""
+    n = len(buf)
+    while pos < n:
+        nl = buf.find(b"\n", pos)
+        if nl < 0:
+            return False
+        try:
+            parse_line(buf[pos:nl], base + pos)
+            return True
+        except LedgerDamage:
+            pos = nl + 1
+    return False

@@ -1,0 +1,98 @@
+"""`MemoryStore`: the in-memory twin of `FileStore`, same bytes and rules, no files."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from loopx.model.ids import check_id
+from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
+from loopx.store.blobs import blob_ref
+from loopx.store.ledger import Cursor, Scan, scan
+
+
+class MemoryWriter:
+    def __init__(self, store: MemoryStore, goal_id: str, cursor: Cursor, repair: Repair | None):
+        self._store = store
+        self._goal_id = goal_id
+        self.cursor = cursor
+        self.repair = repair
+        self.tail: Scan | None = None
+
+    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        data, stamped, cursor = stamp(envelopes, self.cursor)
+        self._store.ledgers[self._goal_id] += data
+        self.cursor = cursor
+        return stamped
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.ledgers: dict[str, bytearray] = defaultdict(bytearray)
+        self.quarantined: dict[str, list[bytes]] = defaultdict(list)
+        self.snapshots: dict[str, bytes] = {}
+        self.blobs: dict[str, bytes] = {}
+        self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    def goal_ids(self) -> list[str]:
+        return sorted(g for g, buf in self.ledgers.items() if buf)
+
+    def exists(self, goal_id: str) -> bool:
+        return bool(self.ledgers.get(check_id(goal_id, "goal_id")))
+
+    def raw(self, goal_id: str) -> bytes:
+        return bytes(self.ledgers.get(goal_id, b""))
+
+    def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
+        start = since or Cursor()
+        buf = self.raw(check_id(goal_id, "goal_id"))
+        if start.offset:
+            if len(buf) < start.offset or buf[start.offset - 67 : start.offset - 3].decode(
+                "ascii", "replace"
+            ) != start.head:
+                raise SnapshotStale()
+        return scan(buf[start.offset :], start, goal_id=goal_id)
+
+    @contextmanager
+    def writing(self, goal_id: str, since: Cursor | None = None) -> Iterator[MemoryWriter]:
+        check_id(goal_id, "goal_id")
+        with self._locks[goal_id]:
+            try:
+                result = self.read(goal_id, since)
+            except SnapshotStale:
+                result = self.read(goal_id, None)
+            repair = None
+            if result.damage is not None:
+                offset = result.cursor.offset
+                buf = self.ledgers[goal_id]
+                self.quarantined[goal_id].append(bytes(buf[offset:]))
+                del buf[offset:]
+                repair = Repair(
+                    offset=offset,
+                    length=result.damage.length,
+                    reason=result.damage.reason,
+                    quarantine=f"memory:{goal_id}/{offset}",
+                )
+            writer = MemoryWriter(self, goal_id, result.cursor, repair)
+            writer.tail = result
+            yield writer
+
+    def verify(self, goal_id: str) -> VerifyReport:
+        return verify_buffer(goal_id, self.raw(goal_id))
+
+    def load_snapshot(self, goal_id: str) -> bytes | None:
+        return self.snapshots.get(goal_id)
+
+    def save_snapshot(self, goal_id: str, data: bytes) -> None:
+        self.snapshots[goal_id] = data
+
+    def put_blob(self, data: bytes) -> str:
+        ref = blob_ref(data)
+        self.blobs[ref] = data
+        return ref
+
+    def get_blob(self, digest: str) -> bytes | None:
+        return self.blobs.get(digest if digest.startswith("sha256:") else "sha256:" + digest)
