@@ -56,6 +56,7 @@ class Writer(Protocol):
 
     cursor: Cursor
     repair: Repair | None
+    tail: Scan | None  # the intact events read under the lock, after the caller's cursor
 
     def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stamp seq/prev/sum on `envelopes`, append them durably, and return them stamped."""

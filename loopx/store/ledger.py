@@ -87,6 +87,7 @@ class TailDamage:
 
 @dataclass
 class Scan:
+    start: Cursor = field(default_factory=Cursor)
     events: list[dict[str, Any]] = field(default_factory=list)
     cursor: Cursor = field(default_factory=Cursor)
     damage: TailDamage | None = None
@@ -99,7 +100,7 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
     `TailDamage` (repairable: a torn or garbled last write). Damage followed by an intact
     line means history was altered: `LedgerDamage` with the offset of the first bad byte.
     """
-    out = Scan(cursor=start)
+    out = Scan(start=start, cursor=start)
     seq, head, pos = start.seq, start.head, 0
     n = len(buf)
     events = out.events

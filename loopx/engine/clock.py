@@ -1,0 +1,57 @@
+"""Time, injected: the engine never reads the wall clock except through a `Clock`."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from typing import Protocol
+
+from loopx.model.errors import InvalidInput
+
+FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+class Clock(Protocol):
+    def now(self) -> str:
+        """The current time as an ISO-8601 UTC string with a `Z` suffix, to the second."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> str:
+        return datetime.now(timezone.utc).strftime(FORMAT)
+
+
+class FixedClock:
+    """A clock that starts at `start` and advances `step` seconds on every reading."""
+
+    def __init__(self, start: str, step: int = 0):
+        self._t = parse(start)
+        self._step = timedelta(seconds=step)
+
+    def now(self) -> str:
+        value = self._t.strftime(FORMAT)
+        self._t += self._step
+        return value
+
+
+def parse(value: str) -> datetime:
+    try:
+        dt = datetime.strptime(value, FORMAT)
+    except ValueError:
+        raise InvalidInput(
+            "time must look like 2026-01-31T12:00:00Z", code="invalid_time", field="time"
+        ) from None
+    return dt.replace(tzinfo=timezone.utc)
+
+
+def add_seconds(value: str, seconds: int) -> str:
+    return (parse(value) + timedelta(seconds=seconds)).strftime(FORMAT)
+
+
+def from_env() -> Clock:
+    """`LOOPX_NOW` pins the clock (reproducible demos and tests); otherwise the system clock."""
+    pinned = os.environ.get("LOOPX_NOW")
+    if pinned:
+        return FixedClock(pinned)
+    return SystemClock()

@@ -1,0 +1,43 @@
+"""What the engine asks of git: the checkout's HEAD and whether it is dirty."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+
+def _git(workspace: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(workspace), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def head_revision(workspace: Path) -> str | None:
+    """The commit checked out in `workspace`, or None outside a git checkout."""
+    return _git(workspace, "rev-parse", "--verify", "-q", "HEAD") or None
+
+
+def is_dirty(workspace: Path) -> bool | None:
+    out = _git(workspace, "status", "--porcelain", "--untracked-files=no")
+    return None if out is None else bool(out)
+
+
+def is_ancestor(workspace: Path, older: str, newer: str) -> bool | None:
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(workspace), "merge-base", "--is-ancestor", older, newer],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(proc.returncode)

@@ -1,0 +1,130 @@
+"""Shared precondition helpers for the write paths: find entities or raise typed errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from loopx.model.errors import Conflict, InvalidInput, NotFound
+from loopx.model.ids import VISIBILITIES, check_id
+from loopx.state.entities import Gate, GoalState, Todo
+
+MAX_TEXT = 20_000
+MAX_TITLE = 500
+
+
+def need_state(state: GoalState | None) -> GoalState:
+    if state is None:  # execute() already refuses unknown goals; this narrows the type
+        raise NotFound("goal not found", code="goal_not_found")
+    return state
+
+
+def todo(state: GoalState, todo_id: str) -> Todo:
+    found = state.todos.get(check_id(todo_id, "todo_id"))
+    if found is None:
+        raise NotFound("todo not found", code="todo_not_found", todo_id=todo_id)
+    return found
+
+
+def gate(state: GoalState, gate_id: str) -> Gate:
+    found = state.gates.get(check_id(gate_id, "gate_id"))
+    if found is None:
+        raise NotFound("gate not found", code="gate_not_found", gate_id=gate_id)
+    return found
+
+
+def existing_todos(state: GoalState, ids: Iterable[str], code: str = "todo_not_found") -> list[str]:
+    ids = [check_id(i, "todo_id") for i in ids]
+    missing = sorted({i for i in ids if i not in state.todos})
+    if missing:
+        raise NotFound(f"unknown todo ids: {', '.join(missing)}", code=code, todo_ids=missing)
+    return list(dict.fromkeys(ids))
+
+
+def existing_evidence(state: GoalState, ids: Iterable[str]) -> list[str]:
+    ids = [check_id(i, "evidence_id") for i in ids]
+    missing = sorted({i for i in ids if i not in state.evidence})
+    if missing:
+        raise NotFound(
+            f"unknown evidence ids: {', '.join(missing)}",
+            code="evidence_not_found",
+            evidence_ids=missing,
+        )
+    return list(dict.fromkeys(ids))
+
+
+def new_id(prefix: str, existing: dict[str, Any], given: str | None, what: str) -> str:
+    """The caller's id when given (and unused), else the next free `<prefix>-<n>`."""
+    if given:
+        check_id(given, what)
+        if given in existing:
+            raise Conflict(f"{what} already exists", code=f"{prefix}_exists", **{what: given})
+        return given
+    n = len(existing) + 1
+    while f"{prefix}-{n}" in existing:
+        n += 1
+    return f"{prefix}-{n}"
+
+
+def visibility(value: str | None, default: str) -> str:
+    value = value or default
+    if value not in VISIBILITIES:
+        raise InvalidInput(
+            "visibility must be public, team or private", code="invalid_visibility"
+        )
+    return value
+
+
+def text(value: str | None, what: str, *, required: bool = True, limit: int = MAX_TEXT) -> str:
+    """Validate free text: present when required, not blank, within its length limit."""
+    if value is None or not value.strip():
+        if required:
+            raise InvalidInput(f"{what} must not be empty", code="empty_text", field=what)
+        return ""
+    if len(value) > limit:
+        raise InvalidInput(
+            f"{what} is {len(value)} characters; the limit is {limit}",
+            code="text_too_long",
+            field=what,
+            limit=limit,
+        )
+    return value
+
+
+def open_todo(item: Todo) -> None:
+    if not item.is_open:
+        raise Conflict(
+            f"todo is {item.status}", code="todo_closed", todo_id=item.todo_id, status=item.status
+        )
+
+
+def dependency_cycle(state: GoalState, todo_id: str, depends_on: list[str]) -> list[str] | None:
+    """A dependency path from `todo_id` through `depends_on` back to itself, or None.
+
+    Iterative, with parent links instead of copied paths, so 10,000-deep chains stay cheap.
+    """
+    todos = state.todos
+    parent: dict[str, str] = {}
+    stack = []
+    for dep in depends_on:
+        if dep not in parent:
+            parent[dep] = todo_id
+            stack.append(dep)
+    while stack:
+        node = stack.pop()
+        if node == todo_id:
+            path = [node]
+            cursor = parent[node]
+            while cursor != todo_id:
+                path.append(cursor)
+                cursor = parent[cursor]
+            path.append(todo_id)
+            return path[::-1]
+        item = todos.get(node)
+        if item is None:
+            continue
+        for dep in item.depends_on:
+            if dep not in parent:
+                parent[dep] = node
+                stack.append(dep)
+    return None

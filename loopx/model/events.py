@@ -1,0 +1,225 @@
+"""Versioned event shapes: the only things the ledger holds.
+
+Every event is an envelope (see `Envelope`) whose `data` matches the model registered for its
+`type` and `v`. Older versions are upgraded on read by `upgrade()`, never migrated in place.
+Text that is not for the shared ledger (private notes, private evidence summaries) is held as
+a `BlobText` reference to the local private blob store.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from loopx.model.ids import ID_PATTERN, OPERATION_ID_PATTERN
+
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Title = Annotated[str, StringConstraints(min_length=1, max_length=500)]
+LongText = Annotated[str, StringConstraints(min_length=1, max_length=20_000)]
+Timestamp = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")]
+Hash = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+GitRev = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,64}$")]
+VisibilityName = Literal["public", "team", "private"]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BlobText(_Data):
+    """Text kept in the private blob store; the ledger holds only its hash."""
+
+    blob: Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+Text = Title | BlobText
+Body = LongText | BlobText
+
+
+class Policy(_Data):
+    lease_seconds: int = Field(default=1800, ge=1, le=30 * 86400)
+    quota: int | None = Field(default=None, ge=0)
+    quota_unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] = "runs"
+
+
+class GoalCreated(_Data):
+    title: Text
+    objective: Body
+    acceptance: list[Body] = Field(default_factory=list, max_length=100)
+    repository: Annotated[str, StringConstraints(max_length=500)] | None = None
+    predecessor: Id | None = None
+    policy: Policy = Field(default_factory=Policy)
+
+
+class GoalClosed(_Data):
+    outcome: Literal["achieved", "abandoned"]
+    reason: Body | None = None
+
+
+class AgentRegistered(_Data):
+    agent_id: Id
+    name: Title | None = None
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+
+
+class TodoAdded(_Data):
+    todo_id: Id
+    title: Text
+    role: Literal["agent", "user"] = "agent"
+    kind: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] = "task"
+    priority: int = Field(default=2, ge=0, le=4)
+    depends_on: list[Id] = Field(default_factory=list, max_length=1000)
+    acceptance: Body | None = None
+    predecessor: Id | None = None
+
+
+class TodoUpdated(_Data):
+    todo_id: Id
+    title: Text | None = None
+    priority: int | None = Field(default=None, ge=0, le=4)
+    depends_on: list[Id] | None = Field(default=None, max_length=1000)
+    acceptance: Body | None = None
+    kind: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")] | None = None
+    role: Literal["agent", "user"] | None = None
+
+
+class TodoClaimed(_Data):
+    todo_id: Id
+    agent_id: Id
+    session_id: Id
+    lease_expires_at: Timestamp
+    via_handoff: Id | None = None
+
+
+class TodoRenewed(_Data):
+    todo_id: Id
+    lease_expires_at: Timestamp
+
+
+class TodoRef(_Data):
+    """A todo transition with an optional reason: release, block, unblock, reopen, cancel."""
+
+    todo_id: Id
+    reason: Body | None = None
+
+
+class TodoCompleted(_Data):
+    todo_id: Id
+    summary: Body | None = None
+    evidence_ids: list[Id] = Field(default_factory=list, max_length=1000)
+    successor: Id | None = None
+
+
+class GateOpened(_Data):
+    gate_id: Id
+    question: Text
+    authority: Id
+    blocks: list[Id] = Field(default_factory=list, max_length=1000)
+    blocks_goal: bool = False
+
+
+class GateResolved(_Data):
+    gate_id: Id
+    resolution: Literal["approved", "rejected", "deferred"]
+    by: Id
+    rationale: Body | None = None
+
+
+class EvidenceAdded(_Data):
+    evidence_id: Id
+    kind: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+    summary: Text
+    refs: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=100
+    )
+    revision: GitRev | None = None
+    todo_id: Id | None = None
+    body: BlobText | None = None
+    body_bytes: int | None = Field(default=None, ge=0)
+
+
+class RunRecorded(_Data):
+    run_id: Id
+    agent_id: Id
+    session_id: Id
+    todo_id: Id | None = None
+    outcome: Literal["progress", "completed", "blocked", "failed", "no_op", "waiting"]
+    summary: Body | None = None
+    evidence_ids: list[Id] = Field(default_factory=list, max_length=1000)
+    successor: Id | None = None
+    wait: Body | None = None
+    quota_spent: int = Field(default=1, ge=0, le=1_000_000)
+
+
+class QuotaSet(_Data):
+    quota: int | None = Field(default=None, ge=0)
+    quota_unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] = "runs"
+
+
+class NoteAdded(_Data):
+    note_id: Id
+    kind: Literal["lesson", "decision", "note"]
+    text: Body
+    todo_id: Id | None = None
+
+
+# (type, version) → data model. New versions are added here, with an upgrade in `upgrade()`.
+EVENT_MODELS: dict[str, type[_Data]] = {
+    "goal.created": GoalCreated,
+    "goal.closed": GoalClosed,
+    "agent.registered": AgentRegistered,
+    "todo.added": TodoAdded,
+    "todo.updated": TodoUpdated,
+    "todo.claimed": TodoClaimed,
+    "todo.renewed": TodoRenewed,
+    "todo.released": TodoRef,
+    "todo.blocked": TodoRef,
+    "todo.unblocked": TodoRef,
+    "todo.reopened": TodoRef,
+    "todo.cancelled": TodoRef,
+    "todo.completed": TodoCompleted,
+    "gate.opened": GateOpened,
+    "gate.resolved": GateResolved,
+    "evidence.added": EvidenceAdded,
+    "run.recorded": RunRecorded,
+    "quota.set": QuotaSet,
+    "note.added": NoteAdded,
+}
+EVENT_VERSION = 1
+
+
+class Actor(_Data):
+    agent_id: Id
+    session_id: Id
+
+
+class Envelope(BaseModel):
+    """One ledger line. `seq`, `event_id`, `prev` and `sum` are stamped by the store."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seq: int = Field(ge=1)
+    event_id: Annotated[str, StringConstraints(pattern=r"^evt-[0-9a-f]{16}$")]
+    operation_id: Annotated[str, StringConstraints(pattern=OPERATION_ID_PATTERN)]
+    op_hash: Hash
+    type: Annotated[str, StringConstraints(pattern=r"^[a-z]+\.[a-z_]+$")]
+    v: int = Field(ge=1)
+    goal_id: Id
+    actor: Actor
+    recorded_at: Timestamp
+    visibility: VisibilityName
+    data: dict[str, Any]
+    prev: Hash
+    sum: Hash
+
+
+def validate_data(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Validate event data against its model; return it normalised (defaults filled, no Nones)."""
+    model = EVENT_MODELS[event_type]
+    return model.model_validate(data).model_dump(mode="json", exclude_none=True)
+
+
+def upgrade(event: dict[str, Any]) -> dict[str, Any]:
+    """Bring an event written by an older loopx to the current shape (identity for v1)."""
+    return event

@@ -1,0 +1,296 @@
+"""The fold: `apply(state, event)` and `replay(events)`, pure and total over valid events.
+
+Each handler changes only what its event says, stamps revisions with the event's seq, and
+never looks at the clock: all time comes from the event's `recorded_at`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from loopx.model.errors import LedgerDamage
+from loopx.model.events import upgrade
+from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
+
+Event = dict[str, Any]
+Handler = Callable[[GoalState, dict[str, Any], Event], None]
+HANDLERS: dict[str, Handler] = {}
+# The data key naming what an operation created or changed, reported in its receipt.
+SUBJECT_KEYS = ("todo_id", "gate_id", "evidence_id", "run_id", "note_id", "handoff_id",
+                "agent_id")
+
+
+def handles(event_type: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[event_type] = fn
+        return fn
+
+    return register
+
+
+def apply(state: GoalState | None, event: Event) -> GoalState:
+    """Fold one event into `state` (mutated in place and returned)."""
+    event = upgrade(event)
+    seq = event["seq"]
+    if state is None:
+        if event["type"] != "goal.created":
+            raise LedgerDamage("ledger does not start with goal.created", offset=0)
+        state = GoalState(goal_id=event["goal_id"])
+    elif seq != state.revision + 1:
+        raise LedgerDamage("event is not the next one in sequence", seq=seq)
+    handler = HANDLERS.get(event["type"])
+    if handler is not None:  # unknown types from a newer loopx are carried, not fatal
+        handler(state, event["data"], event)
+    state.revision = seq
+    state.head = event["sum"]
+    state.updated_at = event["recorded_at"]
+    op = state.operations.get(event["operation_id"])
+    if op is None:
+        data = event["data"]
+        subject = next((data[k] for k in SUBJECT_KEYS if k in data), None)
+        state.operations[event["operation_id"]] = [event["op_hash"], seq, seq, subject]
+    else:
+        op[2] = seq
+    return state
+
+
+def replay(events: Iterable[Event], state: GoalState | None = None) -> GoalState | None:
+    for event in events:
+        state = apply(state, event)
+    return state
+
+
+# -- goal ---------------------------------------------------------------------------------
+
+
+@handles("goal.created")
+def _goal_created(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    state.title = data["title"]
+    state.objective = data["objective"]
+    state.acceptance = list(data.get("acceptance", []))
+    state.repository = data.get("repository")
+    state.predecessor = data.get("predecessor")
+    state.policy = dict(data.get("policy", {}))
+    state.visibility = event["visibility"]
+    state.created_at = event["recorded_at"]
+
+
+@handles("goal.closed")
+def _goal_closed(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    state.status = data["outcome"]
+    state.outcome_reason = data.get("reason")
+    state.closed_at = event["recorded_at"]
+
+
+@handles("agent.registered")
+def _agent_registered(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    state.agents[data["agent_id"]] = {
+        "agent_id": data["agent_id"],
+        "name": data.get("name"),
+        "kind": data.get("kind"),
+        "registered_at": event["recorded_at"],
+    }
+
+
+@handles("quota.set")
+def _quota_set(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    state.policy["quota"] = data.get("quota")
+    state.policy["quota_unit"] = data.get("quota_unit", "runs")
+
+
+# -- todos --------------------------------------------------------------------------------
+
+
+def _touch(todo: Todo, event: Event) -> None:
+    todo.revision = event["seq"]
+    todo.updated_at = event["recorded_at"]
+
+
+@handles("todo.added")
+def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    todo = Todo(
+        todo_id=data["todo_id"],
+        title=data["title"],
+        role=data.get("role", "agent"),
+        kind=data.get("kind", "task"),
+        priority=data.get("priority", 2),
+        depends_on=list(data.get("depends_on", [])),
+        acceptance=data.get("acceptance"),
+        visibility=event["visibility"],
+        predecessor=data.get("predecessor"),
+        created_seq=event["seq"],
+        created_at=event["recorded_at"],
+    )
+    _touch(todo, event)
+    state.todos[todo.todo_id] = todo
+    pred = state.todos.get(todo.predecessor or "")
+    if pred is not None:
+        pred.successor = todo.todo_id
+
+
+@handles("todo.updated")
+def _todo_updated(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    todo = state.todos.get(data["todo_id"])
+    if todo is None:
+        return
+    for name in ("title", "priority", "acceptance", "kind", "role"):
+        if name in data:
+            setattr(todo, name, data[name])
+    if "depends_on" in data:
+        todo.depends_on = list(data["depends_on"])
+    _touch(todo, event)
+
+
+@handles("todo.claimed")
+def _todo_claimed(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    todo = state.todos.get(data["todo_id"])
+    if todo is None:
+        return
+    todo.claim = {
+        "agent_id": data["agent_id"],
+        "session_id": data["session_id"],
+        "claimed_at": event["recorded_at"],
+        "heartbeat_at": event["recorded_at"],
+        "lease_expires_at": data["lease_expires_at"],
+    }
+    if data.get("via_handoff"):
+        todo.claim["via_handoff"] = data["via_handoff"]
+    todo.status = "active"
+    _touch(todo, event)
+
+
+@handles("todo.renewed")
+def _todo_renewed(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    todo = state.todos.get(data["todo_id"])
+    if todo is None or todo.claim is None:
+        return
+    todo.claim["heartbeat_at"] = event["recorded_at"]
+    todo.claim["lease_expires_at"] = data["lease_expires_at"]
+    _touch(todo, event)
+
+
+def _transition(status: str | None, *, clear_claim: bool) -> Handler:
+    def handler(state: GoalState, data: dict[str, Any], event: Event) -> None:
+        todo = state.todos.get(data["todo_id"])
+        if todo is None:
+            return
+        if status is not None:
+            todo.status = status
+        elif todo.status == "blocked":  # unblock: back to active when still claimed
+            todo.status = "active" if todo.claim else "open"
+        if clear_claim:
+            todo.claim = None
+        todo.reason = data.get("reason")
+        if status in ("cancelled",):
+            todo.closed_at = event["recorded_at"]
+        if status == "open":
+            todo.closed_at = None
+        _touch(todo, event)
+
+    return handler
+
+
+HANDLERS["todo.released"] = _transition("open", clear_claim=True)
+HANDLERS["todo.blocked"] = _transition("blocked", clear_claim=False)
+HANDLERS["todo.unblocked"] = _transition(None, clear_claim=False)
+HANDLERS["todo.reopened"] = _transition("open", clear_claim=True)
+HANDLERS["todo.cancelled"] = _transition("cancelled", clear_claim=True)
+
+
+@handles("todo.completed")
+def _todo_completed(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    todo = state.todos.get(data["todo_id"])
+    if todo is None:
+        return
+    todo.status = "done"
+    todo.claim = None
+    todo.summary = data.get("summary")
+    todo.evidence_ids = list(data.get("evidence_ids", []))
+    if data.get("successor"):
+        todo.successor = data["successor"]
+    todo.closed_at = event["recorded_at"]
+    _touch(todo, event)
+
+
+# -- gates, evidence, runs, notes ---------------------------------------------------------
+
+
+@handles("gate.opened")
+def _gate_opened(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    state.gates[data["gate_id"]] = Gate(
+        gate_id=data["gate_id"],
+        question=data["question"],
+        authority=data["authority"],
+        blocks=list(data.get("blocks", [])),
+        blocks_goal=data.get("blocks_goal", False),
+        visibility=event["visibility"],
+        opened_at=event["recorded_at"],
+        created_seq=event["seq"],
+        revision=event["seq"],
+    )
+
+
+@handles("gate.resolved")
+def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    gate = state.gates.get(data["gate_id"])
+    if gate is None:
+        return
+    gate.status = data["resolution"]
+    gate.resolved_by = data["by"]
+    gate.rationale = data.get("rationale")
+    gate.resolved_at = event["recorded_at"]
+    gate.revision = event["seq"]
+
+
+@handles("evidence.added")
+def _evidence_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    state.evidence[data["evidence_id"]] = Evidence(
+        evidence_id=data["evidence_id"],
+        kind=data["kind"],
+        summary=data["summary"],
+        refs=list(data.get("refs", [])),
+        revision=data.get("revision"),
+        todo_id=data.get("todo_id"),
+        body=data.get("body"),
+        body_bytes=data.get("body_bytes"),
+        visibility=event["visibility"],
+        recorded_at=event["recorded_at"],
+        agent_id=event["actor"]["agent_id"],
+        created_seq=event["seq"],
+    )
+
+
+@handles("run.recorded")
+def _run_recorded(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    run = Run(
+        run_id=data["run_id"],
+        agent_id=data["agent_id"],
+        session_id=data["session_id"],
+        outcome=data["outcome"],
+        todo_id=data.get("todo_id"),
+        summary=data.get("summary"),
+        evidence_ids=list(data.get("evidence_ids", [])),
+        successor=data.get("successor"),
+        wait=data.get("wait"),
+        quota_spent=data.get("quota_spent", 0),
+        visibility=event["visibility"],
+        recorded_at=event["recorded_at"],
+        created_seq=event["seq"],
+    )
+    state.runs[run.run_id] = run
+    state.quota_spent += run.quota_spent
+
+
+@handles("note.added")
+def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    state.notes[data["note_id"]] = Note(
+        note_id=data["note_id"],
+        kind=data["kind"],
+        text=data["text"],
+        todo_id=data.get("todo_id"),
+        visibility=event["visibility"],
+        agent_id=event["actor"]["agent_id"],
+        recorded_at=event["recorded_at"],
+        created_seq=event["seq"],
+    )

@@ -1,0 +1,116 @@
+"""Derived views over folded state: the frontier (ready queue), why a todo is not ready,
+and the goal's attention state. Pure functions; `now` is passed in, never read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from loopx.state.entities import GoalState, Todo
+
+
+@dataclass
+class Readiness:
+    todo_id: str
+    ready: bool
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+
+
+def lease_live(todo: Todo, now: str) -> bool:
+    return todo.claim is not None and todo.claim["lease_expires_at"] > now
+
+
+def blocking_gates(state: GoalState) -> tuple[dict[str, list[str]], list[str]]:
+    """Map todo id → ids of gates that hold it back, and the gates that hold the whole goal."""
+    per_todo: dict[str, list[str]] = {}
+    goal_wide: list[str] = []
+    for gate in state.gates.values():
+        if not gate.is_blocking:
+            continue
+        if gate.blocks_goal:
+            goal_wide.append(gate.gate_id)
+        for todo_id in gate.blocks:
+            per_todo.setdefault(todo_id, []).append(gate.gate_id)
+    return per_todo, goal_wide
+
+
+def readiness(state: GoalState, now: str, agent_id: str | None = None) -> list[Readiness]:
+    """Every open todo with whether it is ready for `agent_id` and, if not, why."""
+    per_todo, goal_wide = blocking_gates(state)
+    todos = state.todos
+    out: list[Readiness] = []
+    for todo in todos.values():
+        if not todo.is_open:
+            continue
+        reasons: list[dict[str, Any]] = []
+        if state.is_terminal:
+            reasons.append({"code": "goal_terminal", "status": state.status})
+        if todo.status == "blocked":
+            reasons.append({"code": "todo_blocked"})
+        open_deps = [d for d in todo.depends_on if d in todos and todos[d].status != "done"]
+        missing = [d for d in todo.depends_on if d not in todos]
+        if open_deps:
+            reasons.append({"code": "dependency_open", "todo_ids": sorted(open_deps)})
+        if missing:
+            reasons.append({"code": "dependency_missing", "todo_ids": sorted(missing)})
+        gates = sorted(per_todo.get(todo.todo_id, []) + goal_wide)
+        if gates:
+            reasons.append({"code": "gate_pending", "gate_ids": gates})
+        if lease_live(todo, now) and todo.claim and todo.claim["agent_id"] != agent_id:
+            reasons.append(
+                {
+                    "code": "claimed",
+                    "agent_id": todo.claim["agent_id"],
+                    "lease_expires_at": todo.claim["lease_expires_at"],
+                }
+            )
+        out.append(Readiness(todo.todo_id, not reasons, reasons))
+    return out
+
+
+def _order(todo: Todo) -> tuple[int, int]:
+    return (todo.priority, todo.created_seq)
+
+
+def frontier(
+    state: GoalState, now: str, agent_id: str | None = None, role: str | None = None
+) -> list[Todo]:
+    """Ready todos, highest priority first, then oldest first."""
+    todos = state.todos
+    ready = [todos[r.todo_id] for r in readiness(state, now, agent_id) if r.ready]
+    if role is not None:
+        ready = [t for t in ready if t.role == role]
+    return sorted(ready, key=_order)
+
+
+ATTENTION_STATES = ("needs_user", "ready_for_agent", "waiting", "blocked", "done")
+
+
+def attention(state: GoalState, now: str) -> dict[str, Any]:
+    """What the goal needs next, as one state with the facts behind it."""
+    if state.is_terminal:
+        return {"state": "done", "reason": f"goal {state.status}"}
+    ready = frontier(state, now)
+    pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
+    user_ready = [t.todo_id for t in ready if t.role == "user"]
+    if pending or user_ready:
+        return {
+            "state": "needs_user",
+            "reason": "a decision or user action is pending",
+            "gate_ids": pending,
+            "todo_ids": user_ready,
+        }
+    agent_ready = [t.todo_id for t in ready if t.role == "agent"]
+    if agent_ready:
+        return {"state": "ready_for_agent", "reason": "work is ready", "todo_ids": agent_ready[:1]}
+    active = sorted(t.todo_id for t in state.todos.values() if t.status == "active")
+    waiting_runs = sorted(r.run_id for r in state.runs.values() if r.outcome == "waiting")
+    if active or (waiting_runs and any(t.is_open for t in state.todos.values())):
+        return {
+            "state": "waiting",
+            "reason": "work is claimed or waiting on external evidence",
+            "todo_ids": active,
+        }
+    if any(t.is_open for t in state.todos.values()):
+        return {"state": "blocked", "reason": "open todos but none is ready"}
+    return {"state": "done", "reason": "no open todos"}
