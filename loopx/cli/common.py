@@ -1,0 +1,125 @@
+"""What every command shares: --root/--format/--debug, the actor flags, output, text lookup."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import orjson
+
+F = TypeVar("F", bound=Callable[..., Any])
+PRIVATE_MISSING = "[private content not on this host]"
+
+
+def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
+    """Add --root, --format and --debug to a command."""
+
+    def decorate(fn: F) -> F:
+        fn = click.option("--debug", is_flag=True, hidden=True,
+                          help="Show tracebacks for unexpected errors.")(fn)
+        fn = click.option("--format", "fmt", type=click.Choice(formats), default="text",
+                          show_default=True, help="Output format.")(fn)
+        fn = click.option("--root", type=click.Path(file_okay=False, path_type=Path),
+                          default=None, envvar="LOOPX_ROOT",
+                          help="Project folder holding .loopx/ (default: found from here).")(fn)
+        return fn
+
+    return decorate
+
+
+def actor(fn: F) -> F:
+    """Add --agent-id/--session-id (from LOOPX_AGENT_ID/LOOPX_SESSION_ID) to a write command."""
+    fn = click.option("--session-id", envvar="LOOPX_SESSION_ID", default="cli",
+                      show_default=True, help="The acting session.")(fn)
+    fn = click.option("--agent-id", envvar="LOOPX_AGENT_ID", default="user", show_default=True,
+                      help="The acting agent (or person).")(fn)
+    return fn
+
+
+def guarded(fn: F) -> F:
+    """Add --operation-id and --expected-revision to a write command."""
+    fn = click.option("--expected-revision", type=click.IntRange(min=0), default=None,
+                      help="Refuse unless the entity is at this revision (revision_conflict).")(fn)
+    fn = click.option("--operation-id", default=None,
+                      help="Idempotency key: a retry with the same id and payload replays "
+                      "the original receipt.")(fn)
+    return fn
+
+
+def open_store(root: Path | None) -> Any:
+    from loopx.store.filestore import FileStore
+    from loopx.store.root import find_root
+
+    return FileStore(find_root(root))
+
+
+def context(root: Path | None, agent_id: str, session_id: str) -> Any:
+    from loopx.engine.clock import from_env
+    from loopx.engine.core import Context
+
+    return Context(open_store(root), from_env(), agent_id=agent_id, session_id=session_id)
+
+
+def text_resolver(store: Any) -> Callable[[Any], Any]:
+    """Display text for stored values: inline strings, or private blobs read on this host."""
+
+    @functools.lru_cache(maxsize=4096)
+    def blob(ref: str) -> str:
+        data = store.get_blob(ref)
+        return PRIVATE_MISSING if data is None else data.decode("utf-8", "replace")
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, dict) and "blob" in value:
+            return blob(value["blob"])
+        return value
+
+    return resolve
+
+
+def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> None:
+    """Print `data` as canonical JSON, or the text rendering."""
+    if fmt == "json":
+        sys.stdout.buffer.write(
+            orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
+        )
+        sys.stdout.flush()
+        return
+    out = text() if callable(text) else text
+    if out is None:
+        out = orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
+    click.echo(out)
+
+
+def receipt_text(result: Any, what: str) -> str:
+    r = result.receipt
+    verb = "recorded" if result.status == "applied" else "already recorded (replayed)"
+    subject = f" {r['subject']}" if r.get("subject") else ""
+    lines = [f"{what}{subject} {verb} at revision {r['revision']} "
+             f"(goal {r['goal_id']}, operation {r['operation_id']})"]
+    if result.repair:
+        lines.append(
+            f"repaired a damaged ledger tail: {result.repair['length']} bytes at offset "
+            f"{result.repair['offset']} moved to {result.repair['quarantine']}"
+        )
+    return "\n".join(lines)
+
+
+def emit_result(fmt: str, result: Any, what: str) -> None:
+    emit(fmt, result.to_dict(), lambda: receipt_text(result, what))
+
+
+def split_ids(values: tuple[str, ...]) -> list[str]:
+    """Accept repeated flags and comma-separated lists alike."""
+    out: list[str] = []
+    for value in values:
+        out.extend(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false")

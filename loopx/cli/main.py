@@ -1,0 +1,141 @@
+"""The `loopx` entry point: a lazily loaded command group and the error boundary.
+
+Subcommand modules are imported only when invoked, so `loopx --help` stays fast. Every
+`LoopxError` becomes one line on stderr (or a JSON envelope with `--format json`) and its
+documented exit code; anything unexpected is exit 1 without a traceback unless `--debug`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("loopx.cli.setup", "init_cmd", "Create .loopx/ in a project folder."),
+    "demo": ("loopx.cli.setup", "demo_cmd", "Create a realistic demo project."),
+    "goal": ("loopx.cli.goal", "goal", "Create, show, list and close goals."),
+    "agent": ("loopx.cli.goal", "agent", "Register agents on a goal."),
+    "quota": ("loopx.cli.goal", "quota", "Set a goal's quota."),
+    "note": ("loopx.cli.goal", "note", "Record lessons, decisions and notes."),
+    "todo": ("loopx.cli.todo", "todo", "Add, claim, complete and inspect todos."),
+    "gate": ("loopx.cli.gate", "gate", "Open and resolve human decision gates."),
+    "evidence": ("loopx.cli.evidence", "evidence", "Record and list evidence."),
+    "run": ("loopx.cli.evidence", "run", "Record and list agent runs."),
+    "status": ("loopx.cli.status", "status_cmd", "Attention, frontier, gates and leases."),
+    "next": ("loopx.cli.status", "next_cmd", "The ready queue, and why the rest waits."),
+    "log": ("loopx.cli.ledger", "log_cmd", "List a goal's events."),
+    "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        spec = COMMANDS.get(name)
+        if spec is None:
+            return None
+        module = importlib.import_module(spec[0])
+        cmd: click.Command = getattr(module, spec[1])
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="loopx", prog_name="loopx")
+def cli() -> None:
+    """loopx: canonical, verifiable state for long-running coding-agent work.
+
+    The ledger under .loopx/ is the only authority; status pages, workbenches and digests
+    are projections of it. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
+    4 conflict, 5 ledger damage, 6 check failed, 7 public boundary violation.
+    """
+
+
+def _wants(argv: list[str], flag: str, value: str | None = None) -> bool:
+    for i, arg in enumerate(argv):
+        if value is None and arg == flag:
+            return True
+        if value is not None and (
+            arg == f"{flag}={value}" or (arg == flag and argv[i + 1 : i + 2] == [value])
+        ):
+            return True
+    return False
+
+
+def report(err: Any, as_json: bool) -> None:
+    """Print one error: a line on stderr, or the JSON envelope on stdout."""
+    if as_json:
+        import orjson
+
+        sys.stdout.buffer.write(orjson.dumps({"error": err.to_dict()}) + b"\n")
+        sys.stdout.flush()
+    else:
+        click.echo(f"loopx: error [{err.code}]: {err.message}", err=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from loopx.model.errors import InvalidInput, LoopxError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants(args, "--format", "json")
+    debug = _wants(args, "--debug")
+    try:
+        cli.main(args=args, prog_name="loopx", standalone_mode=False)
+    except LoopxError as err:
+        if debug:
+            raise
+        report(err, as_json)
+        sys.exit(err.exit_code)
+    except click.exceptions.Abort:
+        click.echo("loopx: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as err:
+        if debug:
+            raise
+        usage = InvalidInput(_click_message(err), code="usage_error")
+        report(usage, as_json)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as err:  # the boundary: never a traceback unless asked
+        if debug:
+            raise
+        internal = LoopxError(
+            f"internal error ({type(err).__name__}); rerun with --debug for details",
+            code="internal_error",
+        )
+        report(internal, as_json)
+        sys.exit(1)
+
+
+def _click_message(err: click.ClickException) -> str:
+    """Click's message without echoing the offending value (it may be a secret)."""
+    if isinstance(err, click.BadParameter | click.MissingParameter) and err.param is not None:
+        name = err.param.opts[0] if getattr(err.param, "opts", None) else err.param.name
+        if isinstance(err, click.MissingParameter):
+            return f"missing {name}"
+        choices = getattr(err.param.type, "choices", None)
+        if choices:
+            return f"invalid value for {name}: choose from {', '.join(map(str, choices))}"
+        return f"invalid value for {name} (expected {err.param.type.name})"
+    if isinstance(err, click.NoSuchOption):
+        return f"no such option: {err.option_name}"
+    if isinstance(err, click.UsageError):
+        message = err.format_message()
+        if message.startswith("No such command"):
+            return "no such command (see loopx --help)"
+        if message.startswith("Got unexpected extra argument"):
+            return "unexpected extra argument (see --help)"
+        return message.split("\n")[0]
+    return err.format_message()

@@ -1,0 +1,126 @@
+"""`loopx status` and `loopx next`: the reads agents make on every turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from loopx.cli.common import common, emit, open_store, text_resolver
+
+
+def _goal_status(store: Any, goal_id: str, now: str, resolve: Any) -> dict[str, Any]:
+    from loopx.engine.core import load_state
+    from loopx.model.errors import LedgerDamage
+    from loopx.state.views import status_view
+
+    try:
+        loaded = load_state(store, goal_id)
+    except LedgerDamage as err:
+        return {"goal_id": goal_id, "health": {"state": "corrupt", **err.to_dict()}}
+    if loaded.state is None:
+        from loopx.model.errors import NotFound
+
+        raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
+    data = status_view(loaded.state, now, resolve)
+    data["health"] = (
+        {"state": "tail_damaged", "damage": loaded.damage,
+         "note": "the damaged tail is quarantined on the next write"}
+        if loaded.damage else {"state": "ok"}
+    )
+    return data
+
+
+def _status_text(goals: list[dict[str, Any]], now: str) -> str:
+    if not goals:
+        return "no goals (create one with: loopx goal create --goal-id ID …)"
+    lines: list[str] = []
+    for g in goals:
+        if g["health"]["state"] == "corrupt":
+            lines.append(f"{g['goal_id']}: LEDGER CORRUPT: {g['health']['message']}")
+            continue
+        c, a = g["counts"], g["attention"]
+        lines.append(f"{g['goal_id']}: {g['title']}  [{g['status']}, revision {g['revision']}]")
+        lines.append(f"  attention: {a['state']} ({a['reason']})")
+        lines.append(f"  todos: {c['done']}/{c['total']} done, {c['open']} open, "
+                     f"{c['active']} active, {c['blocked']} blocked")
+        if g["frontier"]:
+            more = g["frontier_total"] - len(g["frontier"])
+            lines.append("  ready: " + ", ".join(t["todo_id"] for t in g["frontier"])
+                         + (f" (+{more} more)" if more else ""))
+        for gate in g["gates"]:
+            lines.append(f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
+                         f"{gate['question']}")
+        for lease in g["leases"]:
+            state = "live" if lease["live"] else "EXPIRED"
+            lines.append(f"  lease {lease['todo_id']} by {lease['agent_id']} until "
+                         f"{lease['lease_expires_at']} ({state})")
+        q = g["quota"]
+        if q["budget"] is not None:
+            lines.append(f"  quota: {q['spent']}/{q['budget']} {q['unit']}"
+                         + (" (exhausted)" if q["exhausted"] else ""))
+        if g["health"]["state"] != "ok":
+            lines.append(f"  ledger: {g['health']['state']} ({g['health']['note']})")
+    return "\n".join(lines)
+
+
+@click.command("status")
+@click.option("--goal-id", default=None, help="One goal (default: every goal).")
+@common()
+def status_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+    """Per goal: attention state, progress, frontier, pending gates, leases, quota, health."""
+    from loopx.engine.clock import from_env
+
+    store = open_store(root)
+    now, resolve = from_env().now(), text_resolver(store)
+    ids = [goal_id] if goal_id else store.goal_ids()
+    goals = [_goal_status(store, g, now, resolve) for g in ids]
+    emit(fmt, {"now": now, "goals": goals}, lambda: _status_text(goals, now))
+
+
+@click.command("next")
+@click.option("--goal-id", required=True)
+@click.option("--agent-id", default=None, help="Show what this agent may take.")
+@click.option("--explain", is_flag=True, help="Say why each other open todo is not ready.")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@common()
+def next_cmd(goal_id: str, agent_id: str | None, explain: bool, limit: int, root: Path | None,
+             fmt: str, debug: bool) -> None:
+    """The frontier: open todos whose dependencies are done, not held by a pending gate, not
+    claimed by someone else under a live lease. Highest priority first."""
+    from loopx.engine.clock import from_env
+    from loopx.engine.core import require_goal
+    from loopx.state.views import next_view
+
+    store = open_store(root)
+    state = require_goal(store, goal_id)
+    data = next_view(state, from_env().now(), text_resolver(store), agent_id, explain, limit)
+
+    def text() -> str:
+        lines = [f"ready ({data['frontier_total']}):"]
+        lines += [f"  {t['todo_id']:<20} p{t['priority']} {t['role']:<5} {t['title']}"
+                  for t in data["frontier"]] or ["  nothing is ready"]
+        if explain:
+            lines.append(f"not ready ({len(data['not_ready'])}):")
+            for item in data["not_ready"]:
+                why = "; ".join(_reason(r) for r in item["reasons"])
+                lines.append(f"  {item['todo_id']:<20} {why}")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
+def _reason(r: dict[str, Any]) -> str:
+    code = r["code"]
+    if code == "dependency_open":
+        return "waits for " + ", ".join(r["todo_ids"])
+    if code == "dependency_missing":
+        return "depends on unknown " + ", ".join(r["todo_ids"])
+    if code == "gate_pending":
+        return "held by gate " + ", ".join(r["gate_ids"])
+    if code == "claimed":
+        return f"claimed by {r['agent_id']} until {r['lease_expires_at']}"
+    if code == "todo_blocked":
+        return "blocked"
+    return code

@@ -1,0 +1,231 @@
+"""Plain-dict views of folded state for the CLI and the Python API (the operator's view).
+
+`text` turns a stored text value (a string or a private blob reference) into display text;
+the caller decides how (the CLI reads this host's blob store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
+from loopx.state.frontier import attention, frontier, lease_live, readiness
+
+TextFn = Callable[[Any], Any]
+
+
+def freshness(revision: str | None, head: str | None) -> str:
+    """`current` when bound to the checkout's HEAD, `historical` when to another commit."""
+    if not revision:
+        return "unbound"
+    if head and (head.startswith(revision) or revision.startswith(head)):
+        return "current"
+    return "historical"
+
+
+def todo_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "todo_id": todo.todo_id,
+        "title": text(todo.title),
+        "status": todo.status,
+        "role": todo.role,
+        "kind": todo.kind,
+        "priority": todo.priority,
+        "depends_on": todo.depends_on,
+        "visibility": todo.visibility,
+        "revision": todo.revision,
+        "created_at": todo.created_at,
+        "updated_at": todo.updated_at,
+    }
+    if todo.claim:
+        claim = dict(todo.claim)
+        if now is not None:
+            claim["live"] = lease_live(todo, now)
+        out["claim"] = claim
+    for name in ("acceptance", "reason", "summary"):
+        value = getattr(todo, name)
+        if value is not None:
+            out[name] = text(value)
+    for name in ("predecessor", "successor", "closed_at"):
+        value = getattr(todo, name)
+        if value:
+            out[name] = value
+    if todo.evidence_ids:
+        out["evidence_ids"] = todo.evidence_ids
+    return out
+
+
+def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "gate_id": gate.gate_id,
+        "question": text(gate.question),
+        "authority": gate.authority,
+        "status": gate.status,
+        "blocks": gate.blocks,
+        "blocks_goal": gate.blocks_goal,
+        "visibility": gate.visibility,
+        "opened_at": gate.opened_at,
+        "revision": gate.revision,
+    }
+    if gate.resolved_by:
+        out["resolved_by"] = gate.resolved_by
+        out["resolved_at"] = gate.resolved_at
+    if gate.rationale is not None:
+        out["rationale"] = text(gate.rationale)
+    return out
+
+
+def evidence_view(ev: Evidence, text: TextFn, head: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "evidence_id": ev.evidence_id,
+        "kind": ev.kind,
+        "summary": text(ev.summary),
+        "refs": ev.refs,
+        "revision": ev.revision,
+        "freshness": freshness(ev.revision, head),
+        "todo_id": ev.todo_id,
+        "visibility": ev.visibility,
+        "recorded_at": ev.recorded_at,
+        "agent_id": ev.agent_id,
+    }
+    if ev.body:
+        out["body"] = ev.body["blob"]
+        out["body_bytes"] = ev.body_bytes
+    return out
+
+
+def run_view(run: Run, text: TextFn) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "run_id": run.run_id,
+        "agent_id": run.agent_id,
+        "session_id": run.session_id,
+        "todo_id": run.todo_id,
+        "outcome": run.outcome,
+        "evidence_ids": run.evidence_ids,
+        "quota_spent": run.quota_spent,
+        "recorded_at": run.recorded_at,
+        "visibility": run.visibility,
+    }
+    for name in ("summary", "wait"):
+        value = getattr(run, name)
+        if value is not None:
+            out[name] = text(value)
+    if run.successor:
+        out["successor"] = run.successor
+    return out
+
+
+def note_view(note: Note, text: TextFn) -> dict[str, Any]:
+    return {
+        "note_id": note.note_id,
+        "kind": note.kind,
+        "text": text(note.text),
+        "todo_id": note.todo_id,
+        "visibility": note.visibility,
+        "agent_id": note.agent_id,
+        "recorded_at": note.recorded_at,
+    }
+
+
+def counts(state: GoalState) -> dict[str, int]:
+    """Todo counts by status, over the full state (never a truncated list)."""
+    out = {"open": 0, "active": 0, "blocked": 0, "done": 0, "cancelled": 0}
+    for todo in state.todos.values():
+        out[todo.status] += 1
+    out["total"] = len(state.todos)
+    return out
+
+
+def quota_view(state: GoalState) -> dict[str, Any]:
+    budget = state.policy.get("quota")
+    return {
+        "budget": budget,
+        "spent": state.quota_spent,
+        "unit": state.policy.get("quota_unit", "runs"),
+        "remaining": None if budget is None else max(budget - state.quota_spent, 0),
+        "exhausted": budget is not None and state.quota_spent >= budget,
+    }
+
+
+def goal_view(state: GoalState, text: TextFn) -> dict[str, Any]:
+    return {
+        "goal_id": state.goal_id,
+        "title": text(state.title),
+        "objective": text(state.objective),
+        "acceptance": [text(a) for a in state.acceptance],
+        "repository": state.repository,
+        "predecessor": state.predecessor,
+        "visibility": state.visibility,
+        "status": state.status,
+        "revision": state.revision,
+        "head": state.head,
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "closed_at": state.closed_at,
+        "policy": state.policy,
+        "agents": sorted(state.agents),
+    }
+
+
+def status_view(
+    state: GoalState, now: str, text: TextFn, *, limit: int = 20
+) -> dict[str, Any]:
+    """Everything `loopx status` shows for one goal."""
+    ready = frontier(state, now)
+    pending = sorted(
+        (g for g in state.gates.values() if g.is_blocking), key=lambda g: g.created_seq
+    )
+    leases = sorted(
+        (t for t in state.todos.values() if t.claim), key=lambda t: t.claim["lease_expires_at"]  # type: ignore[index]
+    )
+    return {
+        "goal_id": state.goal_id,
+        "title": text(state.title),
+        "status": state.status,
+        "revision": state.revision,
+        "attention": attention(state, now),
+        "counts": counts(state),
+        "frontier": [todo_view(t, text) for t in ready[:limit]],
+        "frontier_total": len(ready),
+        "gates": [gate_view(g, text) for g in pending],
+        "leases": [
+            {
+                "todo_id": t.todo_id,
+                "agent_id": t.claim["agent_id"],  # type: ignore[index]
+                "session_id": t.claim["session_id"],  # type: ignore[index]
+                "lease_expires_at": t.claim["lease_expires_at"],  # type: ignore[index]
+                "live": lease_live(t, now),
+            }
+            for t in leases
+        ],
+        "quota": quota_view(state),
+    }
+
+
+def next_view(
+    state: GoalState, now: str, text: TextFn, agent_id: str | None, explain: bool,
+    limit: int = 20,
+) -> dict[str, Any]:
+    role = "agent" if agent_id else None
+    ready = frontier(state, now, agent_id=agent_id, role=role)
+    out: dict[str, Any] = {
+        "goal_id": state.goal_id,
+        "agent_id": agent_id,
+        "frontier": [todo_view(t, text) for t in ready[:limit]],
+        "frontier_total": len(ready),
+    }
+    if explain:
+        waiting = [r for r in readiness(state, now, agent_id) if not r.ready]
+        waiting.sort(key=lambda r: (state.todos[r.todo_id].priority,
+                                    state.todos[r.todo_id].created_seq))
+        out["not_ready"] = [
+            {"todo_id": r.todo_id, "title": text(state.todos[r.todo_id].title),
+             "reasons": r.reasons}
+            for r in waiting
+        ]
+        if role:
+            out["other_roles"] = [
+                t.todo_id for t in frontier(state, now, agent_id=agent_id) if t.role != role
+            ]
+    return out
