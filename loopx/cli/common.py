@@ -20,13 +20,24 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
     """Add --root, --format and --debug to a command."""
 
     def decorate(fn: F) -> F:
-        fn = click.option("--debug", is_flag=True, hidden=True,
-                          help="Show tracebacks for unexpected errors.")(fn)
-        fn = click.option("--format", "fmt", type=click.Choice(formats), default="text",
-                          show_default=True, help="Output format.")(fn)
-        fn = click.option("--root", type=click.Path(file_okay=False, path_type=Path),
-                          default=None, envvar="LOOPX_ROOT",
-                          help="Project folder holding .loopx/ (default: found from here).")(fn)
+        fn = click.option(
+            "--debug", is_flag=True, hidden=True, help="Show tracebacks for unexpected errors."
+        )(fn)
+        fn = click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(formats),
+            default="text",
+            show_default=True,
+            help="Output format.",
+        )(fn)
+        fn = click.option(
+            "--root",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            envvar="LOOPX_ROOT",
+            help="Project folder holding .loopx/ (default: found from here).",
+        )(fn)
         return fn
 
     return decorate
@@ -34,20 +45,36 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
 
 def actor(fn: F) -> F:
     """Add --agent-id/--session-id (from LOOPX_AGENT_ID/LOOPX_SESSION_ID) to a write command."""
-    fn = click.option("--session-id", envvar="LOOPX_SESSION_ID", default="cli",
-                      show_default=True, help="The acting session.")(fn)
-    fn = click.option("--agent-id", envvar="LOOPX_AGENT_ID", default="user", show_default=True,
-                      help="The acting agent (or person).")(fn)
+    fn = click.option(
+        "--session-id",
+        envvar="LOOPX_SESSION_ID",
+        default="cli",
+        show_default=True,
+        help="The acting session.",
+    )(fn)
+    fn = click.option(
+        "--agent-id",
+        envvar="LOOPX_AGENT_ID",
+        default="user",
+        show_default=True,
+        help="The acting agent (or person).",
+    )(fn)
     return fn
 
 
 def guarded(fn: F) -> F:
     """Add --operation-id and --expected-revision to a write command."""
-    fn = click.option("--expected-revision", type=click.IntRange(min=0), default=None,
-                      help="Refuse unless the entity is at this revision (revision_conflict).")(fn)
-    fn = click.option("--operation-id", default=None,
-                      help="Idempotency key: a retry with the same id and payload replays "
-                      "the original receipt.")(fn)
+    fn = click.option(
+        "--expected-revision",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Refuse unless the entity is at this revision (revision_conflict).",
+    )(fn)
+    fn = click.option(
+        "--operation-id",
+        default=None,
+        help="Idempotency key: a retry with the same id and payload replays the original receipt.",
+    )(fn)
     return fn
 
 
@@ -99,8 +126,10 @@ def receipt_text(result: Any, what: str) -> str:
     r = result.receipt
     verb = "recorded" if result.status == "applied" else "already recorded (replayed)"
     subject = f" {r['subject']}" if r.get("subject") else ""
-    lines = [f"{what}{subject} {verb} at revision {r['revision']} "
-             f"(goal {r['goal_id']}, operation {r['operation_id']})"]
+    lines = [
+        f"{what}{subject} {verb} at revision {r['revision']} "
+        f"(goal {r['goal_id']}, operation {r['operation_id']})"
+    ]
     if result.repair:
         lines.append(
             f"repaired a damaged ledger tail: {result.repair['length']} bytes at offset "

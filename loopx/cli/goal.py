@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from loopx.cli.common import (
-    actor, common, context, emit, emit_result, guarded, open_store, text_resolver,
+    actor,
+    common,
+    context,
+    emit,
+    emit_result,
+    guarded,
+    open_store,
+    text_resolver,
 )
 
 VIS = click.Choice(["public", "team", "private"])
@@ -26,24 +33,50 @@ def goal() -> None:
 @click.option("--repository", default=None, help="Repository URL the work lives in.")
 @click.option("--visibility", type=VIS, default="team", show_default=True)
 @click.option("--predecessor", default=None, help="A goal this one continues.")
-@click.option("--lease-seconds", type=click.IntRange(1, 30 * 86400), default=None,
-              help="Default claim lease (default 1800).")
+@click.option(
+    "--lease-seconds",
+    type=click.IntRange(1, 30 * 86400),
+    default=None,
+    help="Default claim lease (default 1800).",
+)
 @click.option("--quota", type=click.IntRange(min=0), default=None, help="Run budget.")
 @click.option("--operation-id", default=None)
 @actor
 @common()
-def create(goal_id: str, title: str, objective: str, acceptance: tuple[str, ...],
-           repository: str | None, visibility: str, predecessor: str | None,
-           lease_seconds: int | None, quota: int | None, operation_id: str | None,
-           agent_id: str, session_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+def create(
+    goal_id: str,
+    title: str,
+    objective: str,
+    acceptance: tuple[str, ...],
+    repository: str | None,
+    visibility: str,
+    predecessor: str | None,
+    lease_seconds: int | None,
+    quota: int | None,
+    operation_id: str | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
     """Create a goal (its ledger starts with goal.created)."""
     from loopx.engine.goals import create_goal
 
     ctx = context(root, agent_id, session_id)
-    result = create_goal(ctx, goal_id, title=title, objective=objective,
-                         acceptance=list(acceptance), repository=repository,
-                         visibility=visibility, predecessor=predecessor,
-                         lease_seconds=lease_seconds, quota=quota, operation_id=operation_id)
+    result = create_goal(
+        ctx,
+        goal_id,
+        title=title,
+        objective=objective,
+        acceptance=list(acceptance),
+        repository=repository,
+        visibility=visibility,
+        predecessor=predecessor,
+        lease_seconds=lease_seconds,
+        quota=quota,
+        operation_id=operation_id,
+    )
     emit_result(fmt, result, f"goal {goal_id}")
 
 
@@ -62,12 +95,17 @@ def show(goal_id: str, root: Path | None, fmt: str, debug: bool) -> None:
     data["quota"] = quota_view(state)
 
     def text() -> str:
-        lines = [f"{data['goal_id']}: {data['title']}  [{data['status']}, {data['visibility']}, "
-                 f"revision {data['revision']}]", f"objective: {data['objective']}"]
+        lines = [
+            f"{data['goal_id']}: {data['title']}  [{data['status']}, {data['visibility']}, "
+            f"revision {data['revision']}]",
+            f"objective: {data['objective']}",
+        ]
         lines += [f"  - {a}" for a in data["acceptance"]]
         c = data["counts"]
-        lines.append(f"todos: {c['total']} ({c['open']} open, {c['active']} active, "
-                     f"{c['blocked']} blocked, {c['done']} done, {c['cancelled']} cancelled)")
+        lines.append(
+            f"todos: {c['total']} ({c['open']} open, {c['active']} active, "
+            f"{c['blocked']} blocked, {c['done']} done, {c['cancelled']} cancelled)"
+        )
         if data["predecessor"]:
             lines.append(f"continues: {data['predecessor']}")
         return "\n".join(lines)
@@ -94,15 +132,24 @@ def list_goals(root: Path | None, fmt: str, debug: bool) -> None:
             continue
         if state is None:
             continue
-        rows.append({"goal_id": goal_id, "title": resolve(state.title), "status": state.status,
-                     "visibility": state.visibility, "revision": state.revision,
-                     "counts": counts(state), "health": "ok"})
+        rows.append(
+            {
+                "goal_id": goal_id,
+                "title": resolve(state.title),
+                "status": state.status,
+                "visibility": state.visibility,
+                "revision": state.revision,
+                "counts": counts(state),
+                "health": "ok",
+            }
+        )
 
     def text() -> str:
         if not rows:
             return "no goals (create one with: loopx goal create --goal-id ID …)"
         return "\n".join(
-            f"{r['goal_id']:<20} corrupt ledger: {r['error']['message']}" if r["health"] != "ok"
+            f"{r['goal_id']:<20} corrupt ledger: {r['error']['message']}"
+            if r["health"] != "ok"
             else f"{r['goal_id']:<20} {r['status']:<9} {r['visibility']:<7} "
             f"{r['counts']['done']}/{r['counts']['total']} done  {r['title']}"
             for r in rows
@@ -118,15 +165,30 @@ def list_goals(root: Path | None, fmt: str, debug: bool) -> None:
 @guarded
 @actor
 @common()
-def close(goal_id: str, outcome: str, reason: str | None, operation_id: str | None,
-          expected_revision: int | None, agent_id: str, session_id: str, root: Path | None,
-          fmt: str, debug: bool) -> None:
+def close(
+    goal_id: str,
+    outcome: str,
+    reason: str | None,
+    operation_id: str | None,
+    expected_revision: int | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
     """Close a goal for good. Later writes fail with goal_terminal."""
     from loopx.engine.goals import close_goal
 
     ctx = context(root, agent_id, session_id)
-    result = close_goal(ctx, goal_id, outcome=outcome, reason=reason,
-                        operation_id=operation_id, expected_revision=expected_revision)
+    result = close_goal(
+        ctx,
+        goal_id,
+        outcome=outcome,
+        reason=reason,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+    )
     emit_result(fmt, result, f"goal {goal_id} {outcome}")
 
 
@@ -142,14 +204,22 @@ def agent() -> None:
 @click.option("--operation-id", default=None)
 @actor
 @common()
-def register(goal_id: str, name: str | None, kind: str | None, operation_id: str | None,
-             agent_id: str, session_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+def register(
+    goal_id: str,
+    name: str | None,
+    kind: str | None,
+    operation_id: str | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
     """Register --agent-id on a goal."""
     from loopx.engine.goals import register_agent
 
     ctx = context(root, agent_id, session_id)
-    result = register_agent(ctx, goal_id, agent_id, name=name, kind=kind,
-                            operation_id=operation_id)
+    result = register_agent(ctx, goal_id, agent_id, name=name, kind=kind, operation_id=operation_id)
     emit_result(fmt, result, f"agent {agent_id}")
 
 
@@ -160,21 +230,40 @@ def quota() -> None:
 
 @quota.command("set")
 @click.option("--goal-id", required=True)
-@click.option("--budget", type=click.IntRange(min=0), default=None,
-              help="Total budget; omit to remove the limit.")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Total budget; omit to remove the limit.",
+)
 @click.option("--unit", default="runs", show_default=True)
 @guarded
 @actor
 @common()
-def quota_set(goal_id: str, budget: int | None, unit: str, operation_id: str | None,
-              expected_revision: int | None, agent_id: str, session_id: str,
-              root: Path | None, fmt: str, debug: bool) -> None:
+def quota_set(
+    goal_id: str,
+    budget: int | None,
+    unit: str,
+    operation_id: str | None,
+    expected_revision: int | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
     """Set (or clear) the goal's run budget."""
     from loopx.engine.goals import set_quota
 
     ctx = context(root, agent_id, session_id)
-    result = set_quota(ctx, goal_id, quota=budget, unit=unit, operation_id=operation_id,
-                       expected_revision=expected_revision)
+    result = set_quota(
+        ctx,
+        goal_id,
+        quota=budget,
+        unit=unit,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+    )
     emit_result(fmt, result, "quota")
 
 
@@ -186,21 +275,41 @@ def note() -> None:
 @note.command("add")
 @click.option("--goal-id", required=True)
 @click.option("--text", "body", required=True)
-@click.option("--kind", type=click.Choice(["lesson", "decision", "note"]), default="note",
-              show_default=True)
+@click.option(
+    "--kind", type=click.Choice(["lesson", "decision", "note"]), default="note", show_default=True
+)
 @click.option("--todo-id", default=None)
 @click.option("--visibility", type=VIS, default="private", show_default=True)
 @click.option("--note-id", default=None)
 @click.option("--operation-id", default=None)
 @actor
 @common()
-def note_add(goal_id: str, body: str, kind: str, todo_id: str | None, visibility: str,
-             note_id: str | None, operation_id: str | None, agent_id: str, session_id: str,
-             root: Path | None, fmt: str, debug: bool) -> None:
+def note_add(
+    goal_id: str,
+    body: str,
+    kind: str,
+    todo_id: str | None,
+    visibility: str,
+    note_id: str | None,
+    operation_id: str | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
     """Add a note. Private notes go to this host's blob store; the ledger keeps the hash."""
     from loopx.engine.goals import add_note
 
     ctx = context(root, agent_id, session_id)
-    result = add_note(ctx, goal_id, text=body, kind=kind, todo_id=todo_id,
-                      visibility=visibility, note_id=note_id, operation_id=operation_id)
+    result = add_note(
+        ctx,
+        goal_id,
+        text=body,
+        kind=kind,
+        todo_id=todo_id,
+        visibility=visibility,
+        note_id=note_id,
+        operation_id=operation_id,
+    )
     emit_result(fmt, result, f"{kind}")

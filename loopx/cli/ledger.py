@@ -11,13 +11,25 @@ from loopx.cli.common import common, emit, open_store
 
 @click.command("log")
 @click.option("--goal-id", required=True)
-@click.option("--since", "since_seq", type=click.IntRange(min=0), default=0,
-              help="Only events after this seq.")
+@click.option(
+    "--since",
+    "since_seq",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Only events after this seq.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N events.")
 @click.option("--type", "types", multiple=True, help="Only these event types (repeatable).")
 @common()
-def log_cmd(goal_id: str, since_seq: int, limit: int | None, types: tuple[str, ...],
-            root: Path | None, fmt: str, debug: bool) -> None:
+def log_cmd(
+    goal_id: str,
+    since_seq: int,
+    limit: int | None,
+    types: tuple[str, ...],
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
     """List a goal's events, oldest first."""
     from loopx.model.errors import NotFound
 
@@ -30,10 +42,14 @@ def log_cmd(goal_id: str, since_seq: int, limit: int | None, types: tuple[str, .
         events = events[:limit]
 
     def text() -> str:
-        return "\n".join(
-            f"{e['seq']:>6} {e['recorded_at']} {e['type']:<18} {e['actor']['agent_id']:<16} "
-            f"{e['operation_id']}" for e in events
-        ) or "no events"
+        return (
+            "\n".join(
+                f"{e['seq']:>6} {e['recorded_at']} {e['type']:<18} {e['actor']['agent_id']:<16} "
+                f"{e['operation_id']}"
+                for e in events
+            )
+            or "no events"
+        )
 
     emit(fmt, {"goal_id": goal_id, "events": events}, text)
 
@@ -61,8 +77,10 @@ def verify_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) ->
         lines = []
         for r in reports:
             state = "ok" if r["ok"] else "DAMAGED"
-            lines.append(f"{r['goal_id']}: {state}  {r['events']} events, {r['size']} bytes, "
-                         f"head {r['head'] or '-'}")
+            lines.append(
+                f"{r['goal_id']}: {state}  {r['events']} events, {r['size']} bytes, "
+                f"head {r['head'] or '-'}"
+            )
             for d in r["damage"]:
                 lines.append(f"  {d['kind']} damage at byte {d['offset']}: {d['reason']}")
         return "\n".join(lines) or "no ledgers"

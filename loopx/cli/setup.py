@@ -27,8 +27,9 @@ def init_cmd(root: Path | None, fmt: str, debug: bool) -> None:
 
 
 @click.command("demo")
-@click.argument("directory", type=click.Path(file_okay=False, path_type=Path),
-                default=Path("loopx-demo"))
+@click.argument(
+    "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("loopx-demo")
+)
 @common()
 def demo_cmd(directory: Path, root: Path | None, fmt: str, debug: bool) -> None:
     """Create a realistic demo project in DIRECTORY (default: ./loopx-demo).
@@ -41,7 +42,9 @@ def demo_cmd(directory: Path, root: Path | None, fmt: str, debug: bool) -> None:
 
     summary = create_demo(directory)
     lines = [f"demo project in {directory}/.loopx with {len(summary['goals'])} goals:"]
-    lines += [f"  {g['goal_id']:<18} {g['visibility']:<8} {g['events']:>3} events"
-              for g in summary["goals"]]
+    lines += [
+        f"  {g['goal_id']:<18} {g['visibility']:<8} {g['events']:>3} events"
+        for g in summary["goals"]
+    ]
     lines.append(f"next: loopx status --root {directory}")
     emit(fmt, summary, "\n".join(lines))

@@ -25,9 +25,13 @@ def _goal_status(store: Any, goal_id: str, now: str, resolve: Any) -> dict[str, 
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     data = status_view(loaded.state, now, resolve)
     data["health"] = (
-        {"state": "tail_damaged", "damage": loaded.damage,
-         "note": "the damaged tail is quarantined on the next write"}
-        if loaded.damage else {"state": "ok"}
+        {
+            "state": "tail_damaged",
+            "damage": loaded.damage,
+            "note": "the damaged tail is quarantined on the next write",
+        }
+        if loaded.damage
+        else {"state": "ok"}
     )
     return data
 
@@ -43,23 +47,34 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
         c, a = g["counts"], g["attention"]
         lines.append(f"{g['goal_id']}: {g['title']}  [{g['status']}, revision {g['revision']}]")
         lines.append(f"  attention: {a['state']} ({a['reason']})")
-        lines.append(f"  todos: {c['done']}/{c['total']} done, {c['open']} open, "
-                     f"{c['active']} active, {c['blocked']} blocked")
+        lines.append(
+            f"  todos: {c['done']}/{c['total']} done, {c['open']} open, "
+            f"{c['active']} active, {c['blocked']} blocked"
+        )
         if g["frontier"]:
             more = g["frontier_total"] - len(g["frontier"])
-            lines.append("  ready: " + ", ".join(t["todo_id"] for t in g["frontier"])
-                         + (f" (+{more} more)" if more else ""))
+            lines.append(
+                "  ready: "
+                + ", ".join(t["todo_id"] for t in g["frontier"])
+                + (f" (+{more} more)" if more else "")
+            )
         for gate in g["gates"]:
-            lines.append(f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
-                         f"{gate['question']}")
+            lines.append(
+                f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
+                f"{gate['question']}"
+            )
         for lease in g["leases"]:
             state = "live" if lease["live"] else "EXPIRED"
-            lines.append(f"  lease {lease['todo_id']} by {lease['agent_id']} until "
-                         f"{lease['lease_expires_at']} ({state})")
+            lines.append(
+                f"  lease {lease['todo_id']} by {lease['agent_id']} until "
+                f"{lease['lease_expires_at']} ({state})"
+            )
         q = g["quota"]
         if q["budget"] is not None:
-            lines.append(f"  quota: {q['spent']}/{q['budget']} {q['unit']}"
-                         + (" (exhausted)" if q["exhausted"] else ""))
+            lines.append(
+                f"  quota: {q['spent']}/{q['budget']} {q['unit']}"
+                + (" (exhausted)" if q["exhausted"] else "")
+            )
         if g["health"]["state"] != "ok":
             lines.append(f"  ledger: {g['health']['state']} ({g['health']['note']})")
     return "\n".join(lines)
@@ -85,8 +100,15 @@ def status_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) ->
 @click.option("--explain", is_flag=True, help="Say why each other open todo is not ready.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @common()
-def next_cmd(goal_id: str, agent_id: str | None, explain: bool, limit: int, root: Path | None,
-             fmt: str, debug: bool) -> None:
+def next_cmd(
+    goal_id: str,
+    agent_id: str | None,
+    explain: bool,
+    limit: int,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
     """The frontier: open todos whose dependencies are done, not held by a pending gate, not
     claimed by someone else under a live lease. Highest priority first."""
     from loopx.engine.clock import from_env
@@ -99,8 +121,10 @@ def next_cmd(goal_id: str, agent_id: str | None, explain: bool, limit: int, root
 
     def text() -> str:
         lines = [f"ready ({data['frontier_total']}):"]
-        lines += [f"  {t['todo_id']:<20} p{t['priority']} {t['role']:<5} {t['title']}"
-                  for t in data["frontier"]] or ["  nothing is ready"]
+        lines += [
+            f"  {t['todo_id']:<20} p{t['priority']} {t['role']:<5} {t['title']}"
+            for t in data["frontier"]
+        ] or ["  nothing is ready"]
         if explain:
             lines.append(f"not ready ({len(data['not_ready'])}):")
             for item in data["not_ready"]:

@@ -46,47 +46,87 @@ def create_demo(directory: Path) -> dict[str, Any]:
     for goal_id in store.goal_ids():
         state = load_state(store, goal_id).state
         assert state is not None
-        out.append({"goal_id": goal_id, "visibility": state.visibility,
-                    "status": state.status, "events": state.revision})
+        out.append(
+            {
+                "goal_id": goal_id,
+                "visibility": state.visibility,
+                "status": state.status,
+                "events": state.revision,
+            }
+        )
     return {"root": str(directory), "goals": out}
 
 
 def _prototype(d: _Demo) -> None:
     g = "prototype"
     me = d.ctx()
-    goals.create_goal(me, g, title="Prototype the ledger", visibility="public",
-                      objective="Prove an append-only, hash-chained JSONL ledger is fast enough "
-                      "to call on every agent turn.",
-                      acceptance=["Replay of 50,000 events under one second"],
-                      operation_id=d.op(g))
-    todos.add_todo(me, g, todo_id="bench-replay", title="Benchmark cold replay",
-                   operation_id=d.op(g))
+    goals.create_goal(
+        me,
+        g,
+        title="Prototype the ledger",
+        visibility="public",
+        objective="Prove an append-only, hash-chained JSONL ledger is fast enough "
+        "to call on every agent turn.",
+        acceptance=["Replay of 50,000 events under one second"],
+        operation_id=d.op(g),
+    )
+    todos.add_todo(
+        me, g, todo_id="bench-replay", title="Benchmark cold replay", operation_id=d.op(g)
+    )
     agent = d.ctx("agent-claude", "proto-1")
     todos.claim_todo(agent, g, "bench-replay", operation_id=d.op(g))
-    evidence.add_evidence(agent, g, kind="test", summary="Replay benchmark: 0.41 s for 50k events",
-                          refs=["benchmarks/RESULTS.md"], revision=REV_OLD, todo_id="bench-replay",
-                          evidence_id="ev-replay", visibility="public", operation_id=d.op(g))
-    todos.complete_todo(agent, g, "bench-replay", evidence_ids=["ev-replay"],
-                        summary="Cold replay is 0.41 s; well inside budget.",
-                        operation_id=d.op(g))
-    goals.close_goal(me, g, outcome="achieved", reason="Benchmarks met; continue in launch.",
-                     operation_id=d.op(g))
+    evidence.add_evidence(
+        agent,
+        g,
+        kind="test",
+        summary="Replay benchmark: 0.41 s for 50k events",
+        refs=["benchmarks/RESULTS.md"],
+        revision=REV_OLD,
+        todo_id="bench-replay",
+        evidence_id="ev-replay",
+        visibility="public",
+        operation_id=d.op(g),
+    )
+    todos.complete_todo(
+        agent,
+        g,
+        "bench-replay",
+        evidence_ids=["ev-replay"],
+        summary="Cold replay is 0.41 s; well inside budget.",
+        operation_id=d.op(g),
+    )
+    goals.close_goal(
+        me,
+        g,
+        outcome="achieved",
+        reason="Benchmarks met; continue in launch.",
+        operation_id=d.op(g),
+    )
 
 
 def _launch(d: _Demo) -> None:
     g = "launch"
     me = d.ctx()
     goals.create_goal(
-        me, g, title="Launch loopx 0.1", visibility="public", predecessor="prototype",
+        me,
+        g,
+        title="Launch loopx 0.1",
+        visibility="public",
+        predecessor="prototype",
         objective="Publish a first release that a team can use to hand agent work across "
         "sessions, with a public status page.",
-        acceptance=["All CI checks green on main", "Public status page published",
-                    "A second agent adopts a handoff without re-explaining"],
-        repository="https://github.com/loopx-dev/loopx", lease_seconds=3600, quota=40,
-        operation_id=d.op(g))
+        acceptance=[
+            "All CI checks green on main",
+            "Public status page published",
+            "A second agent adopts a handoff without re-explaining",
+        ],
+        repository="https://github.com/loopx-dev/loopx",
+        lease_seconds=3600,
+        quota=40,
+        operation_id=d.op(g),
+    )
     for agent_id, name in (("agent-claude", "Claude Code"), ("agent-codex", "Codex")):
-        goals.register_agent(me, g, agent_id, name=name, kind="coding-agent",
-                             operation_id=d.op(g))
+        goals.register_agent(me, g, agent_id, name=name, kind="coding-agent", operation_id=d.op(g))
     plan = [
         ("ledger", "Append-only ledger with hash chain", [], 1, "public"),
         ("engine", "Governed write paths and receipts", ["ledger"], 1, "public"),
@@ -98,88 +138,225 @@ def _launch(d: _Demo) -> None:
         ("publish", "Publish 0.1 to the package index", ["release-notes"], 1, "public"),
     ]
     for todo_id, title, deps, prio, vis in plan:
-        todos.add_todo(me, g, todo_id=todo_id, title=title, depends_on=deps, priority=prio,
-                       visibility=vis, operation_id=d.op(g))
-    todos.add_todo(me, g, todo_id="pick-license", title="Choose the license", role="user",
-                   priority=1, visibility="public", operation_id=d.op(g))
-    todos.add_todo(me, g, todo_id="vendor-contract", title="Review the hosting contract terms",
-                   role="user", priority=3, visibility="private", operation_id=d.op(g))
+        todos.add_todo(
+            me,
+            g,
+            todo_id=todo_id,
+            title=title,
+            depends_on=deps,
+            priority=prio,
+            visibility=vis,
+            operation_id=d.op(g),
+        )
+    todos.add_todo(
+        me,
+        g,
+        todo_id="pick-license",
+        title="Choose the license",
+        role="user",
+        priority=1,
+        visibility="public",
+        operation_id=d.op(g),
+    )
+    todos.add_todo(
+        me,
+        g,
+        todo_id="vendor-contract",
+        title="Review the hosting contract terms",
+        role="user",
+        priority=3,
+        visibility="private",
+        operation_id=d.op(g),
+    )
 
     claude = d.ctx("agent-claude", "claude-1")
     for todo_id in ("ledger", "engine"):
         todos.claim_todo(claude, g, todo_id, operation_id=d.op(g))
         ev = f"ev-{todo_id}-tests"
-        evidence.add_evidence(claude, g, kind="test", summary=f"{todo_id} tests pass (212 passed)",
-                              refs=["https://github.com/loopx-dev/loopx/actions/runs/101"],
-                              revision=REV_OLD, todo_id=todo_id, evidence_id=ev,
-                              visibility="public", operation_id=d.op(g))
-        todos.complete_todo(claude, g, todo_id, evidence_ids=[ev],
-                            summary=f"{todo_id} landed with tests.", operation_id=d.op(g))
-        evidence.record_run(claude, g, outcome="completed", todo_id=todo_id,
-                            summary=f"Implemented {todo_id}.", evidence_ids=[ev],
-                            operation_id=d.op(g))
-    evidence.add_evidence(claude, g, kind="log", summary="Full pytest log of the engine run",
-                          body=b"collected 212 items\n...\n212 passed in 8.31s\n",
-                          revision=REV_OLD, todo_id="engine", evidence_id="ev-engine-log",
-                          operation_id=d.op(g))
-    goals.add_note(claude, g, kind="lesson", visibility="team",
-                   text="Pause the garbage collector during bulk replay: it is most of the cost.",
-                   operation_id=d.op(g))
-    goals.add_note(me, g, kind="decision", visibility="public",
-                   text="The ledger is the only authority; projections are never read back.",
-                   operation_id=d.op(g))
+        evidence.add_evidence(
+            claude,
+            g,
+            kind="test",
+            summary=f"{todo_id} tests pass (212 passed)",
+            refs=["https://github.com/loopx-dev/loopx/actions/runs/101"],
+            revision=REV_OLD,
+            todo_id=todo_id,
+            evidence_id=ev,
+            visibility="public",
+            operation_id=d.op(g),
+        )
+        todos.complete_todo(
+            claude,
+            g,
+            todo_id,
+            evidence_ids=[ev],
+            summary=f"{todo_id} landed with tests.",
+            operation_id=d.op(g),
+        )
+        evidence.record_run(
+            claude,
+            g,
+            outcome="completed",
+            todo_id=todo_id,
+            summary=f"Implemented {todo_id}.",
+            evidence_ids=[ev],
+            operation_id=d.op(g),
+        )
+    evidence.add_evidence(
+        claude,
+        g,
+        kind="log",
+        summary="Full pytest log of the engine run",
+        body=b"collected 212 items\n...\n212 passed in 8.31s\n",
+        revision=REV_OLD,
+        todo_id="engine",
+        evidence_id="ev-engine-log",
+        operation_id=d.op(g),
+    )
+    goals.add_note(
+        claude,
+        g,
+        kind="lesson",
+        visibility="team",
+        text="Pause the garbage collector during bulk replay: it is most of the cost.",
+        operation_id=d.op(g),
+    )
+    goals.add_note(
+        me,
+        g,
+        kind="decision",
+        visibility="public",
+        text="The ledger is the only authority; projections are never read back.",
+        operation_id=d.op(g),
+    )
 
     codex = d.ctx("agent-codex", "codex-1")
     todos.claim_todo(codex, g, "cli", operation_id=d.op(g))
-    evidence.add_evidence(codex, g, kind="ci", summary="CI green on the CLI branch",
-                          refs=["https://github.com/loopx-dev/loopx/pull/7"], revision=REV_NEW,
-                          todo_id="cli", evidence_id="ev-cli-ci", visibility="team",
-                          operation_id=d.op(g))
-    evidence.record_run(codex, g, outcome="progress", todo_id="cli",
-                        summary="Commands for goals and todos; status next.",
-                        evidence_ids=["ev-cli-ci"], operation_id=d.op(g))
+    evidence.add_evidence(
+        codex,
+        g,
+        kind="ci",
+        summary="CI green on the CLI branch",
+        refs=["https://github.com/loopx-dev/loopx/pull/7"],
+        revision=REV_NEW,
+        todo_id="cli",
+        evidence_id="ev-cli-ci",
+        visibility="team",
+        operation_id=d.op(g),
+    )
+    evidence.record_run(
+        codex,
+        g,
+        outcome="progress",
+        todo_id="cli",
+        summary="Commands for goals and todos; status next.",
+        evidence_ids=["ev-cli-ci"],
+        operation_id=d.op(g),
+    )
     todos.claim_todo(claude, g, "handoff", operation_id=d.op(g))
-    evidence.record_run(claude, g, outcome="waiting", todo_id="handoff",
-                        wait="Waiting for the maintainer to approve the transfer-grant design.",
-                        operation_id=d.op(g))
-    gates.open_gate(me, g, gate_id="approve-publish", authority="maintainer",
-                    question="Publish 0.1 to the package index?", blocks=["publish"],
-                    visibility="public", operation_id=d.op(g))
-    gates.open_gate(me, g, gate_id="grant-design", authority="maintainer",
-                    question="Approve the transfer-grant design for handoffs?",
-                    blocks=["handoff"], operation_id=d.op(g))
-    evidence.add_evidence(me, g, kind="review", summary="Design review notes for handoff grants",
-                          body=b"Reviewed with the team; concerns about lease expiry.\n",
-                          todo_id="handoff", evidence_id="ev-grant-review",
-                          operation_id=d.op(g))
+    evidence.record_run(
+        claude,
+        g,
+        outcome="waiting",
+        todo_id="handoff",
+        wait="Waiting for the maintainer to approve the transfer-grant design.",
+        operation_id=d.op(g),
+    )
+    gates.open_gate(
+        me,
+        g,
+        gate_id="approve-publish",
+        authority="maintainer",
+        question="Publish 0.1 to the package index?",
+        blocks=["publish"],
+        visibility="public",
+        operation_id=d.op(g),
+    )
+    gates.open_gate(
+        me,
+        g,
+        gate_id="grant-design",
+        authority="maintainer",
+        question="Approve the transfer-grant design for handoffs?",
+        blocks=["handoff"],
+        operation_id=d.op(g),
+    )
+    evidence.add_evidence(
+        me,
+        g,
+        kind="review",
+        summary="Design review notes for handoff grants",
+        body=b"Reviewed with the team; concerns about lease expiry.\n",
+        todo_id="handoff",
+        evidence_id="ev-grant-review",
+        operation_id=d.op(g),
+    )
 
 
 def _docs(d: _Demo) -> None:
     g = "docs"
     me = d.ctx()
-    goals.create_goal(me, g, title="Documentation pass", visibility="team",
-                      objective="Every command documented with an example.",
-                      acceptance=["README covers every command"], operation_id=d.op(g))
-    todos.add_todo(me, g, todo_id="readme", title="README walkthrough", priority=1,
-                   operation_id=d.op(g))
-    todos.add_todo(me, g, todo_id="errors", title="Error code table", depends_on=["readme"],
-                   operation_id=d.op(g))
-    todos.add_todo(me, g, todo_id="screens", title="Screenshot of the status page",
-                   depends_on=["readme"], priority=3, operation_id=d.op(g))
+    goals.create_goal(
+        me,
+        g,
+        title="Documentation pass",
+        visibility="team",
+        objective="Every command documented with an example.",
+        acceptance=["README covers every command"],
+        operation_id=d.op(g),
+    )
+    todos.add_todo(
+        me, g, todo_id="readme", title="README walkthrough", priority=1, operation_id=d.op(g)
+    )
+    todos.add_todo(
+        me,
+        g,
+        todo_id="errors",
+        title="Error code table",
+        depends_on=["readme"],
+        operation_id=d.op(g),
+    )
+    todos.add_todo(
+        me,
+        g,
+        todo_id="screens",
+        title="Screenshot of the status page",
+        depends_on=["readme"],
+        priority=3,
+        operation_id=d.op(g),
+    )
     writer = d.ctx("agent-codex", "codex-docs")
     todos.claim_todo(writer, g, "readme", operation_id=d.op(g))
-    todos.block_todo(writer, g, "readme", reason="Waiting for the CLI to settle.",
-                     operation_id=d.op(g))
+    todos.block_todo(
+        writer, g, "readme", reason="Waiting for the CLI to settle.", operation_id=d.op(g)
+    )
 
 
 def _security(d: _Demo) -> None:
     g = "security-review"
     me = d.ctx()
-    goals.create_goal(me, g, title="Security review", visibility="private",
-                      objective="Audit the public boundary before launch.",
-                      operation_id=d.op(g))
-    todos.add_todo(me, g, todo_id="threat-model", title="Write the threat model",
-                   visibility="private", operation_id=d.op(g))
-    gates.open_gate(me, g, gate_id="pentest-budget", authority="maintainer",
-                    question="Approve an external penetration test?", visibility="private",
-                    operation_id=d.op(g))
+    goals.create_goal(
+        me,
+        g,
+        title="Security review",
+        visibility="private",
+        objective="Audit the public boundary before launch.",
+        operation_id=d.op(g),
+    )
+    todos.add_todo(
+        me,
+        g,
+        todo_id="threat-model",
+        title="Write the threat model",
+        visibility="private",
+        operation_id=d.op(g),
+    )
+    gates.open_gate(
+        me,
+        g,
+        gate_id="pentest-budget",
+        authority="maintainer",
+        question="Approve an external penetration test?",
+        visibility="private",
+        operation_id=d.op(g),
+    )

@@ -49,21 +49,31 @@ def add_evidence(
     """Record evidence. Its revision is `revision`, else the workspace's git HEAD, else none."""
     vis = lookup.visibility(visibility, "private")
     if not _KIND.match(kind or ""):
-        raise InvalidInput("evidence kind must be a short lowercase word (test, ci, pr, …)",
-                           code="invalid_kind")
+        raise InvalidInput(
+            "evidence kind must be a short lowercase word (test, ci, pr, …)", code="invalid_kind"
+        )
     summary = lookup.text(summary, "summary", limit=lookup.MAX_TITLE)
     refs = [lookup.text(r, "ref", limit=2000) for r in refs or []]
     if revision is not None and not _REV.match(revision):
-        raise InvalidInput("revision must be a git commit hash (7-64 hex digits)",
-                           code="invalid_revision")
+        raise InvalidInput(
+            "revision must be a git commit hash (7-64 hex digits)", code="invalid_revision"
+        )
     if body is not None and len(body) > MAX_BODY_BYTES:
         raise InvalidInput("evidence body is too large", code="file_too_large")
     if revision is None and workspace is not None:
         revision = head_revision(workspace)
     body_ref = ctx.store.put_blob(body) if body is not None else None
-    request = {"cmd": "evidence.add", "kind": kind, "summary": summary, "refs": refs,
-               "body": body_ref, "revision": revision, "todo_id": todo_id,
-               "evidence_id": evidence_id, "visibility": vis}
+    request = {
+        "cmd": "evidence.add",
+        "kind": kind,
+        "summary": summary,
+        "refs": refs,
+        "body": body_ref,
+        "revision": revision,
+        "todo_id": todo_id,
+        "evidence_id": evidence_id,
+        "visibility": vis,
+    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
@@ -71,8 +81,11 @@ def add_evidence(
             lookup.todo(st, todo_id)
         data = {
             "evidence_id": lookup.new_id("ev", st.evidence, evidence_id, "evidence_id"),
-            "kind": kind, "summary": ctx.private_text(summary, vis), "refs": refs,
-            "revision": revision, "todo_id": todo_id,
+            "kind": kind,
+            "summary": ctx.private_text(summary, vis),
+            "refs": refs,
+            "revision": revision,
+            "todo_id": todo_id,
             "body": {"blob": body_ref} if body_ref else None,
             "body_bytes": len(body) if body is not None else None,
         }
@@ -101,18 +114,27 @@ def record_run(
     """Record one bounded agent turn: who, on what, how it ended, what it spent."""
     vis = lookup.visibility(visibility, "team")
     if outcome not in OUTCOMES:
-        raise InvalidInput("outcome must be one of " + ", ".join(OUTCOMES),
-                           code="invalid_outcome")
+        raise InvalidInput("outcome must be one of " + ", ".join(OUTCOMES), code="invalid_outcome")
     if quota_spent < 0:
         raise InvalidInput("quota spent must be zero or more", code="invalid_quota")
     agent = check_id(agent_id or ctx.agent_id, "agent_id")
     session = check_id(session_id or ctx.session_id, "session_id")
     summary = lookup.text(summary, "summary", required=False) or None
     wait = lookup.text(wait, "wait", required=False) or None
-    request = {"cmd": "run.record", "outcome": outcome, "agent_id": agent,
-               "session_id": session, "todo_id": todo_id, "summary": summary,
-               "evidence_ids": evidence_ids or [], "successor": successor, "wait": wait,
-               "quota_spent": quota_spent, "run_id": run_id, "visibility": vis}
+    request = {
+        "cmd": "run.record",
+        "outcome": outcome,
+        "agent_id": agent,
+        "session_id": session,
+        "todo_id": todo_id,
+        "summary": summary,
+        "evidence_ids": evidence_ids or [],
+        "successor": successor,
+        "wait": wait,
+        "quota_spent": quota_spent,
+        "run_id": run_id,
+        "visibility": vis,
+    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
@@ -121,7 +143,10 @@ def record_run(
                 lookup.todo(st, ref)
         data = {
             "run_id": lookup.new_id("run", st.runs, run_id, "run_id"),
-            "agent_id": agent, "session_id": session, "todo_id": todo_id, "outcome": outcome,
+            "agent_id": agent,
+            "session_id": session,
+            "todo_id": todo_id,
+            "outcome": outcome,
             "summary": ctx.private_text(summary, vis) if summary else None,
             "evidence_ids": lookup.existing_evidence(st, evidence_ids or []),
             "successor": successor,
@@ -131,5 +156,3 @@ def record_run(
         return [Change("run.recorded", data, vis)]
 
     return execute(ctx, goal_id, request, plan, operation_id=operation_id)
-
-

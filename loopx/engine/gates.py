@@ -8,8 +8,14 @@ from loopx.model.errors import Conflict, InvalidInput
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState
 
-RESOLUTIONS = {"approve": "approved", "reject": "rejected", "defer": "deferred",
-               "approved": "approved", "rejected": "rejected", "deferred": "deferred"}
+RESOLUTIONS = {
+    "approve": "approved",
+    "reject": "rejected",
+    "defer": "deferred",
+    "approved": "approved",
+    "rejected": "rejected",
+    "deferred": "deferred",
+}
 
 
 def open_gate(
@@ -30,20 +36,31 @@ def open_gate(
     question = lookup.text(question, "question", limit=lookup.MAX_TITLE)
     check_id(authority, "authority")
     whole_goal = blocks_goal or not blocks
-    request = {"cmd": "gate.open", "question": question, "authority": authority,
-               "blocks": blocks or [], "blocks_goal": whole_goal, "gate_id": gate_id,
-               "visibility": vis}
+    request = {
+        "cmd": "gate.open",
+        "question": question,
+        "authority": authority,
+        "blocks": blocks or [],
+        "blocks_goal": whole_goal,
+        "gate_id": gate_id,
+        "visibility": vis,
+    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         held = lookup.existing_todos(st, blocks or [])
-        data = {"gate_id": lookup.new_id("gate", st.gates, gate_id, "gate_id"),
-                "question": ctx.private_text(question, vis), "authority": authority,
-                "blocks": held, "blocks_goal": whole_goal}
+        data = {
+            "gate_id": lookup.new_id("gate", st.gates, gate_id, "gate_id"),
+            "question": ctx.private_text(question, vis),
+            "authority": authority,
+            "blocks": held,
+            "blocks_goal": whole_goal,
+        }
         return [Change("gate.opened", data, vis)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision)
+    return execute(
+        ctx, goal_id, request, plan, operation_id=operation_id, expected_revision=expected_revision
+    )
 
 
 def resolve_gate(
@@ -62,30 +79,51 @@ def resolve_gate(
     check_id(gate_id, "gate_id")
     outcome = RESOLUTIONS.get(resolution)
     if outcome is None:
-        raise InvalidInput("resolution must be approve, reject or defer",
-                           code="invalid_resolution")
+        raise InvalidInput("resolution must be approve, reject or defer", code="invalid_resolution")
     resolver = check_id(by or ctx.agent_id, "by")
     rationale = lookup.text(rationale, "rationale", required=False) or None
-    request = {"cmd": "gate.resolve", "gate_id": gate_id, "resolution": outcome,
-               "by": resolver, "rationale": rationale}
+    request = {
+        "cmd": "gate.resolve",
+        "gate_id": gate_id,
+        "resolution": outcome,
+        "by": resolver,
+        "rationale": rationale,
+    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         gate = lookup.gate(st, gate_id)
         if gate.status in ("approved", "rejected"):
-            raise Conflict(f"gate is already {gate.status}", code="gate_resolved",
-                           gate_id=gate_id, status=gate.status)
+            raise Conflict(
+                f"gate is already {gate.status}",
+                code="gate_resolved",
+                gate_id=gate_id,
+                status=gate.status,
+            )
         if resolver != gate.authority:
-            raise Conflict("only the gate's authority may resolve it",
-                           code="not_gate_authority", gate_id=gate_id,
-                           authority=gate.authority)
-        data = {"gate_id": gate_id, "resolution": outcome, "by": resolver,
-                "rationale": ctx.private_text(rationale, gate.visibility) if rationale
-                else None}
+            raise Conflict(
+                "only the gate's authority may resolve it",
+                code="not_gate_authority",
+                gate_id=gate_id,
+                authority=gate.authority,
+            )
+        data = {
+            "gate_id": gate_id,
+            "resolution": outcome,
+            "by": resolver,
+            "rationale": ctx.private_text(rationale, gate.visibility) if rationale else None,
+        }
         return [Change("gate.resolved", data, gate.visibility)]
 
     def revision(state: GoalState) -> int:
         return state.gates[gate_id].revision if gate_id in state.gates else 0
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision, revision_of=revision)
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=revision,
+    )

@@ -32,12 +32,18 @@ def create_goal(
     if predecessor is not None:
         check_id(predecessor, "predecessor")
         if predecessor == goal_id or not ctx.store.exists(predecessor):
-            raise NotFound("predecessor goal not found", code="goal_not_found",
-                           goal_id=predecessor)
+            raise NotFound("predecessor goal not found", code="goal_not_found", goal_id=predecessor)
     request = {
-        "cmd": "goal.create", "goal_id": goal_id, "title": title, "objective": objective,
-        "acceptance": criteria, "repository": repository, "visibility": vis,
-        "predecessor": predecessor, "lease_seconds": lease_seconds, "quota": quota,
+        "cmd": "goal.create",
+        "goal_id": goal_id,
+        "title": title,
+        "objective": objective,
+        "acceptance": criteria,
+        "repository": repository,
+        "visibility": vis,
+        "predecessor": predecessor,
+        "lease_seconds": lease_seconds,
+        "quota": quota,
         "quota_unit": quota_unit,
     }
 
@@ -87,8 +93,9 @@ def close_goal(
             data["reason"] = ctx.private_text(reason, st.visibility)
         return [Change("goal.closed", data, st.visibility)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision)
+    return execute(
+        ctx, goal_id, request, plan, operation_id=operation_id, expected_revision=expected_revision
+    )
 
 
 def register_agent(
@@ -128,8 +135,9 @@ def set_quota(
     def plan(state: GoalState | None, now: str) -> list[Change]:
         return [Change("quota.set", {"quota": quota, "quota_unit": unit})]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision)
+    return execute(
+        ctx, goal_id, request, plan, operation_id=operation_id, expected_revision=expected_revision
+    )
 
 
 def add_note(
@@ -147,8 +155,14 @@ def add_note(
     text = lookup.text(text, "text")
     if kind not in ("lesson", "decision", "note"):
         raise InvalidInput("note kind must be lesson, decision or note", code="invalid_kind")
-    request = {"cmd": "note.add", "text": text, "kind": kind, "todo_id": todo_id,
-               "visibility": vis, "note_id": note_id}
+    request = {
+        "cmd": "note.add",
+        "text": text,
+        "kind": kind,
+        "todo_id": todo_id,
+        "visibility": vis,
+        "note_id": note_id,
+    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)

@@ -69,9 +69,7 @@ def new_id(prefix: str, existing: dict[str, Any], given: str | None, what: str) 
 def visibility(value: str | None, default: str) -> str:
     value = value or default
     if value not in VISIBILITIES:
-        raise InvalidInput(
-            "visibility must be public, team or private", code="invalid_visibility"
-        )
+        raise InvalidInput("visibility must be public, team or private", code="invalid_visibility")
     return value
 
 

@@ -60,9 +60,16 @@ def add_todo(
         raise InvalidInput("role must be agent or user", code="invalid_role")
     _check_priority(priority)
     request = {
-        "cmd": "todo.add", "title": title, "todo_id": todo_id, "role": role, "kind": kind,
-        "priority": priority, "depends_on": depends_on or [], "acceptance": acceptance,
-        "visibility": vis, "predecessor": predecessor,
+        "cmd": "todo.add",
+        "title": title,
+        "todo_id": todo_id,
+        "role": role,
+        "kind": kind,
+        "priority": priority,
+        "depends_on": depends_on or [],
+        "acceptance": acceptance,
+        "visibility": vis,
+        "predecessor": predecessor,
     }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
@@ -72,14 +79,20 @@ def add_todo(
         if predecessor is not None:
             lookup.todo(st, predecessor)
         data = {
-            "todo_id": new, "title": ctx.private_text(title, vis), "role": role, "kind": kind,
-            "priority": priority, "depends_on": deps, "predecessor": predecessor,
+            "todo_id": new,
+            "title": ctx.private_text(title, vis),
+            "role": role,
+            "kind": kind,
+            "priority": priority,
+            "depends_on": deps,
+            "predecessor": predecessor,
             "acceptance": ctx.private_text(acceptance, vis) if acceptance else None,
         }
         return [Change("todo.added", data, vis)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision)
+    return execute(
+        ctx, goal_id, request, plan, operation_id=operation_id, expected_revision=expected_revision
+    )
 
 
 def update_todo(
@@ -104,8 +117,14 @@ def update_todo(
     if role is not None and role not in ROLES:
         raise InvalidInput("role must be agent or user", code="invalid_role")
     _check_priority(priority)
-    fields = {"title": title, "priority": priority, "depends_on": depends_on,
-              "acceptance": acceptance, "kind": kind, "role": role}
+    fields = {
+        "title": title,
+        "priority": priority,
+        "depends_on": depends_on,
+        "acceptance": acceptance,
+        "kind": kind,
+        "role": role,
+    }
     if all(v is None for v in fields.values()):
         raise InvalidInput("nothing to update: pass at least one field", code="no_change")
     request = {"cmd": "todo.update", "todo_id": todo_id, **fields}
@@ -114,8 +133,12 @@ def update_todo(
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
         lookup.open_todo(item)
-        data: dict[str, Any] = {"todo_id": todo_id, "priority": priority, "kind": kind,
-                                "role": role}
+        data: dict[str, Any] = {
+            "todo_id": todo_id,
+            "priority": priority,
+            "kind": kind,
+            "role": role,
+        }
         if title is not None:
             data["title"] = ctx.private_text(title, item.visibility)
         if acceptance is not None:
@@ -124,8 +147,15 @@ def update_todo(
             data["depends_on"] = _check_deps(st, todo_id, depends_on)
         return [Change("todo.updated", data, item.visibility)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision, revision_of=_todo_revision(todo_id))
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=_todo_revision(todo_id),
+    )
 
 
 def _owner_check(item: Todo, agent_id: str, now: str) -> None:
@@ -175,8 +205,12 @@ def claim_todo(
     check_id(todo_id, "todo_id")
     if lease_seconds is not None and not 1 <= lease_seconds <= 30 * 86400:
         raise InvalidInput("lease must be 1 second to 30 days", code="invalid_lease")
-    request = {"cmd": "todo.claim", "todo_id": todo_id, "lease_seconds": lease_seconds,
-               "session_id": ctx.session_id}
+    request = {
+        "cmd": "todo.claim",
+        "todo_id": todo_id,
+        "lease_seconds": lease_seconds,
+        "session_id": ctx.session_id,
+    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
@@ -187,12 +221,24 @@ def claim_todo(
         _owner_check(item, ctx.agent_id, now)
         _ready_check(st, item)
         lease = lease_seconds or st.policy.get("lease_seconds", 1800)
-        data = {"todo_id": todo_id, "agent_id": ctx.agent_id, "session_id": ctx.session_id,
-                "lease_expires_at": add_seconds(now, lease), "via_handoff": via_handoff}
+        data = {
+            "todo_id": todo_id,
+            "agent_id": ctx.agent_id,
+            "session_id": ctx.session_id,
+            "lease_expires_at": add_seconds(now, lease),
+            "via_handoff": via_handoff,
+        }
         return [Change("todo.claimed", data, item.visibility)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision, revision_of=_todo_revision(todo_id))
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=_todo_revision(todo_id),
+    )
 
 
 def _held_by_actor(item: Todo, agent_id: str, now: str) -> None:
@@ -228,8 +274,15 @@ def renew_todo(
         data = {"todo_id": todo_id, "lease_expires_at": add_seconds(now, lease)}
         return [Change("todo.renewed", data, item.visibility)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision, revision_of=_todo_revision(todo_id))
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=_todo_revision(todo_id),
+    )
 
 
 def _simple(
@@ -258,12 +311,21 @@ def _simple(
             st = lookup.need_state(state)
             item = lookup.todo(st, todo_id)
             check(st, item, ctx, now)
-            data = {"todo_id": todo_id,
-                    "reason": ctx.private_text(text, item.visibility) if text else None}
+            data = {
+                "todo_id": todo_id,
+                "reason": ctx.private_text(text, item.visibility) if text else None,
+            }
             return [Change(event_type, data, item.visibility)]
 
-        return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                       expected_revision=expected_revision, revision_of=_todo_revision(todo_id))
+        return execute(
+            ctx,
+            goal_id,
+            request,
+            plan,
+            operation_id=operation_id,
+            expected_revision=expected_revision,
+            revision_of=_todo_revision(todo_id),
+        )
 
     transition.__name__ = cmd.replace(".", "_")
     transition.__doc__ = f"Append `{event_type}` after checking its preconditions."
@@ -289,8 +351,9 @@ def _can_unblock(st: GoalState, item: Todo, ctx: Context, now: str) -> None:
 
 def _can_reopen(st: GoalState, item: Todo, ctx: Context, now: str) -> None:
     if item.is_open:
-        raise Conflict(f"todo is {item.status}, not closed", code="todo_not_closed",
-                       todo_id=item.todo_id)
+        raise Conflict(
+            f"todo is {item.status}, not closed", code="todo_not_closed", todo_id=item.todo_id
+        )
 
 
 def _can_cancel(st: GoalState, item: Todo, ctx: Context, now: str) -> None:
@@ -318,24 +381,41 @@ def complete_todo(
 ) -> Result:
     check_id(todo_id, "todo_id")
     summary = lookup.text(summary, "summary", required=False) or None
-    request = {"cmd": "todo.complete", "todo_id": todo_id, "summary": summary,
-               "evidence_ids": evidence_ids or [], "successor": successor}
+    request = {
+        "cmd": "todo.complete",
+        "todo_id": todo_id,
+        "summary": summary,
+        "evidence_ids": evidence_ids or [],
+        "successor": successor,
+    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
         lookup.open_todo(item)
         if item.status == "blocked":
-            raise Conflict("todo is blocked; unblock it first", code="todo_blocked",
-                           todo_id=todo_id)
+            raise Conflict(
+                "todo is blocked; unblock it first", code="todo_blocked", todo_id=todo_id
+            )
         _owner_check(item, ctx.agent_id, now)
         _ready_check(st, item)
         evidence = lookup.existing_evidence(st, evidence_ids or [])
         if successor is not None:
             lookup.todo(st, successor)
-        data = {"todo_id": todo_id, "evidence_ids": evidence, "successor": successor,
-                "summary": ctx.private_text(summary, item.visibility) if summary else None}
+        data = {
+            "todo_id": todo_id,
+            "evidence_ids": evidence,
+            "successor": successor,
+            "summary": ctx.private_text(summary, item.visibility) if summary else None,
+        }
         return [Change("todo.completed", data, item.visibility)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id,
-                   expected_revision=expected_revision, revision_of=_todo_revision(todo_id))
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=_todo_revision(todo_id),
+    )

@@ -17,8 +17,7 @@ Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
 HANDLERS: dict[str, Handler] = {}
 # The data key naming what an operation created or changed, reported in its receipt.
-SUBJECT_KEYS = ("todo_id", "gate_id", "evidence_id", "run_id", "note_id", "handoff_id",
-                "agent_id")
+SUBJECT_KEYS = ("todo_id", "gate_id", "evidence_id", "run_id", "note_id", "handoff_id", "agent_id")
 
 
 def handles(event_type: str) -> Callable[[Handler], Handler]:

@@ -168,16 +168,15 @@ def goal_view(state: GoalState, text: TextFn) -> dict[str, Any]:
     }
 
 
-def status_view(
-    state: GoalState, now: str, text: TextFn, *, limit: int = 20
-) -> dict[str, Any]:
+def status_view(state: GoalState, now: str, text: TextFn, *, limit: int = 20) -> dict[str, Any]:
     """Everything `loopx status` shows for one goal."""
     ready = frontier(state, now)
     pending = sorted(
         (g for g in state.gates.values() if g.is_blocking), key=lambda g: g.created_seq
     )
     leases = sorted(
-        (t for t in state.todos.values() if t.claim), key=lambda t: t.claim["lease_expires_at"]  # type: ignore[index]
+        (t for t in state.todos.values() if t.claim),
+        key=lambda t: t.claim["lease_expires_at"],  # type: ignore[index]
     )
     return {
         "goal_id": state.goal_id,
@@ -204,7 +203,11 @@ def status_view(
 
 
 def next_view(
-    state: GoalState, now: str, text: TextFn, agent_id: str | None, explain: bool,
+    state: GoalState,
+    now: str,
+    text: TextFn,
+    agent_id: str | None,
+    explain: bool,
     limit: int = 20,
 ) -> dict[str, Any]:
     role = "agent" if agent_id else None
@@ -217,11 +220,15 @@ def next_view(
     }
     if explain:
         waiting = [r for r in readiness(state, now, agent_id) if not r.ready]
-        waiting.sort(key=lambda r: (state.todos[r.todo_id].priority,
-                                    state.todos[r.todo_id].created_seq))
+        waiting.sort(
+            key=lambda r: (state.todos[r.todo_id].priority, state.todos[r.todo_id].created_seq)
+        )
         out["not_ready"] = [
-            {"todo_id": r.todo_id, "title": text(state.todos[r.todo_id].title),
-             "reasons": r.reasons}
+            {
+                "todo_id": r.todo_id,
+                "title": text(state.todos[r.todo_id].title),
+                "reasons": r.reasons,
+            }
             for r in waiting
         ]
         if role:

@@ -75,7 +75,9 @@ class Store(Protocol):
         """
         ...
 
-    def writing(self, goal_id: str) -> AbstractContextManager[Writer]: ...
+    def writing(self, goal_id: str, since: Cursor | None = None) -> AbstractContextManager[Writer]:
+        """Lock the goal, repair a damaged tail, and read the events after `since`."""
+        ...
 
     def verify(self, goal_id: str) -> VerifyReport: ...
 
@@ -106,8 +108,9 @@ def verify_buffer(goal_id: str, buf: bytes) -> VerifyReport:
             size=len(buf),
             head="",
             ok=False,
-            damage=[{"kind": "corrupt", "offset": err.details.get("offset"),
-                     "reason": err.message}],
+            damage=[
+                {"kind": "corrupt", "offset": err.details.get("offset"), "reason": err.message}
+            ],
         )
     damage: list[dict[str, Any]] = []
     if result.damage is not None:
@@ -122,7 +125,9 @@ def verify_buffer(goal_id: str, buf: bytes) -> VerifyReport:
     )
 
 
-def stamp(envelopes: list[dict[str, Any]], cursor: Cursor) -> tuple[bytes, list[dict[str, Any]], Cursor]:
+def stamp(
+    envelopes: list[dict[str, Any]], cursor: Cursor
+) -> tuple[bytes, list[dict[str, Any]], Cursor]:
     """Give each envelope its seq, event id and chain link; return the encoded bytes."""
     from loopx.store.ledger import digest, encode_line
 
@@ -139,4 +144,3 @@ def stamp(envelopes: list[dict[str, Any]], cursor: Cursor) -> tuple[bytes, list[
         chunks.append(line)
         stamped.append(env)
     return b"".join(chunks), stamped, Cursor(seq=seq, head=head, offset=offset)
-

@@ -130,8 +130,9 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
         events.append(event)
         seq, head = event["seq"], line[-66:-2].decode()
         pos = end + 1
-    out.cursor = Cursor(seq=seq, head=head, offset=start.offset + pos if out.damage is None
-                        else out.damage.offset)
+    out.cursor = Cursor(
+        seq=seq, head=head, offset=start.offset + pos if out.damage is None else out.damage.offset
+    )
     return out
 
 

@@ -49,11 +49,11 @@ class MemoryStore:
     def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
         start = since or Cursor()
         buf = self.raw(check_id(goal_id, "goal_id"))
-        if start.offset:
-            if len(buf) < start.offset or buf[start.offset - 67 : start.offset - 3].decode(
-                "ascii", "replace"
-            ) != start.head:
-                raise SnapshotStale()
+        if start.offset and (
+            len(buf) < start.offset
+            or buf[start.offset - 67 : start.offset - 3].decode("ascii", "replace") != start.head
+        ):
+            raise SnapshotStale()
         return scan(buf[start.offset :], start, goal_id=goal_id)
 
     @contextmanager
