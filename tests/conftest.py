@@ -1,0 +1,112 @@
+"""Shared fixtures: stores, contexts with a pinned clock, and an in-process CLI runner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from loopx.engine.clock import FixedClock
+from loopx.engine.core import Context
+from loopx.store.filestore import FileStore
+from loopx.store.memorystore import MemoryStore
+
+T0 = "2026-03-01T12:00:00Z"
+
+
+@pytest.fixture(params=["file", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """Every Store implementation, so one contract suite runs against each."""
+    if request.param == "memory":
+        return MemoryStore()
+    fs = FileStore(tmp_path)
+    fs.init()
+    return fs
+
+
+@pytest.fixture
+def file_store(tmp_path: Path) -> FileStore:
+    fs = FileStore(tmp_path)
+    fs.init()
+    return fs
+
+
+def make_ctx(store: Any, agent: str = "agent-a", session: str = "s1", step: int = 60) -> Context:
+    return Context(store, FixedClock(T0, step), agent_id=agent, session_id=session)
+
+
+@pytest.fixture
+def ctx(store: Any) -> Context:
+    return make_ctx(store)
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(
+    args: list[str],
+    env: dict[str, str] | None = None,
+    input: str | None = None,
+    cwd: Path | None = None,
+) -> CliResult:
+    """Run `loopx ARGS` in-process through the real entry point (error boundary included)."""
+    import os
+
+    from loopx.cli.main import main
+
+    runner = CliRunner()
+    base = {"LOOPX_NOW": T0, "LOOPX_AGENT_ID": None, "LOOPX_SESSION_ID": None, "LOOPX_ROOT": None}
+    base.update(env or {})
+    old = Path.cwd()
+    with runner.isolation(input=input, env=base) as (out, err, _):
+        if cwd is not None:
+            os.chdir(cwd)
+        code = 0
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            os.chdir(old)
+        return CliResult(code, out.getvalue().decode(), err.getvalue().decode())
+
+
+@pytest.fixture
+def cli() -> Any:
+    return run_cli
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    """An initialised project folder with one goal `demo`."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    assert run_cli(["init", "--root", str(root)]).exit_code == 0
+    created = run_cli(
+        [
+            "goal",
+            "create",
+            "--root",
+            str(root),
+            "--goal-id",
+            "demo",
+            "--title",
+            "Demo goal",
+            "--objective",
+            "Ship the demo",
+        ]
+    )
+    assert created.exit_code == 0, created.stderr
+    yield root
