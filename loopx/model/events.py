@@ -13,6 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from loopx.model.ids import ID_PATTERN, OPERATION_ID_PATTERN
+from loopx.model.upgrade import EVENT_VERSION, upgrade
+
+__all__ = ["EVENT_MODELS", "EVENT_VERSION", "Envelope", "upgrade", "validate_data"]
 
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Title = Annotated[str, StringConstraints(min_length=1, max_length=500)]
@@ -186,7 +189,6 @@ EVENT_MODELS: dict[str, type[_Data]] = {
     "quota.set": QuotaSet,
     "note.added": NoteAdded,
 }
-EVENT_VERSION = 1
 
 
 class Actor(_Data):
@@ -218,8 +220,3 @@ def validate_data(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
     """Validate event data against its model; return it normalised (defaults filled, no Nones)."""
     model = EVENT_MODELS[event_type]
     return model.model_validate(data).model_dump(mode="json", exclude_none=True)
-
-
-def upgrade(event: dict[str, Any]) -> dict[str, Any]:
-    """Bring an event written by an older loopx to the current shape (identity for v1)."""
-    return event

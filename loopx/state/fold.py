@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopx.model.errors import LedgerDamage
-from loopx.model.events import upgrade
+from loopx.model.upgrade import upgrade
 from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
 
 Event = dict[str, Any]
