@@ -1,0 +1,691 @@
+"""What the public-boundary scan looks for: credential formats and personal or machine data.
+
+Each rule is a regex built from a publicly documented token format (or, for the generic rules, a
+keyword context plus an entropy test) and a set of anchor literals, one of which every match
+contains. A rule only runs on text that contains one of its anchors, so scanning a large build
+costs one Aho-Corasick pass plus the few rules that can possibly match. Anchors are exact-case;
+a case-insensitive rule lists its anchors as written, lowercase, UPPERCASE and Capitalized, so a
+keyword in an odd casing (``pAssWord``) is not looked for.
+
+Decisions on what is *not* a finding, so the scan does not cry wolf:
+- hashes loopx writes (``sha256:<64 hex>``, 40/64-hex revisions and hashes, ``evt-<16 hex>``),
+  UUIDs, ISO timestamps and versions match no rule: no rule fires on bare hex or digits; the
+  generic assignment rules skip such values.
+- ``127.0.0.0/8``, ``::1`` and ``0.0.0.0`` are the same on every machine and reveal nothing, so
+  only RFC 1918 ranges, link-local ``169.254/16``, IPv6 ULA ``fc00::/7`` and link-local
+  ``fe80::/10`` are private IPs.
+- a bare ``~`` or ``~/`` names the reader's own home and no user: not a finding; ``~alice`` is.
+- ``git@host:org/repo.git`` is the SSH remote form; ``git`` is a service user: not an e-mail;
+  nor is the user part of a URL (``ssh://git@host/…``); a password there is ``url-password``.
+- ``icon@2x.png`` style asset names are not e-mail addresses.
+- placeholders in assignments (``$TOKEN``, ``${X}``, ``<token>``, ``[redacted:…]``, paths, URLs)
+  are not secrets, which also keeps redacted output clean on a second scan.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+CREDENTIAL = "credential"
+PERSONAL = "personal"
+
+Check = Callable[["re.Match[str]"], bool]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of finding: a regex, the anchors that gate it, and an optional post-check.
+
+    The span reported and redacted is the named group ``secret`` when the regex has one and it
+    took part in the match, else the whole match. ``generic`` rules (keyword + entropy) yield to
+    a specific rule that flags an overlapping span; ``priority`` breaks ties when redacting.
+    """
+
+    kind: str
+    pattern: re.Pattern[str]
+    anchors: tuple[str, ...]  # exact case; case-insensitive rules list common casings
+    category: str = CREDENTIAL
+    check: Check | None = None
+    generic: bool = False
+    priority: int = 1
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """Yield the (start, end) of every match of this rule in `text`."""
+        has_secret = "secret" in self.pattern.groupindex
+        for match in self.pattern.finditer(text):
+            if self.check is not None and not self.check(match):
+                continue
+            if has_secret and match.start("secret") >= 0:
+                yield match.span("secret")
+            else:
+                yield match.span()
+
+
+def words(text: str) -> frozenset[str]:
+    """The whitespace-separated words of `text`, for readable word lists."""
+    return frozenset(text.split())
+
+
+# --- value tests --------------------------------------------------------------------------------
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character of `value`'s character distribution."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def char_classes(value: str) -> int:
+    """How many of lower, upper, digit and symbol (not ``-_.``) occur in `value`."""
+    lower = upper = digit = symbol = 0
+    for ch in value:
+        if ch.islower():
+            lower = 1
+        elif ch.isupper():
+            upper = 1
+        elif ch.isdigit():
+            digit = 1
+        elif ch not in "-_.":
+            symbol = 1
+    return lower + upper + digit + symbol
+
+
+def _mixed(value: str) -> bool:
+    """Random tokens mix upper, lower and digits; words and identifiers rarely do."""
+    return (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+
+
+_BENIGN_VALUE = re.compile(
+    r"""(?x)
+    sha256:[0-9a-f]{64}                                   # loopx content references
+    | evt-[0-9a-f]{16}                                    # loopx event ids
+    | v?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z.-]+)?          # versions
+    | \d{4}-\d{2}-\d{2}(?:[T ][0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)?   # ISO dates and times
+    | [a-z][a-z0-9+.-]*://\S*                             # URLs (passwords in URLs: own rule)
+    | [./~]\S*                                            # paths
+    | \d+                                                 # numbers
+    """
+)
+_PLACEHOLDER_START = tuple("$<{%[*#&@")
+_PLACEHOLDER_WORDS = ("redacted", "example", "placeholder", "xxxx", "****", "your")
+
+
+def looks_secret(value: str) -> bool:
+    """True when an assigned value looks like a real credential, not a word or placeholder."""
+    if len(value) < 8 or value.startswith(_PLACEHOLDER_START):
+        return False
+    if _BENIGN_VALUE.fullmatch(value):
+        return False
+    lowered = value.lower()
+    if any(word in lowered for word in _PLACEHOLDER_WORDS):
+        return False
+    classes = char_classes(value)
+    entropy = shannon_entropy(value)
+    if classes >= 3 and entropy >= 2.5:
+        return True
+    return classes == 2 and len(value) >= 16 and entropy >= 3.2 and any(c.isdigit() for c in value)
+
+
+_KEY_SPLIT = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
+_SAFE_LAST = words(
+    """id ids hash hashes sha digest rev revision count counts ttl type types url uri urls path
+    paths file files name names limit limits len length budget budgets size env expiry expires
+    expiration at kind format header field mode policy scope scopes used usage estimate estimates
+    spent rate total version endpoint host hint hints label prompt ref refs store storage
+    rotation rotated length min max enabled required"""
+)
+_SAFE_FIRST = words("max min num n total no has is use")
+
+
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
+_SECRET_WORDS = words("secret secrets token auth credential credentials apikey")
+_SECRET_ENDINGS = ("token", "secret", "apikey", "accesskey", "privatekey", "secretkey")
+_KEY_PREFIXES = words(
+    "api access private secret signing encryption master app client account service"
+)
+
+
+def _key_words(key: str) -> list[str]:
+    return [w.lower() for w in _KEY_SPLIT.split(key) if w]
+
+
+def _names_password(words: list[str]) -> bool:
+    return any(w.startswith(_PASSWORD_WORDS) or w.endswith(_PASSWORD_WORDS) for w in words)
+
+
+def _names_secret(words: list[str]) -> bool:
+    for i, word in enumerate(words):
+        if word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS):
+            return True
+        if word == "key" and i > 0 and words[i - 1] in _KEY_PREFIXES:
+            return True
+    return False
+
+
+def _assignment_check(names: Callable[[list[str]], bool]) -> Check:
+    """A key that names a secret as a whole word, a value that is not a placeholder."""
+
+    def check(match: re.Match[str]) -> bool:
+        words = _key_words(match.group("key"))
+        if not words or words[-1] in _SAFE_LAST or words[0] in _SAFE_FIRST:
+            return False
+        return names(words) and looks_secret(match.group("secret"))
+
+    return check
+
+
+def _value_check(match: re.Match[str]) -> bool:
+    return looks_secret(match.group("secret"))
+
+
+def _mixed_check(match: re.Match[str]) -> bool:
+    return _mixed(match.group("secret") if "secret" in match.re.groupindex else match.group())
+
+
+def _mixed_case_check(match: re.Match[str]) -> bool:
+    value = match.group()
+    return any(c.isupper() for c in value) and any(c.islower() for c in value[4:])
+
+
+def _aws_secret_check(match: re.Match[str]) -> bool:
+    value = match.group("secret")
+    return _mixed(value) and not re.fullmatch(r"[0-9a-fA-F]+", value)
+
+
+def _aws_key_id_check(match: re.Match[str]) -> bool:
+    return not match.group().endswith("EXAMPLE")  # the documented sample key ids
+
+
+def _basic_auth_check(match: re.Match[str]) -> bool:
+    value = match.group("secret")
+    if len(value) % 4:
+        return False
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded
+
+
+def _url_password_check(match: re.Match[str]) -> bool:
+    password = match.group("secret").split(":", 1)[1]
+    lowered = password.lower()
+    return not (
+        password.startswith(_PLACEHOLDER_START)
+        or lowered in {"password", "pass", "passwd", "secret", "pwd", "token"}
+        or set(password) <= {"*", "x", "X"}
+    )
+
+
+def _sas_check(match: re.Match[str]) -> bool:
+    before = match.string[max(0, match.start() - 600) : match.start()]
+    return any(f"{p}=" in before for p in ("sv", "se", "sp", "sr", "skoid", "spr"))
+
+
+_URL_USERINFO = re.compile(r"://(?:[^\s/?#@:\"'<>]+:)?$")
+
+
+def _email_check(match: re.Match[str]) -> bool:
+    text = match.string
+    local, _, domain = match.group().partition("@")
+    if local == "git" and text[match.end() : match.end() + 1] == ":":
+        return False  # git@github.com:org/repo.git
+    if _URL_USERINFO.search(text, max(0, match.start() - 256), match.start()):
+        return False  # scheme://user@host or scheme://user:password@host (url-password's)
+    return re.match(r"\d+(?:\.\d+)?x\.", domain) is None  # icon@2x.png
+
+
+def _windows_home_check(match: re.Match[str]) -> bool:
+    return match.group("name").lower() not in {"public", "default", "all users", "default user"}
+
+
+def _ipv6_check(match: re.Match[str]) -> bool:
+    return match.group().count(":") >= 2
+
+
+# --- building blocks --------------------------------------------------------------------------
+
+_TOKEN_START = r"(?<![A-Za-z0-9_-])"  # not inside a longer token
+_TOKEN_END = r"(?![A-Za-z0-9_-])"
+_ALNUM_START = r"(?<![A-Za-z0-9])"
+_ALNUM_END = r"(?![A-Za-z0-9])"
+_ASSIGN = r"""["']?\s*(?:=|:=|=>|:)\s*["']?"""
+_VALUE = r"""(?P<secret>[^\s"'`,;()\[\]{}<>\\]{8,200})"""
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_HEX = "0123456789abcdef"
+
+
+def _discord_anchors() -> tuple[str, ...]:
+    """Bot tokens start with base64 of a decimal user id, which pins their first four chars."""
+    return tuple(
+        sorted(
+            {
+                a + b + c + d
+                for a in "MNO"
+                for b in "DTjz"
+                for c in "AEIMQUYcgk"
+                for d in "wxyz012345"
+            }
+        )
+    )
+
+
+def _rule(
+    kind: str,
+    regex: str,
+    anchors: tuple[str, ...] | list[str],
+    *,
+    flags: int = 0,
+    category: str = CREDENTIAL,
+    check: Check | None = None,
+    generic: bool = False,
+    priority: int = 1,
+    fold: bool | None = None,
+) -> Rule:
+    if fold if fold is not None else flags & re.IGNORECASE:
+        anchors = [v for a in anchors for v in (a, a.lower(), a.upper(), a.capitalize())]
+    return Rule(
+        kind=kind,
+        pattern=re.compile(regex, flags),
+        anchors=tuple(sorted(set(anchors))),
+        category=category,
+        check=check,
+        generic=generic,
+        priority=priority,
+    )
+
+
+_PEM_END = r"(?:[\s\S]{{0,12000}}?-----END {label}-----)?"
+_PRIVATE_LABEL = r"(?:(?:RSA|DSA|EC|DH|ENCRYPTED) )?PRIVATE KEY"
+
+_PASSWORD_KEYS = r"(?:password|passwd|passphrase|pwd)"
+_SECRET_KEYS = (
+    r"(?:secret|token|api[_.-]?key|apikey|credentials?|auth"
+    r"|(?:access|private|signing|encryption|master|app|client|account|service)[_.-]?key)"
+)
+
+
+def _assignment(
+    kind: str, keys: str, anchors: tuple[str, ...], names: Callable[[list[str]], bool]
+) -> Rule:
+    key = rf"(?P<key>[A-Za-z0-9_.-]{{0,32}}?{keys}[A-Za-z0-9_.-]{{0,32}})"
+    separator = rf"(?(flag)(?:=|\s+)[\"']?|{_ASSIGN})"
+    regex = rf"(?<![A-Za-z0-9_.-])(?P<flag>--)?{key}{separator}{_VALUE}"
+    return _rule(
+        kind, regex, anchors, flags=re.IGNORECASE, check=_assignment_check(names), generic=True,
+        priority=0,
+    )  # fmt: skip
+
+
+RULES: tuple[Rule, ...] = (
+    # --- cloud providers
+    _rule(
+        "aws-access-key",
+        _ALNUM_START + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}" + _ALNUM_END,
+        ["AKIA", "ASIA", "ABIA", "ACCA", "A3T"],
+        check=_aws_key_id_check,
+    ),
+    _rule(
+        "aws-secret-key",
+        r"(?<![A-Za-z0-9])aws[A-Za-z0-9_.-]{0,20}?(?:secret|sk)[A-Za-z0-9_.-]{0,20}"
+        + _ASSIGN
+        + r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+        ["aws"],
+        flags=re.IGNORECASE,
+        check=_aws_secret_check,
+    ),
+    _rule("gcp-api-key", _TOKEN_START + r"AIza[0-9A-Za-z_-]{35}" + _TOKEN_END, ["AIza"]),
+    _rule(
+        "gcp-service-account-key",
+        r'"private_key"\s*:\s*"(?P<secret>-----BEGIN ' + _PRIVATE_LABEL + r'-----[^"]{0,12000})"',
+        ['"private_key"'],
+        priority=3,
+    ),
+    _rule("google-oauth-client-secret", r"GOCSPX-[A-Za-z0-9_-]{28}" + _TOKEN_END, ["GOCSPX-"]),
+    _rule("google-oauth-token", _TOKEN_START + r"ya29\.[A-Za-z0-9_-]{30,}", ["ya29."]),
+    _rule(
+        "azure-storage-key",
+        r"(?:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{40,100}={0,2})",
+        ["AccountKey=", "SharedAccessKey="],
+        flags=re.IGNORECASE,
+    ),
+    _rule(
+        "azure-sas-token",
+        r"[?&;]sig=(?P<secret>[A-Za-z0-9%+/]{40,}(?:%3[dD]|=){0,2})",
+        ["sig="],
+        check=_sas_check,
+    ),
+    _rule(
+        "azure-ad-client-secret",
+        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])",
+        ["Q~"],
+        check=_mixed_check,
+    ),
+    _rule(
+        "alibaba-access-key",
+        _ALNUM_START + r"LTAI[A-Za-z0-9]{12,20}" + _ALNUM_END,
+        ["LTAI"],
+        check=_mixed_check,
+    ),
+    _rule(
+        "digitalocean-token",
+        r"do[opr]_v1_[a-f0-9]{64}" + _ALNUM_END,
+        ["dop_v1_", "doo_v1_", "dor_v1_"],
+    ),
+    # --- source hosting and CI
+    _rule(
+        "github-token",
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{70,240})"
+        r"(?![A-Za-z0-9_])",
+        ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    ),
+    _rule(
+        "gitlab-token",
+        _TOKEN_START
+        + r"(?:(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent|gloas|glwt|glffct)-"
+        r"[A-Za-z0-9_.-]{20,}|GR1348941[A-Za-z0-9_-]{20,})",
+        [
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glptt-",
+            "glft-",
+            "glsoat-",
+            "glcbt-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glwt-",
+            "glffct-",
+            "GR1348941",
+        ],
+        check=_mixed_check,
+    ),  # fmt: skip
+    _rule("docker-hub-token", r"dckr_pat_[A-Za-z0-9_-]{27}" + _TOKEN_END, ["dckr_pat_"]),
+    _rule("npm-token", _ALNUM_START + r"npm_[A-Za-z0-9]{36}" + _ALNUM_END, ["npm_"]),
+    _rule(
+        "pypi-token",
+        r"pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}",
+        ["pypi-AgEIcHlwaS5vcmc", "pypi-AgENdGVzdC5weXBpLm9yZw"],
+    ),
+    _rule("vault-token", r"(?<![A-Za-z0-9_.-])hv[sb]\.[A-Za-z0-9_-]{24,}", ["hvs.", "hvb."]),
+    _rule(
+        "terraform-token",
+        r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+        [".atlasv1."],
+    ),
+    _rule("pulumi-token", _ALNUM_START + r"pul-[a-f0-9]{40}" + _ALNUM_END, ["pul-"]),
+    _rule(
+        "doppler-token",
+        r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}" + _ALNUM_END,
+        ["dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."],
+    ),
+    _rule(
+        "databricks-token",
+        _ALNUM_START + r"dapi[a-f0-9]{32}(?:-\d)?" + _ALNUM_END,
+        ["dapi"],
+    ),
+    _rule("supabase-token", _ALNUM_START + r"sbp_[a-f0-9]{40}" + _ALNUM_END, ["sbp_"]),
+    _rule(
+        "heroku-api-key",
+        r"(?<![A-Za-z0-9])heroku[A-Za-z0-9_.-]{0,20}?(?:key|token|secret|auth)[A-Za-z0-9_.-]{0,20}"
+        + _ASSIGN
+        + r"(?P<secret>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+        r"|HRKU-AA[0-9A-Za-z_-]{58}",
+        ["heroku", "HRKU-AA"],
+        flags=re.IGNORECASE,
+    ),
+    # --- chat, collaboration, payments, mail
+    _rule(
+        "slack-token",
+        _ALNUM_START + r"(?:xox[abposre](?:\.xox[bp])?-[0-9A-Za-z-]{10,250}"
+        r"|xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+)",
+        ["xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe", "xapp-"],
+        check=lambda m: any(c.isdigit() for c in m.group()),
+    ),
+    _rule(
+        "slack-webhook",
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{20,}",
+        ["hooks.slack.com/"],
+    ),
+    _rule(
+        "discord-bot-token",
+        _TOKEN_START + r"[MNO][DTjz][AEIMQUYcgk][w-z0-5][A-Za-z0-9_-]{19,23}\.[A-Za-z0-9_-]{6}"
+        r"\.[A-Za-z0-9_-]{27,38}" + _TOKEN_END,
+        _discord_anchors(),
+    ),
+    _rule(
+        "discord-webhook",
+        r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{60,}",
+        ["discord.com/api/webhooks/", "discordapp.com/api/webhooks/"],
+    ),
+    _rule(
+        "telegram-bot-token",
+        r"(?<![A-Za-z0-9_:-])\d{8,10}:AA[A-Za-z0-9_-]{33}" + _TOKEN_END,
+        [":AA"],
+    ),
+    _rule(
+        "atlassian-api-token",
+        r"ATATT3[A-Za-z0-9_=-]{150,}",
+        ["ATATT3"],
+    ),
+    _rule(
+        "linear-api-key",
+        r"lin_(?:api|oauth)_[A-Za-z0-9]{40,64}" + _ALNUM_END,
+        ["lin_api_", "lin_oauth_"],
+    ),
+    _rule(
+        "notion-token",
+        r"(?<![A-Za-z0-9_])(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{46})(?![A-Za-z0-9_])",
+        ["secret_", "ntn_"],
+        check=_mixed_check,
+    ),
+    _rule(
+        "stripe-key",
+        _ALNUM_START + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}" + _ALNUM_END,
+        ["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
+    ),
+    _rule("stripe-webhook-secret", r"whsec_[A-Za-z0-9+/=]{32,}", ["whsec_"]),
+    _rule(
+        "square-token",
+        r"(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}|EAAA[A-Za-z0-9_+=-]{60})"
+        + _TOKEN_END,
+        ["sq0atp-", "sq0csp-", "EAAA"],
+    ),
+    _rule(
+        "shopify-token",
+        r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _ALNUM_END,
+        ["shpat_", "shpca_", "shppa_", "shpss_"],
+    ),
+    _rule(
+        "twilio-api-key",
+        _ALNUM_START + r"SK[0-9a-f]{32}" + _ALNUM_END,
+        ["SK" + h for h in _HEX],
+    ),
+    _rule(
+        "sendgrid-api-key",
+        r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _TOKEN_END,
+        ["SG."],
+    ),
+    _rule("mailgun-api-key", _TOKEN_START + r"key-[0-9a-f]{32}" + _ALNUM_END, ["key-"]),
+    _rule("mailchimp-api-key", _ALNUM_START + r"[0-9a-f]{32}-us\d{1,2}" + _ALNUM_END, ["-us"]),
+    _rule("postman-api-key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}" + _ALNUM_END, ["PMAK-"]),
+    _rule("newrelic-api-key", r"NRAK-[A-Z0-9]{27}" + _ALNUM_END, ["NRAK-"]),
+    _rule(
+        "sentry-token",
+        r"(?:sntrys_[A-Za-z0-9+/=_]{40,}|sntryu_[a-f0-9]{64})",
+        ["sntrys_", "sntryu_"],
+    ),
+    _rule(
+        "grafana-token",
+        r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,2})",
+        ["glsa_", "glc_"],
+    ),
+    # --- AI providers
+    _rule(
+        "openai-api-key",
+        _TOKEN_START + r"sk-(?!ant-)(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}"
+        r"|[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{48})" + _TOKEN_END,
+        ["sk-"],
+        check=_mixed_check,
+    ),
+    _rule(
+        "anthropic-api-key",
+        _TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{32,}" + _TOKEN_END,
+        ["sk-ant-"],
+    ),
+    _rule(
+        "huggingface-token",
+        r"(?<![A-Za-z0-9_])(?:hf|api_org)_[A-Za-z0-9]{34,40}(?![A-Za-z0-9_])",
+        ["hf_", "api_org_"],
+        check=_mixed_case_check,
+    ),
+    _rule("groq-api-key", _ALNUM_START + r"gsk_[A-Za-z0-9]{52}" + _ALNUM_END, ["gsk_"]),
+    _rule("replicate-token", _ALNUM_START + r"r8_[A-Za-z0-9]{37}" + _ALNUM_END, ["r8_"]),
+    _rule("perplexity-api-key", _ALNUM_START + r"pplx-[A-Za-z0-9]{48}" + _ALNUM_END, ["pplx-"]),
+    # --- structured secrets
+    _rule(
+        "jwt",
+        _TOKEN_START
+        + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"
+        + _TOKEN_END,
+        [".eyJ"],
+    ),
+    _rule(
+        "mapbox-secret-token",
+        _TOKEN_START + r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
+        ["sk.eyJ"],
+    ),
+    _rule(
+        "private-key",
+        r"-----BEGIN " + _PRIVATE_LABEL + "-----" + _PEM_END.format(label=_PRIVATE_LABEL),
+        ["-----BEGIN"],
+        priority=2,
+    ),
+    _rule(
+        "ssh-private-key",
+        r"-----BEGIN OPENSSH PRIVATE KEY-----" + _PEM_END.format(label="OPENSSH PRIVATE KEY"),
+        ["-----BEGIN OPENSSH"],
+        priority=2,
+    ),
+    _rule(
+        "pgp-private-key",
+        r"-----BEGIN PGP PRIVATE KEY BLOCK-----" + _PEM_END.format(label="PGP PRIVATE KEY BLOCK"),
+        ["-----BEGIN PGP"],
+        priority=2,
+    ),
+    _rule("age-secret-key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", ["AGE-SECRET-KEY-1"]),
+    _rule(
+        "url-password",
+        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://"
+        r"(?P<secret>[^\s:/?#@\"'<>\[\]]+:[^\s/?#@\"'<>]+)@[A-Za-z0-9.\[\]-]+",
+        ["@"],
+        check=_url_password_check,
+        priority=2,
+    ),
+    # --- generic, context-based
+    _assignment("password-assignment", _PASSWORD_KEYS, _PASSWORD_WORDS, _names_password),
+    _assignment(
+        "secret-assignment",
+        _SECRET_KEYS,
+        ("secret", "token", "key", "credential", "auth"),
+        _names_secret,
+    ),
+    _rule(
+        "bearer-token",
+        r"(?<![A-Za-z0-9_])bearer\s+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)",
+        ["bearer"],
+        flags=re.IGNORECASE,
+        check=_value_check,
+        generic=True,
+        priority=0,
+    ),
+    _rule(
+        "basic-auth",
+        r"(?<![A-Za-z0-9_])basic\s+(?P<secret>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])",
+        ["basic"],
+        flags=re.IGNORECASE,
+        check=_basic_auth_check,
+        generic=True,
+        priority=0,
+    ),
+    # --- personal and machine data
+    _rule(
+        "email",
+        r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@"
+        r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}(?![A-Za-z0-9-])",
+        ["@"],
+        category=PERSONAL,
+        check=_email_check,
+    ),
+    _rule(
+        "home-path",
+        r"(?<![A-Za-z0-9._~%+-])(?:/home|/Users)/[A-Za-z0-9._-]*[A-Za-z0-9_-]"
+        r"|(?<![A-Za-z0-9._~%+-])/root(?=[/\s\"'),;:\]}.]|$)",
+        ["/home/", "/Users/", "/root"],
+        category=PERSONAL,
+    ),
+    _rule(
+        "home-path",
+        r"(?<![A-Za-z0-9])[A-Za-z]:(?:\\{1,2}|/)(?i:users)(?:\\{1,2}|/)"
+        r"(?P<name>[A-Za-z0-9._-]*[A-Za-z0-9_-])",
+        [":\\Users", ":\\\\Users", ":/Users"],
+        category=PERSONAL,
+        fold=True,
+        check=_windows_home_check,
+    ),
+    _rule(
+        "home-path",
+        r"(?:^|(?<=[\s\"'(=,\[{:]))~[A-Za-z_][A-Za-z0-9._-]{0,31}(?=[/\s\"'),;:\]}.]|$)",
+        ["~"],
+        category=PERSONAL,
+    ),
+    _rule(
+        "private-ip",
+        r"(?<![A-Za-z0-9.])(?:10(?:\." + _OCTET + r"){3}"
+        r"|172\.(?:1[6-9]|2\d|3[01])(?:\." + _OCTET + r"){2}"
+        r"|192\.168(?:\." + _OCTET + r"){2}"
+        r"|169\.254(?:\." + _OCTET + r"){2})(?![0-9]|\.[0-9])",
+        ["10.", "192.168.", "169.254."] + [f"172.{n}." for n in range(16, 32)],
+        category=PERSONAL,
+    ),
+    _rule(
+        "private-ip",
+        r"(?<![0-9A-Fa-f:])(?:[fF][cdCD][0-9a-fA-F]{2}|[fF][eE][89abAB][0-9a-fA-F]):"
+        r"(?:[0-9a-fA-F]{0,4}:){0,6}[0-9a-fA-F]{1,4}(?![0-9A-Fa-f:])",
+        [f"f{c}{x}{y}:" for c in "cd" for x in _HEX for y in _HEX]
+        + [f"fe{x}{y}:" for x in "89ab" for y in _HEX],
+        category=PERSONAL,
+        fold=True,
+        check=_ipv6_check,
+    ),
+)
+
+#: Kinds reported for exact strings rather than rules.
+NON_PUBLIC_TEXT = "non-public-text"
+NON_PUBLIC_ID = "non-public-id"
+USERNAME = "username"
+HOSTNAME = "hostname"
+
+CREDENTIAL_KINDS: tuple[str, ...] = tuple(
+    sorted({r.kind for r in RULES if r.category == CREDENTIAL})
+)
+PERSONAL_KINDS: tuple[str, ...] = tuple(
+    sorted({r.kind for r in RULES if r.category == PERSONAL} | {USERNAME, HOSTNAME})
+)
+ALL_KINDS: tuple[str, ...] = tuple(
+    sorted(set(CREDENTIAL_KINDS) | set(PERSONAL_KINDS) | {NON_PUBLIC_TEXT, NON_PUBLIC_ID})
+)

@@ -1,0 +1,448 @@
+"""The public-boundary scanner: finds credentials, personal and machine data, and non-public text.
+
+Every artifact is scanned as written ("plain") and through each decoding it might hide a secret
+behind: JSON string escapes, HTML character references and URL percent-encoding. A decoded view
+keeps a map back to the raw text, so a finding always points at the raw line and column, and a
+finding of one kind at one raw place is reported once, in the first encoding that found it.
+
+Speed: one Aho-Corasick pass over a view finds both the exact forbidden strings and which rules'
+anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run. Decoded views are
+built only when the text holds an escape of that kind.
+
+Findings never carry the matched text, so a report can be printed or published safely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import html
+import os
+import re
+import socket
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import ahocorasick_rs
+
+from loopx.model.errors import NotFound
+from loopx.privacy.rules import HOSTNAME, NON_PUBLIC_ID, NON_PUBLIC_TEXT, RULES, USERNAME, words
+
+#: Forbidden strings shorter than this are ignored: short ids and words hit ordinary text.
+MIN_FORBIDDEN_LENGTH = 6
+
+#: Encodings in the order views are scanned; the first that finds a place is reported.
+ENCODINGS = ("plain", "json", "html", "url")
+
+#: Machine names too common to mean anything (a home path still reveals them: see home-path).
+COMMON_MACHINE_NAMES = words(
+    """root user users admin administrator localhost runner ubuntu debian fedora alpine centos
+    test tests guest default docker build builder builds vagrant ec2-user node app apps home www
+    web server host machine codespace codespaces jenkins travis circleci github gitlab nobody
+    daemon system public main master dev development local container sandbox workspace linux
+    desktop laptop raspberrypi worker agent bot ci"""
+)
+
+# Above this many pattern characters the DFA would take too much memory; the NFA is ~3x slower.
+_DFA_LIMIT = 200_000
+_BOUNDED_CHARS = {
+    USERNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
+    HOSTNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
+    NON_PUBLIC_ID: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"),
+}
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Where something non-public was found; never what it was.
+
+    `offset` is the character offset in the scanned text (bytes are decoded as UTF-8 first) and
+    `line`/`column` (1-based) point at the same place; `encoding` names the view that found it.
+    """
+
+    kind: str
+    path: str
+    line: int
+    column: int
+    offset: int
+    encoding: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "offset": self.offset,
+            "encoding": self.encoding,
+        }
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A finding's span in raw text; internal to the privacy layer (redaction needs the end)."""
+
+    kind: str
+    start: int
+    end: int
+    encoding: str
+    generic: bool = False
+    priority: int = 1
+
+
+# --- decoded views ------------------------------------------------------------------------------
+
+
+class View:
+    """Text as seen through one decoding, with a map from its positions back to the raw text.
+
+    The map is built only when a finding needs it: most views find nothing.
+    """
+
+    __slots__ = ("encoding", "text", "_raw", "_decoder", "_map")
+
+    def __init__(self, encoding: str, text: str, raw: str = "", decoder: _Decoder | None = None):
+        self.encoding = encoding
+        self.text = text
+        self._raw = raw
+        self._decoder = decoder
+        self._map: tuple[list[int], list[int], list[int], list[int]] | None = None
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int]:
+        """The raw span that decodes to view[start:end] (escapes cut in half are widened)."""
+        if self._decoder is None:
+            return start, end
+        return self._to_raw(start, at_end=False), self._to_raw(max(start, end - 1), at_end=True)
+
+    def _to_raw(self, pos: int, *, at_end: bool) -> int:
+        if self._map is None:
+            self._map = self._build_map()
+        vstarts, vends, rstarts, rends = self._map
+        i = bisect_right(vstarts, pos) - 1
+        if i < 0:
+            return pos + 1 if at_end else pos
+        if pos < vends[i]:
+            return rends[i] if at_end else rstarts[i]
+        raw = rends[i] + pos - vends[i]
+        return raw + 1 if at_end else raw
+
+    def _build_map(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Where each decoded escape starts and ends, in the view and in the raw text."""
+        assert self._decoder is not None
+        vstarts: list[int] = []
+        vends: list[int] = []
+        rstarts: list[int] = []
+        rends: list[int] = []
+        shift = 0  # view position minus raw position
+        replace = self._decoder.replace
+        for match in self._decoder.pattern.finditer(self._raw):
+            token = match.group()
+            decoded = replace(token)
+            if decoded == token:
+                continue
+            start, end = match.span()
+            vstarts.append(start + shift)
+            rstarts.append(start)
+            shift += len(decoded) - (end - start)
+            vends.append(end + shift)
+            rends.append(end)
+        return vstarts, vends, rstarts, rends
+
+
+class _Decoder:
+    """One escape syntax: the regex of one escape and its (cached) decoding."""
+
+    def __init__(self, encoding: str, pattern: str, replace: Callable[[str], str]) -> None:
+        self.encoding = encoding
+        self.pattern = re.compile(pattern)
+        self.replace = lru_cache(maxsize=4096)(replace)
+
+    def _sub(self, match: re.Match[str]) -> str:
+        return self.replace(match.group())
+
+    def view(self, raw: str) -> View | None:
+        """`raw` with every escape decoded; None when nothing changed."""
+        text = self.pattern.sub(self._sub, raw)
+        return None if text == raw else View(self.encoding, text, raw, self)
+
+
+_JSON_SIMPLE = {
+    '\\"': '"',
+    "\\\\": "\\",
+    "\\/": "/",
+    "\\b": "\b",
+    "\\f": "\f",
+    "\\n": "\n",
+    "\\r": "\r",
+    "\\t": "\t",
+}
+
+
+def _json_unescape(token: str) -> str:
+    simple = _JSON_SIMPLE.get(token)
+    if simple is not None:
+        return simple
+    code = int(token[2:6], 16)
+    if len(token) == 12:  # a surrogate pair
+        low = int(token[8:12], 16)
+        return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00))
+    return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
+
+
+def _url_unescape(token: str) -> str:
+    if token == "+":
+        return " "
+    return bytes.fromhex(token.replace("%", "")).decode("utf-8", errors="replace")
+
+
+# One percent-encoded character: ASCII, a whole UTF-8 sequence, or a stray byte.
+_PERCENT = (
+    r"%[0-7][0-9a-fA-F]"
+    r"|%[cCdD][0-9a-fA-F]%[89abAB][0-9a-fA-F]"
+    r"|%[eE][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){2}"
+    r"|%[fF][0-7](?:%[89abAB][0-9a-fA-F]){3}"
+    r"|%[0-9a-fA-F]{2}"
+)
+_JSON = _Decoder(
+    "json",
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}"
+    r"|\\[\"\\/bfnrt]",
+    _json_unescape,
+)
+_HTML = _Decoder(
+    "html",
+    r"&(?:#[0-9]{1,8};?|#[xX][0-9a-fA-F]{1,8};?|[A-Za-z][A-Za-z0-9]{1,31};?)",
+    html.unescape,
+)
+_URL = _Decoder("url", _PERCENT, _url_unescape)
+_URL_PLUS = _Decoder("url", r"\+|" + _PERCENT, _url_unescape)  # form encoding: '+' is a space
+_JOINED_BY_PLUS = re.compile(r"[^\s+]\+[^\s+]")  # words joined by '+': maybe form-encoded
+
+
+def views(text: str) -> Iterator[View]:
+    """The raw text, then each decoding of it that differs from it."""
+    yield View("plain", text)
+    decoders = []
+    if "\\" in text:
+        decoders.append(_JSON)
+    if "&" in text:
+        decoders.append(_HTML)
+    if "%" in text:
+        decoders.append(_URL)
+    if "+" in text and ("%" in text or _JOINED_BY_PLUS.search(text)):
+        decoders.append(_URL_PLUS)
+    for decoder in decoders:
+        view = decoder.view(text)
+        if view is not None:
+            yield view
+
+
+# --- matchers ----------------------------------------------------------------------------------
+
+
+class _Literals:
+    """Exact strings matched in one pass (Aho-Corasick): forbidden strings, each tagged with the
+    kinds it reports, and rule anchors, each tagged with the numbers of the rules it gates."""
+
+    def __init__(self, kinds: Mapping[str, Iterable[str]], anchors: Mapping[str, Iterable[int]]):
+        self.patterns = sorted(set(kinds) | set(anchors))
+        self.kinds = [tuple(sorted(set(kinds.get(p, ())))) for p in self.patterns]
+        self.rules = [tuple(sorted(set(anchors.get(p, ())))) for p in self.patterns]
+        size = sum(len(p) for p in self.patterns)
+        implementation = (
+            ahocorasick_rs.Implementation.DFA
+            if size <= _DFA_LIMIT
+            else ahocorasick_rs.Implementation.ContiguousNFA
+        )
+        self._automaton = (
+            ahocorasick_rs.AhoCorasick(self.patterns, implementation=implementation)
+            if self.patterns
+            else None
+        )
+
+    def find(self, text: str) -> list[tuple[int, int, int]]:
+        """(pattern index, start, end) of every occurrence, overlapping ones included."""
+        if self._automaton is None:
+            return []
+        try:
+            return self._automaton.find_matches_as_indexes(text, overlapping=True)
+        except UnicodeEncodeError:  # lone surrogates: same length, offsets stay valid
+            clean = _SURROGATES.sub("\ufffd", text)
+            return self._automaton.find_matches_as_indexes(clean, overlapping=True)
+
+
+def _rule_anchors() -> dict[str, list[int]]:
+    anchors: dict[str, list[int]] = {}
+    for number, rule in enumerate(RULES):
+        for anchor in rule.anchors:
+            anchors.setdefault(anchor, []).append(number)
+    return anchors
+
+
+_ALWAYS = tuple(n for n, rule in enumerate(RULES) if not rule.anchors)
+
+
+def machine_names() -> dict[str, set[str]]:
+    """This machine's user and host names worth looking for (trivial, common ones dropped)."""
+    names: dict[str, set[str]] = {USERNAME: set(), HOSTNAME: set()}
+    with contextlib.suppress(Exception):  # getuser raises whatever the platform lookup raises
+        names[USERNAME].add(getpass.getuser())
+    try:
+        host = socket.gethostname()
+    except OSError:
+        host = ""
+    if host and not re.fullmatch(r"[0-9.:]+", host):
+        short = host.split(".")[0]
+        names[HOSTNAME].update({host, host.lower(), short, short.lower()})
+    return {
+        kind: {n for n in found if len(n) >= 4 and n.lower() not in COMMON_MACHINE_NAMES}
+        for kind, found in names.items()
+    }
+
+
+# --- the scanner -------------------------------------------------------------------------------
+
+
+class Scanner:
+    """Scans text for everything that must not reach a public artifact.
+
+    `forbidden`: exact strings (text of team/private fields, ids and hashes of private items),
+    reported as ``non-public-text``; matched case-sensitively anywhere, strings shorter than
+    `MIN_FORBIDDEN_LENGTH` are ignored. `forbidden_ids`: the same, reported as
+    ``non-public-id`` and only where not part of a longer id (``todo-1`` is not in ``todo-12``).
+    `machine`: also look for this machine's user and host names (see `machine_names`), as whole
+    words. `allow`: matched texts that are fine to publish (e.g. a maintainer's public address);
+    they exempt rule and machine-name findings, never forbidden strings.
+    """
+
+    def __init__(
+        self,
+        forbidden: Iterable[str] = (),
+        *,
+        machine: bool = True,
+        forbidden_ids: Iterable[str] = (),
+        allow: Iterable[str] = (),
+    ) -> None:
+        tagged: dict[str, set[str]] = {}
+        for text in forbidden:
+            if len(text) >= MIN_FORBIDDEN_LENGTH:
+                tagged.setdefault(text, set()).add(NON_PUBLIC_TEXT)
+        for text in forbidden_ids:
+            if len(text) >= MIN_FORBIDDEN_LENGTH:
+                tagged.setdefault(text, set()).add(NON_PUBLIC_ID)
+        self._allow = frozenset(allow)
+        if machine:
+            for kind, names in machine_names().items():
+                for name in names - self._allow:
+                    tagged.setdefault(name, set()).add(kind)
+        self._literals = _Literals(tagged, _rule_anchors())
+
+    def scan_text(self, text: str, path: str = "<text>") -> list[Finding]:
+        """Every finding in `text`, in order of position."""
+        hits = self.hits(text)
+        if not hits:
+            return []
+        return [_finding(text, hit, path) for hit in hits]
+
+    def scan_bytes(self, data: bytes, path: str) -> list[Finding]:
+        """Scan `data` decoded as UTF-8 (undecodable bytes become U+FFFD)."""
+        return self.scan_text(data.decode("utf-8", errors="replace"), path)
+
+    def hits(self, text: str) -> list[Hit]:
+        """Raw spans of every finding, deduplicated and sorted; what `redact` works from."""
+        found: dict[tuple[str, int], Hit] = {}
+        for view in views(text):
+            self._scan_view(view, found)
+        hits = list(found.values())
+        specific = [h for h in hits if not h.generic]
+        if len(specific) < len(hits):
+            hits = specific + [
+                h
+                for h in hits
+                if h.generic and not any(s.start < h.end and h.start < s.end for s in specific)
+            ]
+        hits.sort(key=lambda h: (h.start, h.kind, h.end))
+        return hits
+
+    def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
+        text = view.text
+        literals = self._literals
+        numbers = set(_ALWAYS)
+        for index, start, end in literals.find(text):
+            rules = literals.rules[index]
+            if rules:
+                numbers.update(rules)
+            for kind in literals.kinds[index]:
+                bounded = _BOUNDED_CHARS.get(kind)
+                if bounded is not None and (
+                    (start > 0 and text[start - 1] in bounded)
+                    or (end < len(text) and text[end] in bounded)
+                ):
+                    continue
+                self._add(found, view, kind, start, end, False, 4)
+        for number in sorted(numbers):
+            rule = RULES[number]
+            for start, end in rule.spans(text):
+                if self._allow and text[start:end] in self._allow:
+                    continue
+                self._add(found, view, rule.kind, start, end, rule.generic, rule.priority)
+
+    @staticmethod
+    def _add(
+        found: dict[tuple[str, int], Hit],
+        view: View,
+        kind: str,
+        start: int,
+        end: int,
+        generic: bool,
+        priority: int,
+    ) -> None:
+        raw_start, raw_end = view.raw_span(start, end)
+        key = (kind, raw_start)
+        if key not in found:
+            found[key] = Hit(kind, raw_start, raw_end, view.encoding, generic, priority)
+
+
+def _finding(text: str, hit: Hit, path: str) -> Finding:
+    line_start = text.rfind("\n", 0, hit.start) + 1
+    return Finding(
+        kind=hit.kind,
+        path=path,
+        line=text.count("\n", 0, hit.start) + 1,
+        column=hit.start - line_start + 1,
+        offset=hit.start,
+        encoding=hit.encoding,
+    )
+
+
+def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Finding]:
+    """Scan files, and folders recursively; findings sorted by path, then position.
+
+    Paths are reported as given (joined with the file's place under a given folder), in POSIX
+    form. A path that does not exist is `NotFound` (``path_not_found``).
+    """
+    scanner = scanner if scanner is not None else Scanner()
+    files: dict[str, Path] = {}
+    for given in paths:
+        given = Path(given)
+        if given.is_dir():
+            for folder, dirs, names in os.walk(given):
+                dirs.sort()
+                base = Path(folder)
+                for name in names:
+                    file = base / name
+                    files.setdefault(file.as_posix(), file)
+        elif given.exists():
+            files.setdefault(given.as_posix(), given)
+        else:
+            raise NotFound("scan path does not exist", code="path_not_found", path=str(given))
+    findings: list[Finding] = []
+    for shown in sorted(files):
+        findings.extend(scanner.scan_bytes(files[shown].read_bytes(), shown))
+    findings.sort(key=lambda f: (f.path, f.offset, f.kind, f.encoding))
+    return findings
