@@ -7,6 +7,7 @@ LoopxError                      every error loopx raises on purpose; `code` is s
 │                               revision_conflict, operation_id_reused, goal_terminal,
 │                               claim_owner_mismatch, dependency_open, gate_pending, …
 ├── LedgerDamage                ledger_corrupt and friends (exit 5)
+├── StorageError                io_error: the disk refused a read or write (exit 5)
 ├── CheckFailed                 a `--check` found stale or hand-edited output (exit 6)
 └── BoundaryViolation           the public-boundary scan found something (exit 7)
 
@@ -53,6 +54,13 @@ class LedgerDamage(LoopxError):
     exit_code = 5
 
 
+class StorageError(LoopxError):
+    """An `OSError` (EIO, ENOSPC, EACCES, …) mapped at the store boundary."""
+
+    code = "io_error"
+    exit_code = 5
+
+
 class CheckFailed(LoopxError):
     code = "check_failed"
     exit_code = 6
@@ -69,7 +77,7 @@ EXIT_CODES = {
     2: "invalid input or usage",
     3: "not found",
     4: "conflict: a precondition on the ledger's state failed",
-    5: "ledger damage",
+    5: "ledger damage, or a storage failure (io_error: I/O error, disk full)",
     6: "check failed: output is stale or was edited by hand",
     7: "public boundary violation: the scan found non-public material",
 }

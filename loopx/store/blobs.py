@@ -35,12 +35,13 @@ class BlobStore:
         ref = blob_ref(data)
         path = self.path(ref)
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fsio.current().write_atomic(path, data, sync=True)
+            fs = fsio.current()
+            fs.makedirs(path.parent, sync=True)
+            fs.write_atomic(path, data, sync=True)
         return ref
 
     def get(self, ref: str) -> bytes | None:
         try:
-            return self.path(ref).read_bytes()
+            return fsio.current().read_file(self.path(ref))
         except FileNotFoundError:
             return None

@@ -1,21 +1,31 @@
-"""`FileStore`: the default store, one append-only JSONL ledger per goal under `.loopx/`."""
+"""`FileStore`: the default store, one append-only JSONL ledger per goal under `.loopx/`.
+
+All file access goes through `loopx.store.fsio` (the fault-injection seam), and every public
+method maps `OSError` to `StorageError` (`io_error`) there. Writers hold the goal's exclusive
+lock; readers take no lock, and re-read under a shared lock only when they see damage, so a
+write in flight is never reported as a torn tail.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from loopx.model.errors import LedgerDamage
 from loopx.model.ids import check_id
 from loopx.store import fsio
 from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
 from loopx.store.blobs import BlobStore
-from loopx.store.ledger import Cursor, Scan, scan
+from loopx.store.ledger import Cursor, Scan, digest, scan
 
 LEDGER = "ledger.jsonl"
+LOCK = "lock"
+QUARANTINE = "quarantine"
 GITIGNORE = "# loopx: private content and caches never leave this machine\nprivate/\ncache/\n"
+_LINE_END = 67  # the last 67 bytes of a line: <64 hex sum>"}\n
 
 
 class FileWriter:
@@ -27,24 +37,10 @@ class FileWriter:
         self.tail: Scan | None = None
 
     def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Append durably (write + fsync) or not at all: a failure cuts back what it wrote."""
         data, stamped, cursor = stamp(envelopes, self.cursor)
-        fs = fsio.current()
-        path = self._store.ledger_path(self._goal_id)
-        fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            try:
-                fs.write_all(fd, data)
-                fs.fsync(fd)
-            except BaseException:
-                # Never leave a partial append behind: cut back to the last acknowledged byte.
-                try:
-                    fs.truncate(fd, self.cursor.offset)
-                    fs.fsync(fd)
-                except OSError:
-                    pass  # the next writer quarantines the torn tail instead
-                raise
-        finally:
-            fs.close(fd)
+        with fsio.guard("append to the ledger"):
+            self._store._append(self._goal_id, data, self.cursor.offset)
         self.cursor = cursor
         return stamped
 
@@ -61,12 +57,14 @@ class FileStore:
 
     def init(self) -> bool:
         """Create the `.loopx/` layout; return False when it already existed."""
-        existed = self.state_dir.is_dir()
-        for sub in ("goals", "private/blobs", "cache"):
-            (self.state_dir / sub).mkdir(parents=True, exist_ok=True)
-        ignore = self.state_dir / ".gitignore"
-        if not ignore.exists():
-            fsio.current().write_atomic(ignore, GITIGNORE.encode(), sync=True)
+        fs = fsio.current()
+        with fsio.guard("create the .loopx folder"):
+            existed = self.state_dir.is_dir()
+            for sub in ("goals", "private/blobs", "cache"):
+                fs.makedirs(self.state_dir / sub, sync=True)
+            ignore = self.state_dir / ".gitignore"
+            if not ignore.exists():
+                fs.write_atomic(ignore, GITIGNORE.encode(), sync=True)
         return not existed
 
     def goal_dir(self, goal_id: str) -> Path:
@@ -75,47 +73,81 @@ class FileStore:
     def ledger_path(self, goal_id: str) -> Path:
         return self.goal_dir(goal_id) / LEDGER
 
+    def quarantine_dir(self, goal_id: str) -> Path:
+        return self.goal_dir(goal_id) / QUARANTINE
+
     def goal_ids(self) -> list[str]:
         goals = self.state_dir / "goals"
-        if not goals.is_dir():
-            return []
-        return sorted(
-            p.name for p in goals.iterdir() if (p / LEDGER).is_file() and p.stat().st_size
-        )
+        with fsio.guard("list the goals"):
+            if not goals.is_dir():
+                return []
+            return sorted(
+                p.name for p in goals.iterdir() if (p / LEDGER).is_file() and p.stat().st_size
+            )
 
     def exists(self, goal_id: str) -> bool:
         path = self.ledger_path(goal_id)
-        return path.is_file() and path.stat().st_size > 0
+        with fsio.guard("read the ledger"):
+            return path.is_file() and path.stat().st_size > 0
 
     # -- reading ------------------------------------------------------------------------
 
     def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
+        """Lock-free read; damage seen without the lock is confirmed under a shared lock,
+        since it may be a write still in flight."""
         start = since or Cursor()
-        path = self.ledger_path(goal_id)
         try:
-            with open(path, "rb") as fh:
+            result = scan(self._bytes(goal_id, start), start, goal_id=goal_id)
+            if result.damage is None:
+                return result
+        except LedgerDamage:
+            pass
+        with self._shared(goal_id):
+            return self._scan_locked(goal_id, since)
+
+    def _bytes(self, goal_id: str, start: Cursor) -> bytes:
+        """The ledger's bytes after `start` (SnapshotStale when `start` is not a line end)."""
+        fs = fsio.current()
+        path = self.ledger_path(goal_id)
+        with fsio.guard("read the ledger"):
+            try:
+                fd = fs.open(path, os.O_RDONLY)
+            except FileNotFoundError:
                 if start.offset:
-                    _check_cursor(fh, start)
-                    fh.seek(start.offset)
-                buf = fh.read()
-        except FileNotFoundError:
-            if start.offset:
-                raise SnapshotStale() from None
-            buf = b""
-        return scan(buf, start, goal_id=goal_id)
+                    raise SnapshotStale() from None
+                return b""
+            try:
+                if start.offset:
+                    if start.offset < _LINE_END:
+                        raise SnapshotStale()
+                    _check_cursor(fs.pread(fd, _LINE_END, start.offset - _LINE_END), start)
+                return fs.read_from(fd, start.offset)
+            finally:
+                fs.close(fd)
 
     def raw(self, goal_id: str) -> bytes:
-        try:
-            return self.ledger_path(goal_id).read_bytes()
-        except FileNotFoundError:
-            return b""
+        return self._bytes(goal_id, Cursor())
 
     def verify(self, goal_id: str) -> VerifyReport:
-        return verify_buffer(goal_id, self.raw(goal_id))
+        report = verify_buffer(goal_id, self.raw(goal_id))
+        if report.ok:
+            return report
+        with self._shared(goal_id):
+            return verify_buffer(goal_id, self.raw(goal_id))
+
+    @contextlib.contextmanager
+    def _shared(self, goal_id: str) -> Iterator[None]:
+        """Wait out any writer in flight (readers only; writers already hold the lock)."""
+        lock = self.goal_dir(goal_id) / LOCK
+        if not lock.parent.is_dir():
+            yield
+            return
+        with fsio.guard("lock the goal's ledger"), fsio.current().locked(lock, shared=True):
+            yield
 
     # -- writing ------------------------------------------------------------------------
 
-    @contextmanager
+    @contextlib.contextmanager
     def writing(self, goal_id: str, since: Cursor | None = None) -> Iterator[FileWriter]:
         """Lock the goal, repair a damaged tail, and yield a writer positioned at the head.
 
@@ -123,36 +155,73 @@ class FileStore:
         after it are re-read. The caller gets the tail's events as `writer.tail`.
         """
         goal_dir = self.goal_dir(goal_id)
-        goal_dir.mkdir(parents=True, exist_ok=True)
         fs = fsio.current()
-        with fs.locked(goal_dir / "lock"):
+        with contextlib.ExitStack() as stack:
+            with fsio.guard("lock the goal's ledger"):
+                fs.makedirs(goal_dir, sync=True)
+                stack.enter_context(fs.locked(goal_dir / LOCK))
             try:
-                result = self.read(goal_id, since)
+                result = self._scan_locked(goal_id, since)
             except SnapshotStale:
-                result = self.read(goal_id, None)
+                result = self._scan_locked(goal_id, None)
             repair = None
             if result.damage is not None:
-                repair = self._quarantine(goal_id, result.cursor.offset, result.damage.reason)
+                with fsio.guard("quarantine a damaged ledger tail"):
+                    repair = self._quarantine(goal_id, result.cursor.offset, result.damage.reason)
             writer = FileWriter(self, goal_id, result.cursor, repair)
             writer.tail = result
             yield writer
 
-    def _quarantine(self, goal_id: str, offset: int, reason: str) -> Repair:
+    def _scan_locked(self, goal_id: str, since: Cursor | None) -> Scan:
+        start = since or Cursor()
+        return scan(self._bytes(goal_id, start), start, goal_id=goal_id)
+
+    def _append(self, goal_id: str, data: bytes, offset: int) -> None:
+        """Append `data` at `offset` (the locked head) and fsync; on failure cut it back."""
         fs = fsio.current()
         path = self.ledger_path(goal_id)
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            damaged = fh.read()
-        qdir = self.goal_dir(goal_id) / "quarantine"
-        qdir.mkdir(exist_ok=True)
-        qpath = qdir / f"{offset:012d}.bin"
+        fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if fs.size(fd) != offset:
+                raise LedgerDamage(
+                    "the ledger changed under its lock (written by something other than loopx?)",
+                    code="ledger_changed",
+                    offset=offset,
+                )
+            try:
+                fs.write_all(fd, data)
+                fs.fsync(fd)
+            except BaseException:
+                # Never leave a partial append behind: cut back to the last acknowledged
+                # byte. If even that fails, the next writer quarantines the torn tail.
+                with contextlib.suppress(OSError):
+                    fs.truncate(fd, offset)
+                    fs.fsync(fd)
+                raise
+        finally:
+            with contextlib.suppress(OSError):  # the data is durable (or already cut back)
+                fs.close(fd)
+        if offset == 0:  # a new ledger file: make its directory entry durable too
+            fs.sync_dir(path.parent)
+
+    def _quarantine(self, goal_id: str, offset: int, reason: str) -> Repair:
+        """Keep the damaged tail in `quarantine/` (durably), then cut it from the ledger."""
+        fs = fsio.current()
+        path = self.ledger_path(goal_id)
+        damaged = fs.read_file(path, offset)
+        qdir = self.quarantine_dir(goal_id)
+        fs.makedirs(qdir, sync=True)
+        # Named by offset and content: a repeat of the same repair (after a crash) rewrites
+        # the same file; different bytes cut at the same offset never overwrite earlier ones.
+        qpath = qdir / f"{offset:012d}-{digest(damaged)[:16]}.bin"
         fs.write_atomic(qpath, damaged, sync=True)
         fd = fs.open(path, os.O_WRONLY, 0o644)
         try:
             fs.truncate(fd, offset)
             fs.fsync(fd)
         finally:
-            fs.close(fd)
+            with contextlib.suppress(OSError):
+                fs.close(fd)
         rel = qpath.relative_to(self.root).as_posix()
         return Repair(offset=offset, length=len(damaged), reason=reason, quarantine=rel)
 
@@ -163,30 +232,33 @@ class FileStore:
 
     def load_snapshot(self, goal_id: str) -> bytes | None:
         try:
-            return self._snapshot_path(goal_id).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+            return fsio.current().read_file(self._snapshot_path(goal_id))
+        except OSError:
+            return None  # the cache is an optimisation; the ledger is replayed instead
 
     def save_snapshot(self, goal_id: str, data: bytes) -> None:
         path = self._snapshot_path(goal_id)
+        fs = fsio.current()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fsio.current().write_atomic(path, data)
+            fs.makedirs(path.parent)
+            fs.write_atomic(path, data)
         except OSError:
             pass  # the cache is an optimisation; a failure to write it is never an error
 
     def put_blob(self, data: bytes) -> str:
-        return self.blobs.put(data)
+        with fsio.guard("store a private blob"):
+            return self.blobs.put(data)
 
     def get_blob(self, digest: str) -> bytes | None:
-        return self.blobs.get(digest)
+        with fsio.guard("read a private blob"):
+            return self.blobs.get(digest)
 
 
-def _check_cursor(fh: Any, cursor: Cursor) -> None:
+def _check_cursor(tail: bytes, cursor: Cursor) -> None:
     """Confirm the line ending at `cursor.offset` carries `cursor.head`, else SnapshotStale."""
-    if cursor.offset < 67:
-        raise SnapshotStale()
-    fh.seek(cursor.offset - 67)
-    tail = fh.read(67)
-    if len(tail) != 67 or tail[-1:] != b"\n" or tail[:-3].decode("ascii", "replace") != cursor.head:
+    if (
+        len(tail) != _LINE_END
+        or tail[-1:] != b"\n"
+        or tail[:-3].decode("ascii", "replace") != cursor.head
+    ):
         raise SnapshotStale()

@@ -1,23 +1,42 @@
-"""The one I/O seam: every write, flush, fsync, truncate, rename and lock goes through here.
+"""The one I/O seam: every read, write, fsync, truncate, rename, mkdir and lock of the store
+(and of the build's writer) goes through here.
 
-Tests swap `current()` for a `FileSystem` subclass that fails on the Nth call, writes only
-part of a buffer, or stops dead, to prove the ledger and build output stay all-old or all-new.
+Tests install a `FileSystem` subclass with `install()` that fails on the Nth call, writes only
+part of a buffer, or stops dead (a simulated power cut), to prove the ledger and build output
+stay all-old or all-new. The helpers below are built only from the primitives, so a fault
+injected into a primitive is seen wherever it is used.
+
+`guard()` is the store boundary: it turns an `OSError` into a `StorageError` (`io_error`)
+that names the action and the errno, never the path or data.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno as errno_codes
 import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from loopx.model.errors import StorageError
+
+_CHUNK = 1 << 20
+
 
 class FileSystem:
     """Plain POSIX file operations (the production implementation)."""
 
+    # -- primitives: the only places that touch the OS -----------------------------------
+
     def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
         return os.open(path, flags, mode)
+
+    def pread(self, fd: int, size: int, offset: int) -> bytes:
+        return os.pread(fd, size, offset)
+
+    def size(self, fd: int) -> int:
+        return os.fstat(fd).st_size
 
     def write(self, fd: int, data: bytes) -> int:
         return os.write(fd, data)
@@ -31,24 +50,75 @@ class FileSystem:
     def replace(self, src: Path, dst: Path) -> None:
         os.replace(src, dst)
 
-    def lock(self, fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    def unlink(self, path: Path) -> None:
+        os.unlink(path)
+
+    def mkdir(self, path: Path) -> None:
+        os.mkdir(path, 0o755)
+
+    def lock(self, fd: int, *, shared: bool = False) -> None:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
 
     def close(self, fd: int) -> None:
         os.close(fd)
 
-    # Helpers built only from the primitives above, so a fault anywhere is seen.
+    # -- helpers built only from the primitives above -------------------------------------
 
     def write_all(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
         pos = 0
         while pos < len(data):
-            written = self.write(fd, data[pos:] if pos else data)
+            written = self.write(fd, data if pos == 0 else bytes(view[pos:]))
             if written <= 0:
-                raise OSError("write made no progress")
+                raise OSError(errno_codes.EIO, "write made no progress")
             pos += written
 
+    def read_from(self, fd: int, offset: int = 0) -> bytes:
+        """The bytes of an open file from `offset` to its end."""
+        chunks: list[bytes] = []
+        while True:
+            chunk = self.pread(fd, _CHUNK, offset)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            offset += len(chunk)
+
+    def read_file(self, path: Path, offset: int = 0) -> bytes:
+        """The bytes of `path` from `offset` to its end."""
+        fd = self.open(path, os.O_RDONLY)
+        try:
+            return self.read_from(fd, offset)
+        finally:
+            self.close(fd)
+
+    def sync_dir(self, path: Path) -> None:
+        """Make the directory entries of `path` (created, renamed files) durable."""
+        fd = self.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            self.fsync(fd)
+        finally:
+            self.close(fd)
+
+    def makedirs(self, path: Path, *, sync: bool = False) -> None:
+        """Create `path` and missing parents; with `sync`, make each new entry durable."""
+        if path.is_dir():
+            return
+        self.makedirs(path.parent, sync=sync)
+        try:
+            self.mkdir(path)
+        except FileExistsError:
+            if not path.is_dir():
+                raise
+            return
+        if sync:
+            self.sync_dir(path.parent)
+
     def write_atomic(self, path: Path, data: bytes, *, sync: bool = False) -> None:
-        """Write `data` to `path` via a temp file and rename: readers see old or new, never half."""
+        """Write `data` to `path` via a temp file and rename: readers see old or new, never half.
+
+        With `sync`, the file is fsynced before the rename and the folder after it, so the
+        new content survives a power cut once this returns.
+        """
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fd = self.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -59,20 +129,26 @@ class FileSystem:
             finally:
                 self.close(fd)
             self.replace(tmp, path)
-        except BaseException:
+        except Exception:
             with contextlib.suppress(OSError):
-                tmp.unlink()
+                self.unlink(tmp)
             raise
+        if sync:
+            self.sync_dir(path.parent)
 
     @contextlib.contextmanager
-    def locked(self, path: Path) -> Iterator[None]:
-        """Hold an exclusive advisory lock on `path`; the OS drops it if the process dies."""
+    def locked(self, path: Path, *, shared: bool = False) -> Iterator[None]:
+        """Hold an advisory lock on `path` (exclusive unless `shared`); the OS drops it if the
+        process dies."""
         fd = self.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            self.lock(fd)
+            self.lock(fd, shared=shared)
             yield
         finally:
-            self.close(fd)
+            # Closing releases the lock even when close() reports an error; an error here
+            # must not turn a finished, durable write into a failure.
+            with contextlib.suppress(OSError):
+                self.close(fd)
 
 
 _current: FileSystem = FileSystem()
@@ -87,3 +163,19 @@ def install(fs: FileSystem) -> FileSystem:
     global _current
     previous, _current = _current, fs
     return previous
+
+
+@contextlib.contextmanager
+def guard(action: str) -> Iterator[None]:
+    """Map `OSError` to `StorageError` (`io_error`) at the store boundary."""
+    try:
+        yield
+    except OSError as err:
+        name = errno_codes.errorcode.get(err.errno or 0, "EIO")
+        reason = os.strerror(err.errno) if err.errno else "I/O error"
+        raise StorageError(
+            f"could not {action}: {reason} ({name})",
+            code="io_error",
+            action=action,
+            errno=name,
+        ) from err

@@ -21,6 +21,9 @@ GENESIS = "0" * 64
 _SUM_PREFIX = b',"sum":"'
 _SUFFIX_LEN = len(_SUM_PREFIX) + 64 + 2  # ,"sum":"<64 hex>"}
 _HEX = frozenset(b"0123456789abcdef")
+# No event loopx writes nests deeper than 5; a line nested deeper than this is refused as
+# damage (it could never have been written by loopx, and would break the snapshot encoder).
+MAX_DEPTH = 32
 
 
 def canonical(obj: Any) -> bytes:
@@ -61,7 +64,26 @@ def parse_line(line: bytes, offset: int = 0) -> dict[str, Any]:
         raise LedgerDamage("ledger line is not valid JSON", offset=offset) from None
     if not isinstance(event, dict):
         raise LedgerDamage("ledger line is not a JSON object", offset=offset)
+    if line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth(event) > MAX_DEPTH:
+        raise LedgerDamage(f"ledger line nests deeper than {MAX_DEPTH} levels", offset=offset)
     return event
+
+
+def depth(value: Any) -> int:
+    """How deeply `value` nests lists and objects (iterative: no recursion limit)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -113,7 +135,7 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
             if nl < 0:
                 raise LedgerDamage("last ledger line has no newline (torn write)", offset=offset)
             event = parse_line(line, offset)
-            if event.get("seq") != seq + 1:
+            if type(event.get("seq")) is not int or event["seq"] != seq + 1:
                 raise LedgerDamage("ledger sequence has a gap or repeat", offset=offset)
             if event.get("prev") != head:
                 raise LedgerDamage("ledger hash chain is broken", offset=offset)
