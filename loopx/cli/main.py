@@ -28,6 +28,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "next": ("loopx.cli.status", "next_cmd", "The ready queue, and why the rest waits."),
     "log": ("loopx.cli.ledger", "log_cmd", "List a goal's events."),
     "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
+    "build": ("loopx.cli.build", "build_cmd", "Build every projection into a folder."),
+    "diff": ("loopx.cli.build", "diff_cmd", "Explain what changed between two builds."),
+    "publish": ("loopx.cli.build", "publish_cmd", "Ship the public partition only."),
+    "serve": ("loopx.cli.build", "serve_cmd", "Preview the build on 127.0.0.1, live."),
+    "workbench": ("loopx.cli.projection", "workbench_cmd", "Write or check a workbench."),
+    "review": ("loopx.cli.projection", "review_cmd", "A review packet for a decision."),
+    "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
 }
 
 

@@ -1,0 +1,179 @@
+"""`loopx build`: one linear function of named stages.
+
+gather (fold every goal) → project + render (in memory, JSON validated) → manifest →
+boundary scan of every public byte → write once, all-or-nothing. `check` runs the same
+stages and compares with what is on disk instead of writing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from loopx.build.artifacts import Artifact, Site
+from loopx.build.boundary import enforce, non_public_strings, scan_public
+from loopx.build.site import build_audience
+from loopx.build.validate import check as check_schema
+from loopx.build.writer import WriteReport, recover, write_tree
+from loopx.engine.core import load_state
+from loopx.model.errors import InvalidInput
+from loopx.projections.base import GENERATOR
+from loopx.render.jsonout import dumps
+from loopx.state.entities import GoalState
+from loopx.store.filestore import FileStore
+
+MANIFEST = "manifest.json"
+DEFAULT_AUDIENCES = ("public", "team")
+AUTO = "auto"
+
+
+@dataclass
+class BuildResult:
+    site: Site
+    report: WriteReport | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "files": len(self.site.artifacts),
+            "sources": self.site.sources,
+            "checkout": {"head": self.site.head},
+        }
+        if self.report is not None:
+            out.update(
+                written=self.report.written,
+                unchanged=self.report.unchanged,
+                removed=self.report.removed,
+                recovered=self.report.recovered,
+            )
+        return out
+
+
+def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = tuple(dict.fromkeys(a.strip() for a in items if a.strip()))
+    bad = [a for a in out if a not in ("public", "team", "private")]
+    if bad or not out:
+        raise InvalidInput(
+            "audiences must be a comma-separated list of public, team, private",
+            code="invalid_audience",
+        )
+    return tuple(a for a in ("public", "team", "private") if a in out)
+
+
+def resolve_head(root: Path, head: str | None) -> str | None:
+    """`auto`: the git HEAD of the project folder, if it is a checkout; else as given."""
+    if head != AUTO:
+        return head
+    from loopx.engine.git import head_revision
+
+    return head_revision(root)
+
+
+def gather(store: FileStore) -> dict[str, GoalState]:
+    goals: dict[str, GoalState] = {}
+    for goal_id in store.goal_ids():
+        state = load_state(store, goal_id).state
+        if state is not None:
+            goals[goal_id] = state
+    return goals
+
+
+def make_site(root: Path, audiences: tuple[str, ...], head: str | None) -> tuple[Site, Any]:
+    """Gather and render everything in memory; nothing is written."""
+    store = FileStore(root)
+    goals = gather(store)
+    site = Site(head=head)
+    for audience in audiences:
+        build_audience(site, goals, audience, head=head, read_blob=store.get_blob)
+    site.sources = {
+        g: {"revision": s.revision, "head": s.head, "visibility": s.visibility}
+        for g, s in sorted(goals.items())
+    }
+    manifest = {
+        "schema": "loopx.manifest/v1",
+        "generator": GENERATOR,
+        "audiences": list(audiences),
+        "checkout": {"head": head},
+        "sources": site.sources,
+        "files": {
+            a.path: {
+                "sha256": a.sha256,
+                "bytes": len(a.data),
+                "audience": a.audience,
+                "schema": a.schema,
+                "goal_id": a.goal_id,
+            }
+            for a in sorted(site.artifacts.values(), key=lambda a: a.path)
+        },
+    }
+    check_schema("loopx.manifest/v1", manifest, MANIFEST)
+    site.add(Artifact(MANIFEST, dumps(manifest), None, "loopx.manifest/v1"))
+    return site, (goals, store)
+
+
+def previous_files(out: Path) -> set[str]:
+    try:
+        manifest = orjson.loads((out / MANIFEST).read_bytes())
+        return set(manifest.get("files", {})) | {MANIFEST}
+    except (FileNotFoundError, NotADirectoryError, orjson.JSONDecodeError, AttributeError):
+        return set()
+
+
+def build(
+    root: Path,
+    out: Path,
+    *,
+    audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
+    head: str | None = AUTO,
+) -> BuildResult:
+    head = resolve_head(root, head)
+    site, (goals, store) = make_site(root, audiences, head)
+    result = BuildResult(site)
+    if "public" in audiences:
+        result.findings = scan_public(site, non_public_strings(goals, store.get_blob))
+        enforce(result.findings)
+    out.mkdir(parents=True, exist_ok=True)
+    result.report = write_tree(out, site.files(), previous_files(out))
+    return result
+
+
+@dataclass
+class CheckResult:
+    stale: list[str]
+    missing: list[str]
+    extra: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.stale or self.missing or self.extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "stale": self.stale, "missing": self.missing, "extra": self.extra}
+
+
+def check(
+    root: Path,
+    out: Path,
+    *,
+    audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
+    head: str | None = AUTO,
+) -> CheckResult:
+    """Compare the folder with what a build would write; never writes (but finishes an
+    interrupted write first, so the comparison sees a consistent folder)."""
+    recover(out) if (out / ".loopx-staging").exists() else None
+    site, _ = make_site(root, audiences, resolve_head(root, head))
+    stale, missing = [], []
+    for path, artifact in sorted(site.artifacts.items()):
+        try:
+            on_disk = (out / path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            missing.append(path)
+            continue
+        if on_disk != artifact.data:
+            stale.append(path)
+    extra = sorted(p for p in previous_files(out) - site.artifacts.keys() if (out / p).exists())
+    return CheckResult(stale, missing, extra)

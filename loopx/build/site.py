@@ -1,0 +1,286 @@
+"""Project and render every artifact of a build, in memory (gather before write).
+
+Layout of a build folder:
+
+    manifest.json
+    <audience>/index.html, index.json, style.css
+    <audience>/goals/<goal>/index.html, status.json, graph.{json,mmd,dot,html},
+                            todos/<todo>.html
+    team|private only:      workbench.md, workbench.html, review.md, review.json,
+                            handoffs/<todo>.{md,json}
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from loopx.build.artifacts import Artifact, Site
+from loopx.build.validate import check
+from loopx.model.ids import visible_to
+from loopx.privacy.audience import Lens
+from loopx.projections import graph as graph_mod
+from loopx.projections.base import GENERATOR, evidence_item, ordered_todos
+from loopx.projections.index import goal_summary, index
+from loopx.projections.review import review_packet
+from loopx.projections.status import status
+from loopx.projections.workbench import with_header, workbench
+from loopx.render.env import environment, render
+from loopx.render.jsonout import dumps
+from loopx.render.markdown import to_html
+from loopx.render.svg import to_svg
+from loopx.resources import resource_dir
+from loopx.state.entities import GoalState
+
+BlobReader = Callable[[str], bytes | None]
+
+
+def _json(site: Site, path: str, data: dict[str, Any], audience: str, goal: str | None) -> None:
+    check(data["schema"], data, path)
+    site.add(Artifact(path, dumps(data), audience, data["schema"], goal))
+
+
+def _text(
+    site: Site, path: str, text: str, audience: str, goal: str | None, schema: str | None = None
+) -> None:
+    site.add(Artifact(path, text.encode("utf-8"), audience, schema, goal))
+
+
+def _handoff_module() -> Any:
+    try:
+        from loopx.projections import handoff
+    except ImportError:  # handoff digests arrive with the handoff feature
+        return None
+    return handoff
+
+
+def build_goal(
+    site: Site,
+    state: GoalState,
+    audience: str,
+    *,
+    head: str | None,
+    visible_goals: set[str],
+    read_blob: BlobReader | None,
+) -> dict[str, Any]:
+    """Every artifact of one goal for one audience; returns its index row."""
+    base = f"{audience}/goals/{state.goal_id}"
+    root = "../../../"
+    common = {"generator": GENERATOR, "audience": audience}
+    handoff = _handoff_module()
+
+    def lens() -> Lens:
+        return Lens(audience, read_blob)
+
+    pending = handoff.pending_handoffs(state) if handoff else []
+    st = status(state, lens(), head=head, visible_goals=visible_goals, handoffs=pending)
+    _json(site, f"{base}/status.json", st, audience, state.goal_id)
+
+    gr = graph_mod.graph(state, lens())
+    _json(site, f"{base}/graph.json", gr, audience, state.goal_id)
+    mermaid = graph_mod.to_mermaid(gr)
+    _text(site, f"{base}/graph.mmd", mermaid, audience, state.goal_id)
+    _text(site, f"{base}/graph.dot", graph_mod.to_dot(gr), audience, state.goal_id)
+    hrefs = {n["id"]: f"todos/{n['ref']}.html" for n in gr["nodes"] if n["kind"] == "todo"}
+    svg = to_svg(gr, hrefs)
+    _text(
+        site,
+        f"{base}/graph.html",
+        render(
+            "html/graph.html",
+            gr=gr,
+            svg=svg,
+            mermaid=mermaid,
+            root=root,
+            title=st["goal"]["title"],
+            **common,
+        ),
+        audience,
+        state.goal_id,
+    )
+
+    extra: list[dict[str, str]] = []
+    if audience != "public":
+        wb = workbench(state, lens(), head=head, visible_goals=visible_goals)
+        wb_md = with_header(wb, render("markdown/workbench.md.j2", wb=wb))
+        _text(site, f"{base}/workbench.md", wb_md, audience, state.goal_id)
+        _document(site, base, "workbench", "Workbench", wb_md, st, audience, root)
+        rp = review_packet(state, lens(), head=head, visible_goals=visible_goals)
+        _json(site, f"{base}/review.json", rp, audience, state.goal_id)
+        _text(
+            site,
+            f"{base}/review.md",
+            render("markdown/review.md.j2", rp=rp),
+            audience,
+            state.goal_id,
+        )
+        _document(
+            site,
+            base,
+            "review",
+            "Review packet",
+            render("markdown/review.md.j2", rp=rp),
+            st,
+            audience,
+            root,
+        )
+        extra += [
+            {"href": "workbench.html", "label": "Workbench"},
+            {"href": "review.html", "label": "Review packet"},
+        ]
+        if handoff is not None:
+            extra += _handoffs(site, handoff, state, audience, base, head, read_blob)
+
+    _text(
+        site,
+        f"{base}/index.html",
+        render("html/goal.html", st=st, extra_links=extra, root=root, **common),
+        audience,
+        state.goal_id,
+    )
+    _todo_pages(site, state, lens(), audience, base, head, st["source"]["revision"])
+    return goal_summary(state, lens())
+
+
+def _document(
+    site: Site,
+    base: str,
+    name: str,
+    label: str,
+    markdown: str,
+    st: dict[str, Any],
+    audience: str,
+    root: str,
+) -> None:
+    body = markdown.split("\n", 1)[1] if markdown.startswith("<!-- loopx:") else markdown
+    _text(
+        site,
+        f"{base}/{name}.html",
+        render(
+            "html/document.html",
+            title=f"{label} · {st['goal']['title']}",
+            body=to_html(body),
+            goal_id=st["source"]["goal_id"],
+            goal_href="index.html",
+            self_href=f"{name}.html",
+            label=label.lower(),
+            source_href=f"{name}.md",
+            revision=st["source"]["revision"],
+            root=root,
+            generator=GENERATOR,
+            audience=audience,
+        ),
+        audience,
+        st["source"]["goal_id"],
+    )
+
+
+def _handoffs(
+    site: Site,
+    handoff: Any,
+    state: GoalState,
+    audience: str,
+    base: str,
+    head: str | None,
+    read_blob: BlobReader | None,
+) -> list[dict[str, str]]:
+    links = []
+    for todo_id in handoff.todos_with_notes(state):
+        lens = Lens(audience, read_blob)
+        if not lens.sees(state.todos[todo_id].visibility):
+            continue
+        digest = handoff.handoff_digest(
+            state, todo_id, audience=audience, lens=lens, workspace_facts={"head": head}
+        )
+        _json(site, f"{base}/handoffs/{todo_id}.json", digest, audience, state.goal_id)
+        _text(
+            site,
+            f"{base}/handoffs/{todo_id}.md",
+            handoff.render_digest_markdown(digest),
+            audience,
+            state.goal_id,
+        )
+        links.append({"href": f"handoffs/{todo_id}.md", "label": f"Handoff: {todo_id}"})
+    return links
+
+
+def _todo_pages(
+    site: Site,
+    state: GoalState,
+    lens: Lens,
+    audience: str,
+    base: str,
+    head: str | None,
+    revision: int,
+) -> None:
+    from loopx.projections.base import todo_card
+
+    todos = [t for t in ordered_todos(state) if lens.sees(t.visibility)]
+    visible = {t.todo_id for t in todos}
+    dependents: dict[str, list[str]] = {}
+    for t in todos:
+        for d in t.depends_on:
+            if d in visible:
+                dependents.setdefault(d, []).append(t.todo_id)
+    evidence: dict[str, list[Any]] = {}
+    for e in sorted(state.evidence.values(), key=lambda e: e.created_seq):
+        if e.todo_id in visible and lens.sees(e.visibility):
+            evidence.setdefault(e.todo_id, []).append(e)
+    gates: dict[str, list[Any]] = {}
+    for g in sorted(state.gates.values(), key=lambda g: g.created_seq):
+        if lens.sees(g.visibility):
+            for t in g.blocks:
+                gates.setdefault(t, []).append(g)
+    template = environment().get_template("html/todo.html")
+    for t in todos:
+        card = todo_card(t, lens, state)
+        page = template.render(
+            t=card,
+            goal_id=state.goal_id,
+            revision=revision,
+            root="../../../../",
+            dependents=dependents.get(t.todo_id, []),
+            gates=[
+                {"status": g.status, "question": lens.text(g.question)}
+                for g in gates.get(t.todo_id, [])
+            ],
+            evidence=[evidence_item(e, lens, head) for e in evidence.get(t.todo_id, [])],
+            generator=GENERATOR,
+            audience=audience,
+        )
+        _text(site, f"{base}/todos/{t.todo_id}.html", page, audience, state.goal_id)
+
+
+def build_audience(
+    site: Site,
+    goals: dict[str, GoalState],
+    audience: str,
+    *,
+    head: str | None,
+    read_blob: BlobReader | None,
+) -> None:
+    visible = {g for g, st in goals.items() if visible_to(st.visibility, audience)}
+    hidden = Counter(st.visibility for g, st in goals.items() if g not in visible)
+    rows = [
+        build_goal(
+            site,
+            goals[g],
+            audience,
+            head=head,
+            visible_goals=visible,
+            read_blob=read_blob if audience == "private" else None,
+        )
+        for g in sorted(visible)
+    ]
+    idx = index(rows, Lens(audience), dict(hidden))
+    _json(site, f"{audience}/index.json", idx, audience, None)
+    _text(
+        site,
+        f"{audience}/index.html",
+        render("html/index.html", idx=idx, root="", generator=GENERATOR, audience=audience),
+        audience,
+        None,
+    )
+    css = (resource_dir("templates") / "style.css").read_bytes()
+    site.add(Artifact(f"{audience}/style.css", css, audience))

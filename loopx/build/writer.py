@@ -1,0 +1,117 @@
+"""Write a build folder so that it is all-old or all-new.
+
+New and changed files are first written under `<out>/.loopx-staging/`; a journal listing them
+is written last (the commit point); then each staged file replaces its target, the files of
+the previous build that are gone are removed, and the staging folder is dropped. An error
+before the journal leaves the old folder untouched; an error after it is finished by rolling
+forward, immediately or by the next writer (`recover`). Unchanged files are never rewritten.
+Only files the previous manifest listed are ever deleted: user files in the folder are safe.
+Every file operation goes through `loopx.store.fsio`, so fault tests can break any of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from loopx.model.errors import LoopxError
+from loopx.store import fsio
+
+STAGING = ".loopx-staging"
+JOURNAL = "JOURNAL.json"
+
+
+@dataclass
+class WriteReport:
+    written: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+    recovered: bool = False
+
+
+def _target(out: Path, rel: str) -> Path:
+    path = (out / rel).resolve()
+    if out.resolve() not in path.parents:
+        raise LoopxError("artifact path escapes the output folder", code="invalid_path")
+    return path
+
+
+def _same(path: Path, data: bytes) -> bool:
+    try:
+        if path.stat().st_size != len(data):
+            return False
+        return path.read_bytes() == data
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False
+
+
+def recover(out: Path) -> bool:
+    """Finish (roll forward) or discard an interrupted write. True when it rolled forward."""
+    staging = out / STAGING
+    if not staging.is_dir():
+        return False
+    journal = staging / JOURNAL
+    rolled = False
+    if journal.is_file():
+        plan = orjson.loads(journal.read_bytes())
+        _apply(out, staging, plan["write"], plan["remove"])
+        rolled = True
+    shutil.rmtree(staging, ignore_errors=True)
+    return rolled
+
+
+def _apply(out: Path, staging: Path, write: list[str], remove: list[str]) -> None:
+    fs = fsio.current()
+    for rel in write:
+        src = staging / "files" / rel
+        if src.exists():  # already moved by an earlier, interrupted roll-forward
+            dst = _target(out, rel)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            fs.replace(src, dst)
+    for rel in remove:
+        with contextlib.suppress(FileNotFoundError):
+            _target(out, rel).unlink()
+
+
+def write_tree(out: Path, files: dict[str, bytes], previous: set[str]) -> WriteReport:
+    """Make `out` hold exactly `files` (plus anything not in `previous`), all at once."""
+    report = WriteReport(recovered=recover(out))
+    changed = {rel: data for rel, data in files.items() if not _same(_target(out, rel), data)}
+    report.unchanged = len(files) - len(changed)
+    stale = sorted(rel for rel in previous - files.keys() if _target(out, rel).exists())
+    if not changed and not stale:
+        return report
+    fs = fsio.current()
+    staging = out / STAGING
+    try:
+        for rel in sorted(changed):
+            path = staging / "files" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fs.write_atomic(path, changed[rel])
+        plan = {"write": sorted(changed), "remove": stale}
+        fs.write_atomic(staging / JOURNAL, orjson.dumps(plan), sync=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # nothing replaced yet: all-old
+        raise
+    _apply(out, staging, plan["write"], stale)  # after the journal: roll forward
+    shutil.rmtree(staging, ignore_errors=True)
+    _prune_empty_dirs(out, stale)
+    report.written = sorted(changed)
+    report.removed = stale
+    return report
+
+
+def _prune_empty_dirs(out: Path, removed: list[str]) -> None:
+    for rel in removed:
+        parent = _target(out, rel).parent
+        while parent != out.resolve() and parent.is_dir():
+            try:
+                os.rmdir(parent)
+            except OSError:
+                break
+            parent = parent.parent

@@ -1,0 +1,199 @@
+"""`loopx workbench`, `loopx review`, `loopx graph`: one projection at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from loopx.cli.build import HEAD_HELP, _head
+from loopx.cli.common import common, emit, open_store
+
+
+def _load(root: Path | None, goal_id: str) -> tuple[Any, Any, dict[str, str]]:
+    from loopx.engine.core import load_state, require_goal
+
+    store = open_store(root)
+    state = require_goal(store, goal_id)
+    goals = {}
+    for g in store.goal_ids():
+        other = load_state(store, g).state
+        if other is not None:
+            goals[g] = other.visibility
+    return store, state, goals
+
+
+def _resolved_head(store: Any, head: str | None) -> str | None:
+    from loopx.build.pipeline import resolve_head
+
+    return resolve_head(store.root, _head(head))
+
+
+@click.command("workbench")
+@click.option("--goal-id", required=True)
+@click.option(
+    "--write",
+    "write_to",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the workbench to this file (e.g. docs/WORKBENCH.md).",
+)
+@click.option(
+    "--check",
+    "check_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Exit 6 if this committed file is stale or was edited by hand.",
+)
+@click.option("--head", default=None, help=HEAD_HELP)
+@common(formats=("markdown", "json", "text"))
+def workbench_cmd(
+    goal_id: str,
+    write_to: Path | None,
+    check_path: Path | None,
+    head: str | None,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """The team workbench of a goal, as Markdown to commit for review."""
+    from loopx.model.errors import CheckFailed
+    from loopx.projections.single import visible_goals, workbench_markdown
+    from loopx.projections.workbench import read_header
+    from loopx.store import fsio
+
+    store, state, goals = _load(root, goal_id)
+    text = workbench_markdown(
+        state, head=_resolved_head(store, head), visible=visible_goals(goals, "team")
+    )
+    if check_path is not None:
+        try:
+            on_disk = check_path.read_text("utf-8")
+        except FileNotFoundError:
+            raise CheckFailed(
+                "workbench file does not exist; write it with --write",
+                code="workbench_missing",
+                path=str(check_path),
+            ) from None
+        if on_disk == text:
+            emit(fmt, {"ok": True, "path": str(check_path)}, f"{check_path} is up to date")
+            return
+        header = read_header(on_disk)
+        from loopx.projections.workbench import body_digest
+
+        if header is None or body_digest(header["body"]) != header["digest"]:
+            raise CheckFailed(
+                f"{check_path} was edited by hand; regenerate it with "
+                f"`loopx workbench --goal-id {goal_id} --write {check_path}`",
+                code="workbench_edited",
+                path=str(check_path),
+            )
+        raise CheckFailed(
+            f"{check_path} is stale (revision {header['revision']}, ledger is at "
+            f"{state.revision}); regenerate it with --write",
+            code="workbench_stale",
+            path=str(check_path),
+            file_revision=header["revision"],
+            ledger_revision=state.revision,
+        )
+    if write_to is not None:
+        write_to.parent.mkdir(parents=True, exist_ok=True)
+        fsio.current().write_atomic(write_to, text.encode("utf-8"))
+        emit(
+            fmt,
+            {"path": str(write_to), "revision": state.revision},
+            f"wrote {write_to} (revision {state.revision})",
+        )
+        return
+    if fmt == "json":
+        emit(fmt, {"goal_id": goal_id, "revision": state.revision, "markdown": text})
+    else:
+        click.echo(text, nl=False)
+
+
+@click.command("review")
+@click.option("--goal-id", required=True)
+@click.option("--todo-id", default=None, help="A packet for one todo.")
+@click.option(
+    "--since",
+    type=click.IntRange(min=1),
+    default=None,
+    help="List what changed since this ledger revision.",
+)
+@click.option(
+    "--audience", type=click.Choice(["team", "private"]), default="team", show_default=True
+)
+@click.option("--head", default=None, help=HEAD_HELP)
+@common(formats=("markdown", "json"))
+def review_cmd(
+    goal_id: str,
+    todo_id: str | None,
+    since: int | None,
+    audience: str,
+    head: str | None,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """A review packet: the question, what changed, the evidence and its freshness, open gates
+    and the exact commands to resolve them."""
+    from loopx.engine import lookup
+    from loopx.model.errors import InvalidInput
+    from loopx.projections.single import review, visible_goals
+    from loopx.state.fold import replay
+
+    store, state, goals = _load(root, goal_id)
+    if todo_id is not None:
+        lookup.todo(state, todo_id)
+    before = None
+    if since is not None:
+        if since > state.revision:
+            raise InvalidInput(f"--since must be at most {state.revision}", code="invalid_revision")
+        before = replay(store.read(goal_id).events[:since])
+    rp, markdown = review(
+        state,
+        head=_resolved_head(store, head),
+        visible=visible_goals(goals, audience),
+        audience=audience,
+        read_blob=store.get_blob if audience == "private" else None,
+        todo_id=todo_id,
+        since=before,
+    )
+    if fmt == "json":
+        emit(fmt, rp)
+    else:
+        click.echo(markdown, nl=False)
+
+
+@click.command("graph")
+@click.option("--goal-id", required=True)
+@click.option(
+    "--audience",
+    type=click.Choice(["public", "team", "private"]),
+    default="team",
+    show_default=True,
+)
+@common(formats=("mermaid", "dot", "svg", "json", "text"))
+def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: bool) -> None:
+    """A goal's task graph as Mermaid (default for text), DOT, SVG or JSON."""
+    from loopx.model.errors import LoopxError
+    from loopx.projections import graph as graph_mod
+    from loopx.projections.single import task_graph
+    from loopx.render.svg import to_svg
+
+    store, state, _ = _load(root, goal_id)
+    gr = task_graph(state, audience, store.get_blob if audience == "private" else None)
+    if fmt == "json":
+        emit(fmt, gr)
+    elif fmt == "dot":
+        click.echo(graph_mod.to_dot(gr), nl=False)
+    elif fmt == "svg":
+        svg = to_svg(gr)
+        if svg is None:
+            raise LoopxError(
+                "graph is too large to lay out; use --format dot or mermaid", code="graph_too_large"
+            )
+        click.echo(svg)
+    else:
+        click.echo(graph_mod.to_mermaid(gr), nl=False)

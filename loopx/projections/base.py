@@ -1,0 +1,129 @@
+"""Pieces every projection shares: the source block, todo cards, evidence items, and the
+schema ids. All pure functions of folded state and a `Lens`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopx import __version__
+from loopx.privacy.audience import Lens
+from loopx.state.entities import Evidence, Gate, GoalState, Todo
+from loopx.state.frontier import lease_live
+from loopx.state.views import freshness
+
+GENERATOR = f"loopx {__version__}"
+RECENT_EVIDENCE = 10
+
+
+def source(state: GoalState) -> dict[str, Any]:
+    """Where an artifact comes from: the goal, its ledger revision and head hash."""
+    return {"goal_id": state.goal_id, "revision": state.revision, "head": state.head}
+
+
+def ledger_now(state: GoalState) -> str:
+    """Projections never read the clock: "now" is the time of the goal's last event."""
+    return state.updated_at
+
+
+def ordered_todos(state: GoalState) -> list[Todo]:
+    return sorted(state.todos.values(), key=lambda t: t.created_seq)
+
+
+def todo_card(todo: Todo, lens: Lens, state: GoalState) -> dict[str, Any]:
+    """A todo as this audience may see it; hidden dependencies are counted, never named."""
+    todos = state.todos
+    deps = [d for d in todo.depends_on if d in todos and lens.sees(todos[d].visibility)]
+    card: dict[str, Any] = {
+        "todo_id": todo.todo_id,
+        "title": lens.text(todo.title),
+        "status": todo.status,
+        "role": todo.role,
+        "kind": todo.kind,
+        "priority": todo.priority,
+        "depends_on": deps,
+        "hidden_dependencies": len(todo.depends_on) - len(deps),
+        "visibility": todo.visibility,
+    }
+    if not lens.is_public:
+        if todo.claim is not None:
+            card["claim"] = {
+                "agent_id": todo.claim["agent_id"],
+                "session_id": todo.claim["session_id"],
+                "lease_expires_at": todo.claim["lease_expires_at"],
+                "live": lease_live(todo, ledger_now(state)),
+            }
+        if todo.acceptance is not None:
+            card["acceptance"] = lens.text(todo.acceptance)
+        if todo.reason is not None:
+            card["reason"] = lens.text(todo.reason)
+    return card
+
+
+def evidence_item(ev: Evidence, lens: Lens, head: str | None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "evidence_id": ev.evidence_id,
+        "kind": ev.kind,
+        "summary": lens.text(ev.summary),
+        "refs": [lens.text(r) for r in ev.refs],
+        "revision": ev.revision,
+        "freshness": freshness(ev.revision, head),
+        "recorded_at": ev.recorded_at,
+        "todo_id": ev.todo_id,
+    }
+    if not lens.is_public:
+        item["agent_id"] = ev.agent_id
+        item["has_body"] = ev.body is not None
+    return item
+
+
+def recent_evidence(
+    state: GoalState, lens: Lens, head: str | None, limit: int = RECENT_EVIDENCE
+) -> tuple[list[dict[str, Any]], int]:
+    """The newest evidence this audience may see (newest first), and how many were cut."""
+    visible = lens.keep(
+        sorted(state.evidence.values(), key=lambda e: -e.created_seq), "evidence items"
+    )
+    shown = [e for e in visible if e.todo_id is None or _todo_visible(state, lens, e.todo_id)]
+    if len(shown) < len(visible):
+        lens.omitted["evidence items on hidden todos"] += len(visible) - len(shown)
+    visible = shown
+    return [evidence_item(e, lens, head) for e in visible[:limit]], max(len(visible) - limit, 0)
+
+
+def _todo_visible(state: GoalState, lens: Lens, todo_id: str) -> bool:
+    todo = state.todos.get(todo_id)
+    return todo is not None and lens.sees(todo.visibility)
+
+
+def gate_item(gate: Gate, lens: Lens, state: GoalState) -> dict[str, Any]:
+    blocks = [t for t in gate.blocks if _todo_visible(state, lens, t)]
+    item: dict[str, Any] = {
+        "gate_id": gate.gate_id,
+        "question": lens.text(gate.question),
+        "status": gate.status,
+        "blocks_goal": gate.blocks_goal,
+        "blocks": blocks,
+        "hidden_blocks": len(gate.blocks) - len(blocks),
+        "opened_at": gate.opened_at,
+    }
+    if not lens.is_public:
+        item["authority"] = gate.authority
+        item["resolved_by"] = gate.resolved_by
+        item["rationale"] = lens.text(gate.rationale) if gate.rationale is not None else None
+    return item
+
+
+def goal_identity(state: GoalState, lens: Lens, visible_goals: set[str]) -> dict[str, Any]:
+    """The goal's identity; a predecessor is named only when this audience can see it."""
+    return {
+        "goal_id": state.goal_id,
+        "title": lens.text(state.title),
+        "objective": lens.text(state.objective),
+        "acceptance": [lens.text(a) for a in state.acceptance],
+        "status": state.status,
+        "repository": lens.text(state.repository) if state.repository else None,
+        "predecessor": state.predecessor if state.predecessor in visible_goals else None,
+        "created_at": state.created_at,
+        "updated_at": state.updated_at,
+        "closed_at": state.closed_at,
+    }

@@ -1,0 +1,56 @@
+"""Single projections on demand (the CLI's `workbench`, `review`, `graph`), built exactly as
+the build builds them, so a committed workbench matches the build byte for byte."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopx.model.ids import visible_to
+from loopx.privacy.audience import Lens
+from loopx.projections import graph as graph_mod
+from loopx.projections.review import review_packet
+from loopx.projections.workbench import with_header, workbench
+from loopx.render.env import render
+from loopx.state.entities import GoalState
+
+
+def visible_goals(goals: dict[str, str], audience: str) -> set[str]:
+    """Goal ids (with their visibility) this audience may see."""
+    return {g for g, vis in goals.items() if visible_to(vis, audience)}
+
+
+def workbench_markdown(
+    state: GoalState,
+    *,
+    head: str | None,
+    visible: set[str],
+    read_blob: Any = None,
+    audience: str = "team",
+) -> str:
+    wb = workbench(state, Lens(audience, read_blob), head=head, visible_goals=visible)
+    return with_header(wb, render("markdown/workbench.md.j2", wb=wb))
+
+
+def review(
+    state: GoalState,
+    *,
+    head: str | None,
+    visible: set[str],
+    audience: str,
+    read_blob: Any = None,
+    todo_id: str | None = None,
+    since: GoalState | None = None,
+) -> tuple[dict[str, Any], str]:
+    rp = review_packet(
+        state,
+        Lens(audience, read_blob),
+        head=head,
+        visible_goals=visible,
+        todo_id=todo_id,
+        since=since,
+    )
+    return rp, render("markdown/review.md.j2", rp=rp)
+
+
+def task_graph(state: GoalState, audience: str, read_blob: Any = None) -> dict[str, Any]:
+    return graph_mod.graph(state, Lens(audience, read_blob))

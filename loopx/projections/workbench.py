@@ -1,0 +1,109 @@
+"""The workbench (team, Markdown): the goal as a reviewer reads it in a pull request.
+
+The file starts with a header naming its source and a digest of its own body, so
+`loopx workbench --check` can tell a stale file (older ledger revision) from one edited by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from loopx.privacy.audience import Lens
+from loopx.projections.base import (
+    GENERATOR,
+    gate_item,
+    goal_identity,
+    ledger_now,
+    ordered_todos,
+    recent_evidence,
+    source,
+    todo_card,
+)
+from loopx.projections.status import progress
+from loopx.state.entities import GoalState
+from loopx.state.frontier import attention, frontier
+
+SCHEMA = "loopx.workbench/v1"
+HEADER_RE = re.compile(
+    r"^<!-- loopx:workbench goal=(?P<goal>\S+) revision=(?P<revision>\d+) "
+    r"head=(?P<head>[0-9a-f]*) digest=(?P<digest>[0-9a-f]{64}) -->\n"
+)
+DONE_LIMIT = 20
+
+
+def workbench(
+    state: GoalState, lens: Lens, *, head: str | None, visible_goals: set[str]
+) -> dict[str, Any]:
+    now = ledger_now(state)
+    todos = lens.keep(ordered_todos(state), "todos")
+    visible = {t.todo_id for t in todos}
+    ready = [t for t in frontier(state, now) if t.todo_id in visible]
+    open_todos = [t for t in todos if t.is_open]
+    done = [t for t in reversed(todos) if not t.is_open]
+    notes = lens.keep(sorted(state.notes.values(), key=lambda n: n.created_seq), "notes")
+    evidence, _ = recent_evidence(state, lens, head)
+    att = attention(state, now)
+    gates = lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
+    return {
+        "schema": SCHEMA,
+        "generator": GENERATOR,
+        "audience": lens.audience,
+        "source": source(state),
+        "checkout": {"head": head},
+        "goal": goal_identity(state, lens, visible_goals),
+        "attention": att,
+        "next_action": _next_action(att, ready, gates),
+        "progress": progress(state),
+        "frontier": [todo_card(t, lens, state) for t in ready],
+        "agent_todos": [todo_card(t, lens, state) for t in open_todos if t.role == "agent"],
+        "user_todos": [todo_card(t, lens, state) for t in open_todos if t.role == "user"],
+        "closed_todos": [todo_card(t, lens, state) for t in done[:DONE_LIMIT]],
+        "closed_total": len(done),
+        "gates": [gate_item(g, lens, state) for g in gates],
+        "evidence": evidence,
+        "notes": [
+            {
+                "note_id": n.note_id,
+                "kind": n.kind,
+                "text": lens.text(n.text),
+                "todo_id": n.todo_id,
+                "recorded_at": n.recorded_at,
+            }
+            for n in notes
+            if n.kind in ("lesson", "decision")
+        ],
+        "omissions": lens.omissions(),
+    }
+
+
+def _next_action(att: dict[str, Any], ready: list[Any], gates: list[Any]) -> str:
+    if att["state"] == "done":
+        return "Nothing: the goal is done."
+    pending = [g for g in gates if g.status == "pending"]
+    if pending:
+        return f"A decision: resolve gate `{pending[0].gate_id}` ({pending[0].authority})."
+    if ready:
+        who = "a person" if ready[0].role == "user" else "an agent"
+        return f"Claim `{ready[0].todo_id}` ({who}, priority {ready[0].priority})."
+    return str(att["reason"]).capitalize() + "."
+
+
+def body_digest(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def with_header(wb: dict[str, Any], body: str) -> str:
+    src = wb["source"]
+    return (
+        f"<!-- loopx:workbench goal={src['goal_id']} revision={src['revision']} "
+        f"head={src['head']} digest={body_digest(body)} -->\n{body}"
+    )
+
+
+def read_header(text: str) -> dict[str, Any] | None:
+    match = HEADER_RE.match(text)
+    if match is None:
+        return None
+    return {**match.groupdict(), "revision": int(match["revision"]), "body": text[match.end() :]}
