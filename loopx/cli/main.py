@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "workbench": ("loopx.cli.projection", "workbench_cmd", "Write or check a workbench."),
     "review": ("loopx.cli.projection", "review_cmd", "A review packet for a decision."),
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
+    "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
 }
 
 
