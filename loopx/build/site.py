@@ -66,14 +66,18 @@ def build_goal(
 ) -> dict[str, Any]:
     """Every artifact of one goal for one audience; returns its index row."""
     base = f"{audience}/goals/{state.goal_id}"
-    root = "../../../"
+    root = "../../"
     common = {"generator": GENERATOR, "audience": audience}
     handoff = _handoff_module()
 
     def lens() -> Lens:
         return Lens(audience, read_blob)
 
-    pending = handoff.pending_handoffs(state) if handoff else []
+    pending = (
+        handoff.pending_handoffs(state, audience="private" if audience == "private" else "team")
+        if handoff
+        else []
+    )
     st = status(state, lens(), head=head, visible_goals=visible_goals, handoffs=pending)
     _json(site, f"{base}/status.json", st, audience, state.goal_id)
 
@@ -185,14 +189,13 @@ def _handoffs(
     head: str | None,
     read_blob: BlobReader | None,
 ) -> list[dict[str, str]]:
+    """One handoff digest per todo with a note (team and private builds only)."""
+    facts = {"head": head} if head else None
+    digests = handoff.handoff_digests(
+        state, audience=audience, text=_blob_text(read_blob), workspace_facts=facts
+    )
     links = []
-    for todo_id in handoff.todos_with_notes(state):
-        lens = Lens(audience, read_blob)
-        if not lens.sees(state.todos[todo_id].visibility):
-            continue
-        digest = handoff.handoff_digest(
-            state, todo_id, audience=audience, lens=lens, workspace_facts={"head": head}
-        )
+    for todo_id, digest in sorted(digests.items()):
         _json(site, f"{base}/handoffs/{todo_id}.json", digest, audience, state.goal_id)
         _text(
             site,
@@ -203,6 +206,20 @@ def _handoffs(
         )
         links.append({"href": f"handoffs/{todo_id}.md", "label": f"Handoff: {todo_id}"})
     return links
+
+
+def _blob_text(read_blob: BlobReader | None) -> Callable[[Any], Any] | None:
+    """Resolve private blob text on this host (private builds only)."""
+    if read_blob is None:
+        return None
+
+    def text(value: Any) -> Any:
+        if isinstance(value, dict) and "blob" in value:
+            data = read_blob(value["blob"])
+            return None if data is None else data.decode("utf-8", "replace")
+        return value
+
+    return text
 
 
 def _todo_pages(
@@ -225,13 +242,13 @@ def _todo_pages(
                 dependents.setdefault(d, []).append(t.todo_id)
     evidence: dict[str, list[Any]] = {}
     for e in sorted(state.evidence.values(), key=lambda e: e.created_seq):
-        if e.todo_id in visible and lens.sees(e.visibility):
+        if e.todo_id is not None and e.todo_id in visible and lens.sees(e.visibility):
             evidence.setdefault(e.todo_id, []).append(e)
     gates: dict[str, list[Any]] = {}
     for g in sorted(state.gates.values(), key=lambda g: g.created_seq):
         if lens.sees(g.visibility):
-            for t in g.blocks:
-                gates.setdefault(t, []).append(g)
+            for held in g.blocks:
+                gates.setdefault(held, []).append(g)
     template = environment().get_template("html/todo.html")
     for t in todos:
         card = todo_card(t, lens, state)
@@ -239,7 +256,7 @@ def _todo_pages(
             t=card,
             goal_id=state.goal_id,
             revision=revision,
-            root="../../../../",
+            root="../../../",
             dependents=dependents.get(t.todo_id, []),
             gates=[
                 {"status": g.status, "question": lens.text(g.question)}

@@ -32,6 +32,9 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # Compiled templates are cached per user (keyed by source checksum): compiling
+        # costs a CLI process ~50 ms per template, loading the cached code ~1 ms.
+        bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
     env.filters["md"] = _md_inline
     env.filters["short"] = _short

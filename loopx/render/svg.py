@@ -42,24 +42,41 @@ class _View:
         self.xy = (0.0, 0.0)
 
 
-def layout(g: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
-    """Node id → centre (x, y), or None when the graph is too large to draw."""
+class _EdgeView:
+    """Receives the route grandalf computes for an edge (through its dummy nodes)."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[float, float]] = []
+
+    def setpath(self, points: list[Any]) -> None:
+        self.points = [(float(x), float(y)) for x, y in points]
+
+
+Layout = tuple[dict[str, tuple[float, float]], dict[int, list[tuple[float, float]]]]
+
+
+def layout(g: dict[str, Any]) -> Layout | None:
+    """Node id → centre (x, y) and edge index → routed points, or None when too large."""
     from grandalf.graphs import Edge, Graph, Vertex
     from grandalf.layouts import SugiyamaLayout
 
     nodes = g["nodes"]
     if not nodes or len(nodes) > MAX_NODES:
-        return None if nodes else {}
+        return None if nodes else ({}, {})
     order = {n["id"]: i for i, n in enumerate(nodes)}
     vertices = {n["id"]: Vertex(n["id"]) for n in nodes}
     for v in vertices.values():
         v.view = _View()
-    edges = [
-        Edge(vertices[e["from"]], vertices[e["to"]]) for e in g["edges"] if e["from"] != e["to"]
-    ]
-    graph = Graph(list(vertices.values()), edges)
+    edges: dict[int, Any] = {}
+    for i, e in enumerate(g["edges"]):
+        if e["from"] != e["to"]:
+            edge = Edge(vertices[e["from"]], vertices[e["to"]])
+            edge.view = _EdgeView()
+            edges[i] = edge
+    graph = Graph(list(vertices.values()), list(edges.values()))
     components = sorted(graph.C, key=lambda c: min(order[v.data] for v in c.sV))
     positions: dict[str, tuple[float, float]] = {}
+    shift: dict[str, float] = {}
     x_offset = 0.0
     for comp in components:
         sug = SugiyamaLayout(comp)
@@ -70,8 +87,13 @@ def layout(g: dict[str, Any]) -> dict[str, tuple[float, float]] | None:
         for v in comp.sV:
             x, y = v.view.xy
             positions[v.data] = (round(x - left + x_offset, 1), round(y, 1))
+            shift[v.data] = x_offset - left
         x_offset += max(xs) - min(xs) + NODE_W + GAP
-    return positions
+    routes = {
+        i: [(round(x + shift[g["edges"][i]["from"]], 1), round(y, 1)) for x, y in e.view.points]
+        for i, e in edges.items()
+    }
+    return positions, routes
 
 
 def _label(text: str, width: int = 24) -> list[str]:
@@ -91,11 +113,37 @@ def _label(text: str, width: int = 24) -> list[str]:
     return [ln[:width] for ln in lines]
 
 
+def _route(
+    points: list[tuple[float, float]],
+    pos: dict[str, tuple[float, float]],
+    e: dict[str, Any],
+    dx: float,
+    dy: float,
+) -> str:
+    """An SVG path from the bottom of the source box to the top of the target box, through
+    the routed points between them, smoothed with quadratic curves."""
+    x1, y1 = pos[e["from"]]
+    x2, y2 = pos[e["to"]]
+    via = [(x, y) for x, y in points[1:-1]]
+    pts = [(x1, y1 + NODE_H / 2), *via, (x2, y2 - NODE_H / 2)]
+    pts = [(x + dx, y + dy) for x, y in pts]
+    if len(pts) == 2:
+        (ax, ay), (bx, by) = pts
+        mid = (ay + by) / 2
+        return f"M{ax:.1f},{ay:.1f} C{ax:.1f},{mid:.1f} {bx:.1f},{mid:.1f} {bx:.1f},{by:.1f}"
+    parts = [f"M{pts[0][0]:.1f},{pts[0][1]:.1f}"]
+    for (ax, ay), (bx, by) in zip(pts[1:-1], pts[2:], strict=False):
+        parts.append(f"Q{ax:.1f},{ay:.1f} {(ax + bx) / 2:.1f},{(ay + by) / 2:.1f}")
+    parts.append(f"L{pts[-1][0]:.1f},{pts[-1][1]:.1f}")
+    return " ".join(parts)
+
+
 def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | None:
     """Inline SVG of the graph (links to todo pages via `node_href`), or None if too large."""
-    pos = layout(g)
-    if pos is None:
+    laid = layout(g)
+    if laid is None:
         return None
+    pos, routes = laid
     if not pos:
         return ""
     pad = 16
@@ -112,20 +160,16 @@ def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | 
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         'fill="#555"/></marker></defs>',
     ]
-    for e in g["edges"]:
+    for i, e in enumerate(g["edges"]):
         if e["from"] == e["to"]:
             continue
-        x1, y1 = pos[e["from"]]
-        x2, y2 = pos[e["to"]]
-        y1, y2 = y1 + dy + NODE_H / 2, y2 + dy - NODE_H / 2
         dash = {
             "depends_on": "",
             "successor": ' stroke-dasharray="6 4"',
             "gates": ' stroke-dasharray="2 3"',
         }[e["kind"]]
         out.append(
-            f'<path d="M{x1 + dx:.1f},{y1:.1f} C{x1 + dx:.1f},{(y1 + y2) / 2:.1f} '
-            f'{x2 + dx:.1f},{(y1 + y2) / 2:.1f} {x2 + dx:.1f},{y2:.1f}" fill="none" '
+            f'<path d="{_route(routes.get(i, []), pos, e, dx, dy)}" fill="none" '
             f'stroke="#555" stroke-width="1.4"{dash} marker-end="url(#arrow)"/>'
         )
     for n in g["nodes"]:
