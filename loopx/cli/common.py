@@ -27,7 +27,7 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
             "--format",
             "fmt",
             type=click.Choice(formats),
-            default="text",
+            default=formats[0],
             show_default=True,
             help="Output format.",
         )(fn)
