@@ -6,8 +6,10 @@ keeps a map back to the raw text, so a finding always points at the raw line and
 finding of one kind at one raw place is reported once, in the first encoding that found it.
 
 Speed: one Aho-Corasick pass over a view finds both the exact forbidden strings and which rules'
-anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run. Decoded views are
-built only when the text holds an escape of that kind.
+anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run; very large sets of
+forbidden strings get an automaton of their own (see `_automata`). Decoded views are built only
+when the text holds an escape of that kind, and their map back to the raw text only when they
+find something.
 
 Findings never carry the matched text, so a report can be printed or published safely.
 """
@@ -20,7 +22,7 @@ import html
 import os
 import re
 import socket
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,14 +49,15 @@ COMMON_MACHINE_NAMES = words(
     desktop laptop raspberrypi worker agent bot ci"""
 )
 
-# Above this many pattern characters the DFA would take too much memory; the NFA is ~3x slower.
-_DFA_LIMIT = 200_000
+# Forbidden strings up to this many characters share one DFA with the rule anchors.
+_COMBINED_LIMIT = 100_000
 _BOUNDED_CHARS = {
     USERNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
     HOSTNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
     NON_PUBLIC_ID: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"),
 }
 _SURROGATES = re.compile("[\ud800-\udfff]")
+_EXACT_PRIORITY = 4  # an exact forbidden string names an overlapping span when redacting
 
 
 @dataclass(frozen=True)
@@ -246,19 +249,17 @@ def views(text: str) -> Iterator[View]:
 
 
 class _Literals:
-    """Exact strings matched in one pass (Aho-Corasick): forbidden strings, each tagged with the
-    kinds it reports, and rule anchors, each tagged with the numbers of the rules it gates."""
+    """Exact strings matched in one Aho-Corasick pass: forbidden strings, tagged with the kinds
+    they report, and rule anchors, tagged with the numbers of the rules they gate."""
 
-    def __init__(self, kinds: Mapping[str, Iterable[str]], anchors: Mapping[str, Iterable[int]]):
-        self.patterns = sorted(set(kinds) | set(anchors))
+    def __init__(
+        self, kinds: Mapping[str, Iterable[str]], rules: Mapping[str, Iterable[int]], *, dfa: bool
+    ) -> None:
+        self.patterns = sorted(set(kinds) | set(rules))
         self.kinds = [tuple(sorted(set(kinds.get(p, ())))) for p in self.patterns]
-        self.rules = [tuple(sorted(set(anchors.get(p, ())))) for p in self.patterns]
-        size = sum(len(p) for p in self.patterns)
-        implementation = (
-            ahocorasick_rs.Implementation.DFA
-            if size <= _DFA_LIMIT
-            else ahocorasick_rs.Implementation.ContiguousNFA
-        )
+        self.rules = [tuple(sorted(set(rules.get(p, ())))) for p in self.patterns]
+        kind = ahocorasick_rs.Implementation
+        implementation = kind.DFA if dfa else kind.ContiguousNFA
         self._automaton = (
             ahocorasick_rs.AhoCorasick(self.patterns, implementation=implementation)
             if self.patterns
@@ -276,12 +277,28 @@ class _Literals:
             return self._automaton.find_matches_as_indexes(clean, overlapping=True)
 
 
-def _rule_anchors() -> dict[str, list[int]]:
-    anchors: dict[str, list[int]] = {}
+@lru_cache(maxsize=1)
+def _rule_anchors() -> dict[str, tuple[int, ...]]:
+    """Every rule's anchors, each with the numbers of the rules it gates."""
+    tagged: dict[str, list[int]] = {}
     for number, rule in enumerate(RULES):
         for anchor in rule.anchors:
-            anchors.setdefault(anchor, []).append(number)
-    return anchors
+            tagged.setdefault(anchor, []).append(number)
+    return {anchor: tuple(numbers) for anchor, numbers in tagged.items()}
+
+
+@lru_cache(maxsize=1)
+def _anchors_only() -> _Literals:
+    return _Literals({}, _rule_anchors(), dfa=True)
+
+
+def _automata(kinds: Mapping[str, Iterable[str]]) -> tuple[_Literals, ...]:
+    """One DFA for anchors and forbidden strings together while that stays small (fastest);
+    beyond, the shared anchor DFA plus an NFA for the forbidden strings (a DFA over tens of
+    thousands of strings takes seconds and hundreds of MB to build)."""
+    if sum(len(k) for k in kinds) <= _COMBINED_LIMIT:
+        return (_Literals(kinds, _rule_anchors(), dfa=True),)
+    return (_Literals(kinds, {}, dfa=False), _anchors_only())
 
 
 _ALWAYS = tuple(n for n, rule in enumerate(RULES) if not rule.anchors)
@@ -340,7 +357,7 @@ class Scanner:
             for kind, names in machine_names().items():
                 for name in names - self._allow:
                     tagged.setdefault(name, set()).add(kind)
-        self._literals = _Literals(tagged, _rule_anchors())
+        self._automata = _automata(tagged)
 
     def scan_text(self, text: str, path: str = "<text>") -> list[Finding]:
         """Every finding in `text`, in order of position."""
@@ -358,33 +375,26 @@ class Scanner:
         found: dict[tuple[str, int], Hit] = {}
         for view in views(text):
             self._scan_view(view, found)
-        hits = list(found.values())
-        specific = [h for h in hits if not h.generic]
-        if len(specific) < len(hits):
-            hits = specific + [
-                h
-                for h in hits
-                if h.generic and not any(s.start < h.end and h.start < s.end for s in specific)
-            ]
+        if not found:
+            return []
+        hits = _drop_generic_overlaps(list(found.values()))
         hits.sort(key=lambda h: (h.start, h.kind, h.end))
         return hits
 
     def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
         text = view.text
-        literals = self._literals
         numbers = set(_ALWAYS)
-        for index, start, end in literals.find(text):
-            rules = literals.rules[index]
-            if rules:
-                numbers.update(rules)
-            for kind in literals.kinds[index]:
-                bounded = _BOUNDED_CHARS.get(kind)
-                if bounded is not None and (
-                    (start > 0 and text[start - 1] in bounded)
-                    or (end < len(text) and text[end] in bounded)
-                ):
-                    continue
-                self._add(found, view, kind, start, end, False, 4)
+        for literals in self._automata:
+            for index, start, end in literals.find(text):
+                numbers.update(literals.rules[index])
+                for kind in literals.kinds[index]:
+                    bounded = _BOUNDED_CHARS.get(kind)
+                    if bounded is not None and (
+                        (start > 0 and text[start - 1] in bounded)
+                        or (end < len(text) and text[end] in bounded)
+                    ):
+                        continue
+                    self._add(found, view, kind, start, end, False, _EXACT_PRIORITY)
         for number in sorted(numbers):
             rule = RULES[number]
             for start, end in rule.spans(text):
@@ -408,6 +418,24 @@ class Scanner:
             found[key] = Hit(kind, raw_start, raw_end, view.encoding, generic, priority)
 
 
+def _drop_generic_overlaps(hits: list[Hit]) -> list[Hit]:
+    """Generic (keyword + entropy) hits that overlap a specific rule's hit say nothing more."""
+    specific = sorted((h for h in hits if not h.generic), key=lambda h: h.start)
+    if len(specific) == len(hits):
+        return hits
+    starts = [h.start for h in specific]
+    reach: list[int] = []  # reach[i]: the furthest end among specific[: i + 1]
+    for h in specific:
+        reach.append(max(h.end, reach[-1]) if reach else h.end)
+    kept = list(specific)
+    for h in hits:
+        if h.generic:
+            before = bisect_left(starts, h.end)  # specific hits starting before h ends
+            if not before or reach[before - 1] <= h.start:
+                kept.append(h)
+    return kept
+
+
 def _finding(text: str, hit: Hit, path: str) -> Finding:
     line_start = text.rfind("\n", 0, hit.start) + 1
     return Finding(
@@ -428,19 +456,18 @@ def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Fi
     """
     scanner = scanner if scanner is not None else Scanner()
     files: dict[str, Path] = {}
-    for given in paths:
-        given = Path(given)
-        if given.is_dir():
-            for folder, dirs, names in os.walk(given):
+    for item in paths:
+        path = Path(item)
+        if path.is_dir():
+            for folder, dirs, names in os.walk(path):
                 dirs.sort()
-                base = Path(folder)
                 for name in names:
-                    file = base / name
+                    file = Path(folder) / name
                     files.setdefault(file.as_posix(), file)
-        elif given.exists():
-            files.setdefault(given.as_posix(), given)
+        elif path.exists():
+            files.setdefault(path.as_posix(), path)
         else:
-            raise NotFound("scan path does not exist", code="path_not_found", path=str(given))
+            raise NotFound("scan path does not exist", code="path_not_found", path=str(path))
     findings: list[Finding] = []
     for shown in sorted(files):
         findings.extend(scanner.scan_bytes(files[shown].read_bytes(), shown))

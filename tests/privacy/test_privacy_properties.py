@@ -1,0 +1,71 @@
+"""Properties: forbidden strings are found wherever and however they are embedded."""
+
+from __future__ import annotations
+
+import html
+import json
+from urllib.parse import quote
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from loopx.privacy.redact import redact
+from loopx.privacy.scanner import MIN_FORBIDDEN_LENGTH, Scanner
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+WORDS = _words("the agent build page status todo goal review note run gate evidence done open")
+
+forbidden_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc")),
+    min_size=MIN_FORBIDDEN_LENGTH,
+    max_size=40,
+)
+benign = st.lists(st.sampled_from(WORDS), max_size=30).map(" ".join)
+
+
+def _offsets(scanner: Scanner, doc: str) -> set[int]:
+    return {f.offset for f in scanner.scan_text(doc) if f.kind == "non-public-text"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(secret=forbidden_text, before=benign, after=benign)
+def test_forbidden_string_found_in_every_encoding(secret: str, before: str, after: str) -> None:
+    scanner = Scanner([secret], machine=False)
+    prefix = before + " "
+    doc = prefix + secret + " " + after
+
+    assert len(prefix) in _offsets(scanner, doc)
+    # JSON: the string literal starts with a quote, so the secret starts one char further on
+    assert len(json.dumps(prefix)) - 1 in _offsets(scanner, json.dumps(doc))
+    assert len(html.escape(prefix)) in _offsets(scanner, html.escape(doc))
+    assert len(quote(prefix, safe="")) in _offsets(scanner, quote(doc, safe=""))
+
+
+@settings(max_examples=100, deadline=None)
+@given(secret=forbidden_text, before=benign, after=benign)
+def test_redaction_with_a_scanner_removes_the_forbidden_string(
+    secret: str, before: str, after: str
+) -> None:
+    marker = "[redacted:non-public-text]"
+    # markers are bracketed, so only a secret with brackets or inside a marker can reappear
+    assume("[" not in secret and "]" not in secret and secret not in marker)
+    scanner = Scanner([secret], machine=False)
+    redacted, counts = redact(f"{before} {secret} {after}", scanner=scanner)
+    assert counts.get("non-public-text", 0) >= 1
+    assert marker in redacted
+    assert secret not in redacted
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=200))
+def test_scan_and_redact_never_raise(text: str) -> None:
+    scanner = Scanner(["team-only objective text"], machine=False)
+    for finding in scanner.scan_text(text):
+        assert 0 <= finding.offset <= len(text)
+        assert finding.line >= 1 and finding.column >= 1
+    redacted, counts = redact(text)
+    assert all(n > 0 for n in counts.values())

@@ -1,0 +1,220 @@
+"""Scanner behaviour: forbidden strings, machine names, decoded views, files and folders."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from urllib.parse import quote, quote_plus
+
+import pytest
+from privacy_canaries import html_all, json_all
+
+from loopx.model.errors import NotFound
+from loopx.privacy import scanner as scanner_module
+from loopx.privacy.redact import redact
+from loopx.privacy.scanner import MIN_FORBIDDEN_LENGTH, Finding, Scanner, scan_paths
+
+PRIVATE_HASH = "sha256:" + "3c" * 32
+FORBIDDEN = ["team-only objective text", PRIVATE_HASH]
+
+ENCODINGS = {
+    "plain": lambda s: s,
+    "json": lambda s: json.dumps({"objective": s}),
+    "json-all": json_all,
+    "html": html.escape,
+    "html-all": html_all,
+    "url": lambda s: quote(s, safe=""),
+    "url-plus": lambda s: "https://example.com/search?q=" + quote_plus(s),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+@pytest.mark.parametrize("secret", FORBIDDEN)
+def test_forbidden_strings_found_in_every_encoding(secret: str, name: str) -> None:
+    doc = f"<p>Public summary.</p>\n<p>{ENCODINGS[name](secret)}</p>\n"
+    findings = Scanner(FORBIDDEN, machine=False).scan_text(doc, path="index.html")
+    assert [f.kind for f in findings] == ["non-public-text"]
+    assert findings[0].line == 2
+    assert secret not in json.dumps(findings[0].to_dict())
+
+
+def test_forbidden_strings_shorter_than_the_minimum_are_ignored() -> None:
+    short = "x" * (MIN_FORBIDDEN_LENGTH - 1)
+    scanner = Scanner([short, "abc", ""], machine=False)
+    assert scanner.scan_text(f"a {short} abc b") == []
+    exact = "y" * MIN_FORBIDDEN_LENGTH
+    assert [f.kind for f in Scanner([exact], machine=False).scan_text(f"a {exact}")] == [
+        "non-public-text"
+    ]
+
+
+def test_forbidden_text_is_case_sensitive_and_found_inside_words() -> None:
+    scanner = Scanner(["Secret Plan"], machine=False)
+    assert scanner.scan_text("the secret plan") == []
+    assert [f.offset for f in scanner.scan_text("xSecret Plans")] == [1]
+
+
+def test_forbidden_ids_only_match_whole_ids() -> None:
+    scanner = Scanner(forbidden_ids=["todo-17"], machine=False)
+    assert scanner.scan_text("see todo-170 and xtodo-17") == []
+    doc = "link todos/todo-17.html and (todo-17)"
+    found = scanner.scan_text(doc)
+    assert [(f.kind, f.offset) for f in found] == [
+        ("non-public-id", doc.index("todo-17")),
+        ("non-public-id", doc.rindex("todo-17")),
+    ]
+
+
+def test_every_occurrence_is_reported_once() -> None:
+    doc = "team-only objective text, again team-only objective text"
+    findings = Scanner(FORBIDDEN, machine=False).scan_text(doc)
+    assert [f.offset for f in findings] == [0, 32]
+
+
+def test_machine_names_found_as_whole_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "dwhitfield")
+    monkeypatch.setattr(scanner_module.socket, "gethostname", lambda: "Dana-ThinkPad.corp.local")
+    scanner = Scanner()
+    doc = "built by dwhitfield on dana-thinkpad; dwhitfields and Dana-ThinkPad.corp.local"
+    kinds = [(f.kind, f.offset) for f in scanner.scan_text(doc)]
+    assert kinds == [
+        ("username", doc.index("dwhitfield")),
+        ("hostname", doc.index("dana-thinkpad")),
+        ("hostname", doc.index("Dana-ThinkPad")),
+    ]
+    assert Scanner(machine=False).scan_text(doc) == []
+    assert Scanner(allow=["dwhitfield"]).scan_text("by dwhitfield") == []
+    redacted, counts = redact("by dwhitfield", scanner=scanner)
+    assert redacted == "by [redacted:username]"
+    assert counts == {"username": 1}
+
+
+def test_trivial_machine_names_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "root")
+    monkeypatch.setattr(scanner_module.socket, "gethostname", lambda: "localhost")
+    assert Scanner().scan_text("root on localhost; the runner user") == []
+    monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "bob")
+    monkeypatch.setattr(scanner_module.socket, "gethostname", lambda: "vm")
+    assert Scanner().scan_text("bob on vm") == []
+    # a home path still gives a trivial name away
+    assert [f.kind for f in Scanner().scan_text("cd /home/bob/app")] == ["home-path"]
+
+
+def test_machine_name_lookup_failure_is_harmless(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail() -> str:
+        raise KeyError("no passwd entry")
+
+    monkeypatch.setattr(scanner_module.getpass, "getuser", fail)
+    assert Scanner().scan_text("plain words") == []
+
+
+def test_positions_in_decoded_views_point_at_the_raw_escape() -> None:
+    doc = 'line\n{"a": "x", "b": "mail d.whitfield\\u0040contoso-mail.net"}'
+    (finding,) = Scanner(machine=False).scan_text(doc)
+    assert finding.kind == "email"
+    assert finding.encoding == "json"
+    assert finding.offset == doc.index("d.whitfield")
+    assert (finding.line, finding.column) == (2, doc.index("d.whitfield") - 5 + 1)
+
+
+def test_escape_at_the_start_of_a_match_maps_to_the_escape() -> None:
+    doc = "x &#116;eam-only objective text y"
+    (finding,) = Scanner(FORBIDDEN, machine=False).scan_text(doc)
+    assert (finding.offset, finding.encoding) == (2, "html")
+    redacted, counts = redact(doc, scanner=Scanner(FORBIDDEN, machine=False))
+    assert redacted == "x [redacted:non-public-text] y"
+
+
+def test_surrogates_and_odd_text_do_not_break_the_scan() -> None:
+    scanner = Scanner(["team-only objective text"], machine=False)
+    assert scanner.scan_text("lone \ud800 surrogate") == []
+    assert scanner.scan_text("bad escapes \\u12 %zz &#xZZ; &bogus; \\q") == []
+    found = scanner.scan_text("\ud800 team-only objective text")
+    assert [f.offset for f in found] == [2]
+    assert scanner.scan_text("") == []
+
+
+def test_scan_bytes_decodes_utf8_with_replacement() -> None:
+    data = "café\n".encode() + b"\xff\xfe" + b" mail a.b@contoso-mail.net\n"
+    (finding,) = Scanner(machine=False).scan_bytes(data, "x.txt")
+    assert (finding.kind, finding.path, finding.line) == ("email", "x.txt", 2)
+
+
+def test_finding_to_dict_has_no_matched_text() -> None:
+    finding = Finding("github-token", "a.json", 1, 2, 1, "plain")
+    assert finding.to_dict() == {
+        "kind": "github-token",
+        "path": "a.json",
+        "line": 1,
+        "column": 2,
+        "offset": 1,
+        "encoding": "plain",
+    }
+
+
+def test_scan_paths_is_deterministic_and_reports_paths_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    site = Path("site")
+    (site / "b").mkdir(parents=True)
+    (site / "a").mkdir()
+    (site / "b" / "z.html").write_text("ok\n  mail a.b@contoso-mail.net\n")
+    (site / "a" / "y.json").write_text('{"k": "/home/dwhitfield/x"}\n')
+    (site / "a" / "clean.txt").write_text("nothing here\n")
+    (site / "top.md").write_text("team-only objective text\n")
+    (tmp_path / "single.txt").write_text("x\ny\n   10.1.2.3\n")
+
+    scanner = Scanner(FORBIDDEN, machine=False)
+    found = scan_paths([Path("single.txt"), site], scanner)
+    assert [(f.path, f.kind, f.line, f.column) for f in found] == [
+        ("single.txt", "private-ip", 3, 4),
+        ("site/a/y.json", "home-path", 1, 8),
+        ("site/b/z.html", "email", 2, 8),
+        ("site/top.md", "non-public-text", 1, 1),
+    ]
+    assert scan_paths([site, Path("single.txt")], scanner) == found
+    assert (
+        scan_paths([tmp_path / "single.txt"], scanner)[0].path
+        == (tmp_path / "single.txt").as_posix()
+    )
+
+
+def test_scan_paths_refuses_a_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(NotFound) as caught:
+        scan_paths([tmp_path / "missing"])
+    assert caught.value.code == "path_not_found"
+
+
+def test_large_forbidden_sets_get_their_own_automaton(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scanner_module, "_COMBINED_LIMIT", 0)
+    monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "dwhitfield")
+    scanner = Scanner(FORBIDDEN, forbidden_ids=["todo-17"])
+    assert len(scanner._automata) == 2
+    doc = "team-only objective text by dwhitfield, todo-17, mail a.b@contoso-mail.net"
+    assert [f.kind for f in scanner.scan_text(doc)] == [
+        "non-public-text",
+        "username",
+        "non-public-id",
+        "email",
+    ]
+
+
+def test_form_encoded_text_is_decoded() -> None:
+    scanner = Scanner(FORBIDDEN, machine=False)
+    for doc in (
+        "https://example.com/search?q=team-only+objective+text",
+        "plain words then team-only+objective+text",
+        "q=team-only+objective+text%21",
+    ):
+        assert [(f.kind, f.encoding) for f in scanner.scan_text(doc)] == [
+            ("non-public-text", "url")
+        ]
+
+
+def test_generic_findings_yield_to_overlapping_specific_ones() -> None:
+    token = "gh" + "p_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
+    doc = f"token: {token}\npassword = Xk29sLq0pWz!\n" * 50
+    kinds = [f.kind for f in Scanner(machine=False).scan_text(doc)]
+    assert kinds == ["github-token", "password-assignment"] * 50
