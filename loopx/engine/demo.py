@@ -291,6 +291,78 @@ def _launch(d: _Demo) -> None:
         evidence_id="ev-grant-review",
         operation_id=d.op(g),
     )
+    _demo_handoff(d, g, claude)
+
+
+def _demo_handoff(d: _Demo, g: str, claude: Context) -> None:
+    """agent-claude's session ends mid-task: it hands todo `handoff` to agent-codex."""
+    from loopx.engine.handoff import prepare_handoff
+
+    prepare_handoff(
+        claude,
+        g,
+        "handoff",
+        target_agent_id="agent-codex",
+        git_revision=REV_NEW,
+        workspace_dirty=False,
+        note={
+            "work_summary": "Prepare and inspect work end to end: the note is bound to the "
+            "todo's revision and the checkout's HEAD, and inspect flags stale notes, moved "
+            "checkouts and missing files. Adoption is written but waits for the grant-design "
+            "gate before the todo can be completed.",
+            "approaches_tried": [
+                {
+                    "approach": "Reuse todo claim with a force flag to transfer the claim",
+                    "outcome": "abandoned",
+                    "reason": "It would let any agent take a live claim; the transfer must "
+                    "go through a grant bound to the note.",
+                },
+                {
+                    "approach": "Bind the note to the goal's head revision",
+                    "outcome": "failed",
+                    "reason": "Every unrelated event made the note stale; bound to the todo's "
+                    "revision instead.",
+                },
+                {
+                    "approach": "Digest budget by dropping whole sections",
+                    "outcome": "worked",
+                    "reason": "Least important first, never the identity or next steps.",
+                },
+            ],
+            "next_steps": [
+                "Wait for the maintainer to resolve gate grant-design.",
+                "Run the adoption round trip across two processes (tests/test_handoff_cli.py).",
+                "Add the handoff digest to the README section 'Hand work to another agent'.",
+            ],
+            "files_touched": [
+                {
+                    "path": "loopx/engine/handoff.py",
+                    "action": "created",
+                    "summary": "prepare and adopt write paths",
+                },
+                {
+                    "path": "loopx/projections/handoff.py",
+                    "action": "created",
+                    "summary": "the digest and its character budget",
+                },
+                {"path": "loopx/engine/todos.py", "action": "read"},
+                {
+                    "path": "tests/test_handoff.py",
+                    "action": "modified",
+                    "summary": "refusal codes, one test each",
+                },
+            ],
+            "key_decisions": [
+                "Adoption appends handoff.adopted and todo.claimed in one operation.",
+                "A note is stale when its todo's revision moved after it was written.",
+            ],
+            "open_questions": [
+                "Should adoption also require the checkout to contain the note's commit?"
+            ],
+            "source_refs": ["https://github.com/loopx-dev/loopx/pull/9"],
+        },
+        operation_id=d.op(g),
+    )
 
 
 def _docs(d: _Demo) -> None:

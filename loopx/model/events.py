@@ -8,9 +8,10 @@ a `BlobText` reference to the local private blob store.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from loopx.model.ids import ID_PATTERN, OPERATION_ID_PATTERN
 from loopx.model.upgrade import EVENT_VERSION, upgrade
@@ -220,3 +221,85 @@ def validate_data(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
     """Validate event data against its model; return it normalised (defaults filled, no Nones)."""
     model = EVENT_MODELS[event_type]
     return model.model_validate(data).model_dump(mode="json", exclude_none=True)
+
+
+# -- handoff (issue 5) --------------------------------------------------------------------
+# Limits here mirror schemas/handoff-context.schema.json; a test keeps the two in step.
+
+_BAD_PATH = re.compile(r"(^[/~\\])|(^[A-Za-z]:)|((^|/)\.\.(/|$))|[\x00-\x1f`\\]")
+
+
+def relative_path(value: str) -> str:
+    """A workspace-relative POSIX path: no leading `/` or `~`, no drive, no `..`, no `\\`."""
+    if _BAD_PATH.search(value):
+        raise ValueError("must be a path relative to the workspace, without '..'")
+    return value
+
+
+NoteItem = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+
+
+class HandoffApproach(_Data):
+    approach: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    outcome: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    reason: NoteItem | None = None
+
+
+class HandoffFile(_Data):
+    path: Annotated[
+        str, StringConstraints(min_length=1, max_length=500), AfterValidator(relative_path)
+    ]
+    action: Literal["created", "modified", "deleted", "renamed", "read"]
+    summary: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = None
+
+
+class HandoffNote(_Data):
+    """The continuation note: what was done, tried, decided, and what comes next."""
+
+    work_summary: Annotated[str, StringConstraints(min_length=1, max_length=4000)]
+    approaches_tried: list[HandoffApproach] = Field(default_factory=list, max_length=30)
+    next_steps: list[NoteItem] = Field(default_factory=list, max_length=30)
+    files_touched: list[HandoffFile] = Field(default_factory=list, max_length=200)
+    key_decisions: list[NoteItem] = Field(default_factory=list, max_length=30)
+    open_questions: list[NoteItem] = Field(default_factory=list, max_length=30)
+    source_refs: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=50
+    )
+
+
+class HandoffPrepared(_Data):
+    """A continuation note for a todo, bound to the todo's revision and the workspace's HEAD."""
+
+    handoff_id: Id
+    todo_id: Id
+    todo_revision: int = Field(ge=0)
+    source_agent_id: Id
+    source_session_id: Id
+    target_agent_id: Id | None = None
+    git_revision: GitRev | None = None
+    workspace_dirty: bool | None = None
+    note: HandoffNote | BlobText
+
+
+class TransferGrant(_Data):
+    """What an adoption may do: move this todo's claim from the source to the target agent."""
+
+    handoff_id: Id
+    todo_id: Id
+    todo_revision: int = Field(ge=1)
+    source_agent_id: Id
+    source_session_id: Id
+    target_agent_id: Id
+    target_session_id: Id
+
+
+class HandoffAdopted(_Data):
+    handoff_id: Id
+    todo_id: Id
+    grant: TransferGrant
+    git_revision: GitRev | None = None
+    workspace_dirty: bool | None = None
+
+
+EVENT_MODELS["handoff.prepared"] = HandoffPrepared
+EVENT_MODELS["handoff.adopted"] = HandoffAdopted

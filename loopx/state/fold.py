@@ -293,3 +293,6 @@ def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
         recorded_at=event["recorded_at"],
         created_seq=event["seq"],
     )
+
+
+from loopx.state import handoff as _handoff  # noqa: E402,F401  (registers handlers)

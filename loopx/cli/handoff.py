@@ -1,0 +1,420 @@
+"""`loopx handoff …`: prepare a continuation note, inspect it with current facts, adopt it,
+and list the notes still waiting for an agent."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from loopx.cli.common import actor, common, context, emit, guarded, open_store, text_resolver
+
+VIS = click.Choice(["public", "team", "private"])
+WORKSPACE = click.Path(file_okay=False, path_type=Path)
+
+
+@click.group()
+def handoff() -> None:
+    """Hand a todo from one agent to the next: prepare, inspect, adopt, list."""
+
+
+# -- prepare ------------------------------------------------------------------------------
+
+
+@handoff.command("prepare")
+@click.option("--goal-id", required=True)
+@click.option("--todo-id", required=True)
+@click.option(
+    "--from-context",
+    "from_context",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=None,
+    help="The note as JSON (schemas/handoff-context.schema.json); '-' reads stdin.",
+)
+@click.option("--work-summary", default=None, help="What was done and where the work stands.")
+@click.option("--next-step", "next_steps", multiple=True, help="What to do next (repeatable).")
+@click.option(
+    "--tried",
+    multiple=True,
+    help="An approach tried: 'APPROACH::OUTCOME[::REASON]' (repeatable).",
+)
+@click.option(
+    "--file",
+    "files",
+    multiple=True,
+    help="A file touched: 'PATH::ACTION[::SUMMARY]', ACTION one of created, modified, "
+    "deleted, renamed, read (repeatable).",
+)
+@click.option("--decision", "decisions", multiple=True, help="A key decision (repeatable).")
+@click.option("--question", "questions", multiple=True, help="An open question (repeatable).")
+@click.option("--source-ref", "source_refs", multiple=True, help="A reference (repeatable).")
+@click.option("--rationale", default=None, help="Legacy name for --work-summary.")
+@click.option(
+    "--visibility",
+    type=VIS,
+    default=None,
+    help="The note's visibility (default team; private when the todo is private). A private "
+    "note is kept in this host's blob store; the ledger holds its hash.",
+)
+@click.option("--target-agent-id", default=None, help="The agent meant to adopt (optional).")
+@click.option(
+    "--workspace",
+    type=WORKSPACE,
+    default=Path("."),
+    show_default=True,
+    help="The checkout whose git HEAD (and dirtiness) the note is bound to.",
+)
+@guarded
+@actor
+@common()
+def prepare(
+    goal_id: str,
+    todo_id: str,
+    from_context: str | None,
+    work_summary: str | None,
+    next_steps: tuple[str, ...],
+    tried: tuple[str, ...],
+    files: tuple[str, ...],
+    decisions: tuple[str, ...],
+    questions: tuple[str, ...],
+    source_refs: tuple[str, ...],
+    rationale: str | None,
+    visibility: str | None,
+    target_agent_id: str | None,
+    workspace: Path,
+    operation_id: str | None,
+    expected_revision: int | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Write a continuation note for a todo you hold (only the claim holder may).
+
+    The note (work summary, approaches tried, next steps, files touched, key decisions, open
+    questions, source refs) comes from --from-context JSON or from flags. It is bound to the
+    todo's revision (--expected-revision guards it) and to the git HEAD of --workspace.
+    """
+    from loopx.engine.handoff import note_from_flags, prepare_handoff, read_context
+    from loopx.model.errors import InvalidInput
+
+    flags = (work_summary, rationale, next_steps, tried, files, decisions, questions, source_refs)
+    if from_context is not None:
+        if any(flags):
+            raise InvalidInput(
+                "pass the note either with --from-context or with flags, not both",
+                code="usage_error",
+            )
+        note = read_context(from_context)
+    else:
+        note = note_from_flags(
+            work_summary=work_summary,
+            rationale=rationale,
+            next_steps=next_steps,
+            tried=tried,
+            files=files,
+            decisions=decisions,
+            questions=questions,
+            source_refs=source_refs,
+        )
+    ctx = context(root, agent_id, session_id)
+    result = prepare_handoff(
+        ctx,
+        goal_id,
+        todo_id,
+        note=note,
+        visibility=visibility,
+        target_agent_id=target_agent_id,
+        workspace=workspace,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+    )
+    data = result.to_dict()
+    data["handoff_id"] = f"handoff-{result.receipt['seq_first']}"
+
+    def text() -> str:
+        r = result.receipt
+        verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
+        return (
+            f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
+            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
+            f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
+        )
+
+    emit(fmt, data, text)
+
+
+# -- inspect ------------------------------------------------------------------------------
+
+
+def inspect_handoff(
+    store: Any,
+    goal_id: str,
+    todo_id: str,
+    *,
+    workspace: Path | None,
+    audience: str = "private",
+    now: str | None = None,
+    reader: dict[str, str] | None = None,
+    handoff_id: str | None = None,
+) -> dict[str, Any]:
+    """The digest of a todo's latest note, with facts observed in `workspace` (no budget)."""
+    from loopx.engine.core import require_goal
+    from loopx.engine.handoff import workspace_facts
+    from loopx.model.ids import check_id
+    from loopx.projections.handoff import handoff_digest
+
+    check_id(todo_id, "todo_id")
+    state = require_goal(store, goal_id)
+    resolve = text_resolver(store)
+    facts = None
+    if workspace is not None:
+        from loopx.state.handoff import latest_handoff
+
+        found = state.handoffs.get(handoff_id) if handoff_id else latest_handoff(state, todo_id)
+        paths: list[str] = []
+        revision = None
+        if found is not None:
+            revision = found.get("git_revision")
+            paths = _note_paths(found["note"], resolve)
+        facts = workspace_facts(workspace, revision, paths)
+    return handoff_digest(
+        state,
+        todo_id,
+        audience=audience,
+        text=resolve,
+        workspace_facts=facts,
+        now=now,
+        reader=reader,
+        handoff_id=handoff_id,
+    )
+
+
+def _note_paths(note: Any, resolve: Any) -> list[str]:
+    import orjson
+
+    if isinstance(note, dict) and "blob" in note:
+        try:
+            note = orjson.loads(resolve(note))
+        except orjson.JSONDecodeError:
+            return []
+    if not isinstance(note, dict):
+        return []
+    return [f["path"] for f in note.get("files_touched", [])]
+
+
+@handoff.command("inspect")
+@click.option("--goal-id", required=True)
+@click.option("--todo-id", required=True)
+@click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
+@click.option(
+    "--workspace",
+    type=WORKSPACE,
+    default=Path("."),
+    show_default=True,
+    help="The checkout to compare with the note: HEAD, dirtiness, files touched.",
+)
+@click.option(
+    "--audience",
+    type=click.Choice(["team", "private"]),
+    default="private",
+    show_default=True,
+    help="team: team facts only, private ones counted; private: all that is on this host.",
+)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Fit the output into N characters, dropping the least important material first.",
+)
+@actor
+@common(formats=("digest", "text", "markdown", "json"))
+def inspect(
+    goal_id: str,
+    todo_id: str,
+    handoff_id: str | None,
+    workspace: Path,
+    audience: str,
+    max_chars: int | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Show a todo's latest handoff note with the current facts.
+
+    The goal and its acceptance, the todo with its dependencies and gates, evidence with its
+    freshness against the workspace's HEAD, whether the note is stale, whether the files it
+    lists exist, whether the checkout moved or is dirty, and what to re-inspect before
+    acting. --format digest (default; also `text`) is Markdown to paste into any agent,
+    markdown the full report, json the loopx.handoff/v1 document.
+    """
+    from loopx.engine.clock import from_env
+    from loopx.projections.handoff import (
+        fit_digest,
+        render_digest_json,
+        render_digest_markdown,
+    )
+
+    store = open_store(root)
+    digest = inspect_handoff(
+        store,
+        goal_id,
+        todo_id,
+        workspace=workspace,
+        audience=audience,
+        now=from_env().now(),
+        reader={"agent_id": agent_id, "session_id": session_id},
+        handoff_id=handoff_id,
+    )
+    if fmt == "json":
+        if max_chars is not None:
+            digest = fit_digest(digest, max_chars, render_digest_json)
+        out = render_digest_json(digest)
+    else:
+        template = "markdown" if fmt == "markdown" else "digest"
+        out = render_digest_markdown(digest, max_chars, template=template)
+    sys.stdout.write(out)
+    sys.stdout.flush()
+
+
+# -- adopt --------------------------------------------------------------------------------
+
+
+@handoff.command("adopt")
+@click.option("--goal-id", required=True)
+@click.option("--todo-id", required=True)
+@click.option(
+    "--target-agent-id",
+    default=None,
+    help="The agent taking the todo over; must be --agent-id (default: --agent-id).",
+)
+@click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
+@click.option(
+    "--lease-seconds",
+    type=click.IntRange(1, 30 * 86400),
+    default=None,
+    help="The new claim's lease (default: the goal's policy).",
+)
+@click.option(
+    "--workspace",
+    type=WORKSPACE,
+    default=Path("."),
+    show_default=True,
+    help="The adopting checkout; its HEAD is recorded with the adoption.",
+)
+@guarded
+@actor
+@common()
+def adopt(
+    goal_id: str,
+    todo_id: str,
+    target_agent_id: str | None,
+    handoff_id: str | None,
+    lease_seconds: int | None,
+    workspace: Path,
+    operation_id: str | None,
+    expected_revision: int | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
+
+    Refused when the todo is done (todo_closed), there is no pending note
+    (handoff_not_found), the note is stale (handoff_stale), a third agent holds a live claim
+    (claim_owner_mismatch), or --expected-revision is not the todo's revision
+    (revision_conflict). Retrying with the same --operation-id replays the receipt.
+    """
+    from loopx.engine.handoff import adopt_handoff
+
+    ctx = context(root, agent_id, session_id)
+    result = adopt_handoff(
+        ctx,
+        goal_id,
+        todo_id,
+        target_agent_id=target_agent_id,
+        handoff_id=handoff_id,
+        lease_seconds=lease_seconds,
+        workspace=workspace,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+    )
+
+    def text() -> str:
+        r = result.receipt
+        verb = "adopted" if result.status == "applied" else "already adopted (replayed)"
+        return (
+            f"todo {todo_id} {verb} by {agent_id}: claim transferred at revision "
+            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']}, events "
+            f"{r['seq_first']}-{r['seq_last']})"
+        )
+
+    emit(fmt, result.to_dict(), text)
+
+
+# -- list ---------------------------------------------------------------------------------
+
+
+def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
+    """Pending handoffs across goals (or one), newest first; damaged goals are reported."""
+    from loopx.engine.core import load_state, require_goal
+    from loopx.model.errors import LoopxError
+    from loopx.projections.handoff import pending_handoffs
+
+    resolve = text_resolver(store)
+    items: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
+    if goal_id is not None:
+        states = [require_goal(store, goal_id)]
+    else:
+        states = []
+        for gid in store.goal_ids():
+            try:
+                loaded = load_state(store, gid)
+            except LoopxError as err:
+                problems.append({"goal_id": gid, "code": err.code, "message": err.message})
+                continue
+            if loaded.state is not None:
+                states.append(loaded.state)
+    for state in states:
+        items.extend(pending_handoffs(state, audience="private", text=resolve, now=now))
+    items.sort(key=lambda h: (h["prepared_at"], h["goal_id"], h["prepared_seq"]), reverse=True)
+    return {"now": now, "handoffs": items, "total": len(items), "problems": problems}
+
+
+@handoff.command("list")
+@click.option("--goal-id", default=None, help="One goal (default: every goal).")
+@common()
+def list_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+    """Pending handoffs (prepared, not adopted), newest first: what was the last session
+    working on, and what did it leave for the next one?"""
+    from loopx.engine.clock import from_env
+
+    data = list_pending(open_store(root), goal_id, from_env().now())
+
+    def text() -> str:
+        lines = [] if data["handoffs"] else ["no pending handoffs"]
+        for h in data["handoffs"]:
+            flags = []
+            if h["stale"]:
+                flags.append("stale")
+            if h["target_agent_id"]:
+                flags.append(f"for {h['target_agent_id']}")
+            extra = f" [{', '.join(flags)}]" if flags else ""
+            lines.append(
+                f"{h['prepared_at']}  {h['goal_id']}/{h['todo_id']}  {h['handoff_id']} from "
+                f"{h['source_agent_id']} ({h['source_session_id']}){extra}"
+            )
+            lines.append(f"    {h['todo_title']}: {h['summary'] or '[note not readable here]'}")
+        for p in data["problems"]:
+            lines.append(f"{p['goal_id']}: skipped ({p['code']}): {p['message']}")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)

@@ -1,0 +1,466 @@
+"""Handoff write paths: prepare a continuation note, adopt it (the claim moves with it).
+
+`prepare_handoff` lets only the agent holding a todo's live claim write a note, bound to the
+todo's revision and to the workspace's git HEAD (and whether it was dirty). `adopt_handoff`
+moves the claim to the target agent through a typed transfer grant, in one operation: a
+`handoff.adopted` event carrying the grant, then `todo.claimed` with `via_handoff`. Adoption has
+its own preconditions; a plain `todo claim` on another agent's live claim is still refused.
+
+The note comes from a `--from-context` JSON file or from flags; either way it is checked
+against `schemas/handoff-context.schema.json` and every problem is reported at once, by JSON
+path, never echoing a value.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from loopx.engine import lookup
+from loopx.engine.clock import add_seconds
+from loopx.engine.core import Change, Context, Result, execute
+from loopx.engine.git import head_revision, is_ancestor, is_dirty
+from loopx.model.errors import Conflict, InvalidInput, NotFound
+from loopx.model.ids import check_id
+from loopx.state.entities import GoalState, Todo
+from loopx.state.frontier import lease_live
+from loopx.state.handoff import PENDING, SUPERSEDED, adopt_refusal, latest_handoff
+from loopx.store.ledger import canonical
+
+CONTEXT_SCHEMA = "handoff-context.schema.json"
+CONTEXT_FORMAT = "loopx.handoff-context/v1"
+MAX_CONTEXT_BYTES = 1024 * 1024
+NOTE_LISTS = (
+    "approaches_tried",
+    "next_steps",
+    "files_touched",
+    "key_decisions",
+    "open_questions",
+    "source_refs",
+)
+_NONBLANK = "\\S"
+MESSAGE_PROBLEMS = 12  # problems spelled out in the one-line message; details list them all
+
+
+# -- the note ------------------------------------------------------------------------------
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema
+
+    from loopx.resources import resource_dir
+
+    schema = orjson.loads((resource_dir("schemas") / CONTEXT_SCHEMA).read_bytes())
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _json_path(parts: Any) -> str:
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _problem(error: Any) -> str:
+    """Say what is wrong without repeating the value (it may be a secret)."""
+    kind, limit, schema = error.validator, error.validator_value, error.schema
+    if kind == "required":
+        have = error.instance if isinstance(error.instance, dict) else {}
+        missing = [name for name in limit if name not in have]
+        return "missing required field" + ("s " if len(missing) > 1 else " ") + ", ".join(missing)
+    if kind == "additionalProperties":
+        allowed = ", ".join(sorted(schema.get("properties", {})))
+        return f"has fields that are not allowed here (allowed: {allowed})"
+    if kind == "type":
+        return f"must be {'an' if str(limit)[0] in 'aeiou' else 'a'} {limit}"
+    if kind == "minLength":
+        return "must not be empty" if limit == 1 else f"must be at least {limit} characters"
+    if kind == "maxLength":
+        return f"is longer than the limit of {limit} characters"
+    if kind == "maxItems":
+        return f"has more than the limit of {limit} items"
+    if kind == "minItems":
+        return f"needs at least {limit} items"
+    if kind == "pattern":
+        if limit == _NONBLANK:
+            return "must not be blank"
+        return "must be a path relative to the workspace (no leading '/', '~' or drive, no '..')"
+    if kind == "enum":
+        return "must be one of: " + ", ".join(str(v) for v in limit)
+    if kind == "const":
+        return f"must be {limit}"
+    return f"is not valid ({kind})"
+
+
+def check_note(note: Any, *, code: str = "invalid_note", what: str = "handoff note") -> dict:
+    """Validate a note against the published context schema; return it normalised.
+
+    Every problem is collected, then one `InvalidInput` is raised with all of them in
+    `details["problems"]` (JSON path + what is wrong), sorted by path.
+    """
+    problems = sorted(
+        {(_json_path(e.absolute_path), _problem(e)) for e in _validator().iter_errors(note)}
+    )
+    if problems:
+        raise _invalid(code, what, problems)
+    out = {"work_summary": note["work_summary"]}
+    for name in NOTE_LISTS:
+        out[name] = list(note.get(name, []))
+    return out
+
+
+def _invalid(code: str, what: str, problems: list[tuple[str, str]]) -> InvalidInput:
+    shown = "; ".join(f"{path}: {problem}" for path, problem in problems[:MESSAGE_PROBLEMS])
+    more = len(problems) - MESSAGE_PROBLEMS
+    if more > 0:
+        shown += f"; and {more} more (see details)"
+    count = len(problems)
+    return InvalidInput(
+        f"{what} has {count} problem{'s' if count != 1 else ''}: {shown}",
+        code=code,
+        problems=[{"path": path, "problem": problem} for path, problem in problems],
+    )
+
+
+def read_context(source: str | Path) -> dict:
+    """Read and check a `--from-context` file (`-` for stdin); every problem at once."""
+    try:
+        if str(source) == "-":
+            raw = sys.stdin.buffer.read(MAX_CONTEXT_BYTES + 1)
+        else:
+            with open(source, "rb") as fh:
+                raw = fh.read(MAX_CONTEXT_BYTES + 1)
+    except (FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError):
+        raise NotFound("handoff context file cannot be read", code="file_not_found") from None
+    if len(raw) > MAX_CONTEXT_BYTES:
+        raise InvalidInput(
+            f"handoff context file is larger than {MAX_CONTEXT_BYTES} bytes",
+            code="file_too_large",
+        )
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        where = f"line {err.lineno}, column {err.colno}"
+        raise _invalid(
+            "invalid_context", "handoff context", [("$", f"is not valid JSON ({where})")]
+        ) from None
+    if isinstance(data, dict) and data.get("schema") == CONTEXT_FORMAT:
+        data = {k: v for k, v in data.items() if k != "schema"}
+    return check_note(data, code="invalid_context", what="handoff context")
+
+
+def _split(value: str, parts: int) -> list[str]:
+    pieces = [p.strip() for p in value.split("::", parts - 1)]
+    return pieces + [""] * (parts - len(pieces))
+
+
+def note_from_flags(
+    *,
+    work_summary: str | None = None,
+    rationale: str | None = None,
+    next_steps: list[str] | tuple[str, ...] = (),
+    tried: list[str] | tuple[str, ...] = (),
+    files: list[str] | tuple[str, ...] = (),
+    decisions: list[str] | tuple[str, ...] = (),
+    questions: list[str] | tuple[str, ...] = (),
+    source_refs: list[str] | tuple[str, ...] = (),
+) -> dict:
+    """Build a note from command-line flags and check it like a context file.
+
+    `tried` items are `APPROACH::OUTCOME[::REASON]`, `files` items `PATH::ACTION[::SUMMARY]`.
+    The legacy form `--rationale TEXT --source-ref REF…` maps to work_summary + source_refs.
+    """
+    if work_summary is not None and rationale is not None:
+        raise InvalidInput(
+            "pass --work-summary or its legacy name --rationale, not both", code="usage_error"
+        )
+    note: dict[str, Any] = {
+        "work_summary": work_summary if work_summary is not None else rationale,
+        "next_steps": list(next_steps),
+        "key_decisions": list(decisions),
+        "open_questions": list(questions),
+        "source_refs": list(source_refs),
+    }
+    if note["work_summary"] is None:
+        del note["work_summary"]
+    approaches = []
+    for item in tried:
+        approach, outcome, reason = _split(item, 3)
+        entry = {"approach": approach, "outcome": outcome}
+        if reason:
+            entry["reason"] = reason
+        approaches.append(entry)
+    note["approaches_tried"] = approaches
+    touched = []
+    for item in files:
+        path, action, summary = _split(item, 3)
+        entry = {"path": path, "action": action}
+        if summary:
+            entry["summary"] = summary
+        touched.append(entry)
+    note["files_touched"] = touched
+    return check_note(note, code="invalid_note", what="handoff note")
+
+
+# -- prepare --------------------------------------------------------------------------------
+
+
+def _todo_revision(todo_id: str) -> Callable[[GoalState], int]:
+    return lambda state: state.todos[todo_id].revision if todo_id in state.todos else 0
+
+
+def _holder_check(item: Todo, agent_id: str, now: str) -> None:
+    """Only the agent holding the todo's live claim may write its handoff note."""
+    claim = item.claim
+    if claim is None:
+        raise Conflict(
+            "todo is not claimed; claim it before preparing a handoff",
+            code="not_claimed",
+            todo_id=item.todo_id,
+        )
+    if claim["agent_id"] != agent_id:
+        raise Conflict(
+            "only the agent holding the todo's claim can prepare its handoff",
+            code="claim_owner_mismatch",
+            todo_id=item.todo_id,
+            claimed_by=claim["agent_id"],
+        )
+    if not lease_live(item, now):
+        raise Conflict(
+            "your lease on this todo has expired; renew it (loopx todo renew) first",
+            code="lease_expired",
+            todo_id=item.todo_id,
+            lease_expires_at=claim["lease_expires_at"],
+        )
+
+
+def git_binding(workspace: Path | None) -> tuple[str | None, bool | None]:
+    """The workspace's HEAD and whether its tracked files are dirty (None outside git)."""
+    if workspace is None:
+        return None, None
+    head = head_revision(workspace)
+    return head, (is_dirty(workspace) if head else None)
+
+
+def prepare_handoff(
+    ctx: Context,
+    goal_id: str,
+    todo_id: str,
+    *,
+    note: dict[str, Any],
+    visibility: str | None = None,
+    target_agent_id: str | None = None,
+    workspace: Path | None = None,
+    git_revision: str | None = None,
+    workspace_dirty: bool | None = None,
+    operation_id: str | None = None,
+    expected_revision: int | None = None,
+) -> Result:
+    """Write a continuation note for a todo you hold. `expected_revision` guards the todo.
+
+    The note is bound to the todo's revision and to `git_revision` (default: the HEAD of
+    `workspace`, with whether it was dirty). Visibility defaults to team (private when the
+    todo is private); a private note goes to the blob store and the ledger keeps its hash.
+    """
+    check_id(todo_id, "todo_id")
+    if target_agent_id is not None:
+        check_id(target_agent_id, "target_agent_id")
+    if visibility is not None:
+        lookup.visibility(visibility, "team")
+    note = check_note(note)
+    if git_revision is None:
+        git_revision, found_dirty = git_binding(workspace)
+        if workspace_dirty is None:
+            workspace_dirty = found_dirty
+    # The request is the intent (note, todo, target, visibility): a retry after a commit is
+    # still the same operation, so the git binding is not part of the idempotency payload.
+    request = {
+        "cmd": "handoff.prepare",
+        "todo_id": todo_id,
+        "note": note,
+        "visibility": visibility,
+        "target_agent_id": target_agent_id,
+        "session_id": ctx.session_id,
+    }
+
+    def plan(state: GoalState | None, now: str) -> list[Change]:
+        st = lookup.need_state(state)
+        item = lookup.todo(st, todo_id)
+        lookup.open_todo(item)
+        _holder_check(item, ctx.agent_id, now)
+        vis = visibility or ("private" if item.visibility == "private" else "team")
+        body: Any = note
+        if vis == "private":
+            body = {"blob": ctx.store.put_blob(canonical(note))}
+        data = {
+            "handoff_id": f"handoff-{st.revision + 1}",
+            "todo_id": todo_id,
+            "todo_revision": item.revision,
+            "source_agent_id": ctx.agent_id,
+            "source_session_id": ctx.session_id,
+            "target_agent_id": target_agent_id,
+            "git_revision": git_revision,
+            "workspace_dirty": workspace_dirty,
+            "note": body,
+        }
+        return [Change("handoff.prepared", data, vis)]
+
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=_todo_revision(todo_id),
+    )
+
+
+# -- adopt ----------------------------------------------------------------------------------
+
+
+def _pick(state: GoalState, todo_id: str, handoff_id: str | None) -> dict[str, Any] | None:
+    if handoff_id is None:
+        return latest_handoff(state, todo_id)
+    found = state.handoffs.get(check_id(handoff_id, "handoff_id"))
+    if found is None or found["todo_id"] != todo_id:
+        raise NotFound(
+            "handoff not found for this todo", code="handoff_not_found", handoff_id=handoff_id
+        )
+    return found
+
+
+def adopt_handoff(
+    ctx: Context,
+    goal_id: str,
+    todo_id: str,
+    *,
+    target_agent_id: str | None = None,
+    handoff_id: str | None = None,
+    lease_seconds: int | None = None,
+    workspace: Path | None = None,
+    operation_id: str | None = None,
+    expected_revision: int | None = None,
+) -> Result:
+    """Adopt the pending note for a todo: the claim moves to the acting (target) agent.
+
+    Appends `handoff.adopted` (with the transfer grant binding source agent, target agent,
+    todo, todo revision and note) and `todo.claimed` (`via_handoff`) in one operation.
+    Refused when the todo is closed (`todo_closed`), there is no pending note
+    (`handoff_not_found`), the note is stale (`handoff_stale`), names another target
+    (`handoff_target_mismatch`), or a third agent holds a live claim (`claim_owner_mismatch`);
+    `expected_revision` guards the todo's revision (`revision_conflict`).
+    """
+    check_id(todo_id, "todo_id")
+    target = check_id(target_agent_id or ctx.agent_id, "target_agent_id")
+    if target != ctx.agent_id:
+        raise InvalidInput(
+            "the adopting agent (--agent-id) must be the target agent (--target-agent-id)",
+            code="target_agent_mismatch",
+        )
+    if lease_seconds is not None and not 1 <= lease_seconds <= 30 * 86400:
+        raise InvalidInput("lease must be 1 second to 30 days", code="invalid_lease")
+    git_revision, dirty = git_binding(workspace)
+    request = {
+        "cmd": "handoff.adopt",
+        "todo_id": todo_id,
+        "handoff_id": handoff_id,
+        "target_agent_id": target,
+        "session_id": ctx.session_id,
+        "lease_seconds": lease_seconds,
+    }
+
+    def plan(state: GoalState | None, now: str) -> list[Change]:
+        st = lookup.need_state(state)
+        item = lookup.todo(st, todo_id)
+        handoff = _pick(st, todo_id, handoff_id)
+        refusal = adopt_refusal(st, item, handoff, target, now)
+        if refusal is not None:
+            code, message = refusal
+            details: dict[str, Any] = {"todo_id": todo_id}
+            if handoff is not None:
+                details["handoff_id"] = handoff["handoff_id"]
+            if code == "todo_closed":
+                details["status"] = item.status
+            if code == "handoff_stale":
+                details["note_revision"] = handoff["prepared_seq"] if handoff else None
+                details["todo_revision"] = item.revision
+                if handoff is not None and handoff["status"] == SUPERSEDED:
+                    message = "a newer note superseded this one"
+            if code == "claim_owner_mismatch" and item.claim:
+                details["claimed_by"] = item.claim["agent_id"]
+                details["lease_expires_at"] = item.claim["lease_expires_at"]
+            error = NotFound if code == "handoff_not_found" else Conflict
+            raise error(message, code=code, **details)
+        assert handoff is not None and handoff["status"] == PENDING
+        grant = {
+            "handoff_id": handoff["handoff_id"],
+            "todo_id": todo_id,
+            "todo_revision": item.revision,
+            "source_agent_id": handoff["source_agent_id"],
+            "source_session_id": handoff["source_session_id"],
+            "target_agent_id": target,
+            "target_session_id": ctx.session_id,
+        }
+        lease = lease_seconds or st.policy.get("lease_seconds", 1800)
+        adopted = {
+            "handoff_id": handoff["handoff_id"],
+            "todo_id": todo_id,
+            "grant": grant,
+            "git_revision": git_revision,
+            "workspace_dirty": dirty,
+        }
+        claimed = {
+            "todo_id": todo_id,
+            "agent_id": target,
+            "session_id": ctx.session_id,
+            "lease_expires_at": add_seconds(now, lease),
+            "via_handoff": handoff["handoff_id"],
+        }
+        return [
+            Change("handoff.adopted", adopted, item.visibility),
+            Change("todo.claimed", claimed, item.visibility),
+        ]
+
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=_todo_revision(todo_id),
+    )
+
+
+# -- reading the workspace ------------------------------------------------------------------
+
+
+def workspace_facts(workspace: Path, note_revision: str | None, paths: list[str]) -> dict:
+    """What the ledger cannot know: this checkout's HEAD, dirtiness, and which paths exist.
+
+    `relation` compares HEAD with the note's revision: same, ahead (HEAD descends from it),
+    diverged (it is not an ancestor of HEAD), or unknown (the commit is not in this clone).
+    """
+    head, dirty = git_binding(workspace)
+    relation = None
+    if head and note_revision:
+        if head.startswith(note_revision) or note_revision.startswith(head):
+            relation = "same"
+        else:
+            ancestor = is_ancestor(workspace, note_revision, head)
+            relation = "unknown" if ancestor is None else ("ahead" if ancestor else "diverged")
+    files = {path: (workspace / path).exists() for path in paths}
+    return {"head": head, "dirty": dirty, "relation": relation, "files": files}
+
+
+def note_paths(note: Any) -> list[str]:
+    if isinstance(note, dict) and "files_touched" in note:
+        return [f["path"] for f in note["files_touched"]]
+    return []
