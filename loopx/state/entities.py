@@ -108,6 +108,84 @@ class Note:
     created_seq: int = 0
 
 
+class OpIndex:
+    """The idempotency index: operation id → [op_hash, first seq, last seq, subject].
+
+    A goal of 50,000 events has 50,000 entries, which a write with an explicit operation id
+    needs and no read does. So the snapshot keeps them as one block of bytes, records of
+    `|<op id> <hash> <first> <last> <subject>` (never parsed as a whole: a lookup searches
+    it), and entries added since live in a dict. Ids and hashes contain no space or `|`.
+    """
+
+    __slots__ = ("_blob", "_new", "last")
+
+    def __init__(self, blob: bytes = b"", entries: dict[str, list[Any]] | None = None):
+        self._blob = blob
+        self._new: dict[str, list[Any]] = dict(entries or {})
+        # The operation of the latest event: events of one operation are consecutive, so
+        # the fold extends a record only when the next event continues this one.
+        self.last = next(reversed(self._new), "") if self._new else _last_id(blob)
+
+    def get(self, op_id: str) -> list[Any] | None:
+        found = self._new.get(op_id)
+        if found is not None or not self._blob:
+            return found
+        start = self._blob.rfind(b"|" + op_id.encode() + b" ")  # the latest record wins
+        if start < 0:
+            return None
+        end = self._blob.find(b"|", start + 1)
+        record = self._blob[start + 1 : end if end > 0 else None].decode()
+        _, op_hash, first, last, subject = record.split()
+        return [op_hash, int(first), int(last), None if subject == "-" else subject]
+
+    def __getitem__(self, op_id: str) -> list[Any]:
+        found = self.get(op_id)
+        if found is None:
+            raise KeyError(op_id)
+        return found
+
+    def __setitem__(self, op_id: str, record: list[Any]) -> None:
+        self._new[op_id] = record
+        self.last = op_id
+
+    def __contains__(self, op_id: object) -> bool:
+        return isinstance(op_id, str) and self.get(op_id) is not None
+
+    def dump(self) -> bytes:
+        """The compact form the snapshot stores."""
+        added = "".join(
+            f"|{k} {h} {a} {b} {s if _plain(s) else '-'}" for k, (h, a, b, s) in self._new.items()
+        )
+        return self._blob + added.encode()
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {}
+        for record in self.dump().decode().split("|")[1:]:
+            op_id, op_hash, first, last, subject = record.split()
+            out[op_id] = [op_hash, int(first), int(last), None if subject == "-" else subject]
+        return out
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpIndex) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OpIndex({len(self)} operations)"
+
+
+def _plain(subject: Any) -> bool:
+    return isinstance(subject, str) and bool(subject) and not any(c in subject for c in " |")
+
+
+def _last_id(blob: bytes) -> str:
+    start = blob.rfind(b"|")
+    return "" if start < 0 else blob[start + 1 :].split(b" ", 1)[0].decode()
+
+
 @dataclass(slots=True)
 class GoalState:
     goal_id: str
@@ -133,8 +211,8 @@ class GoalState:
     runs: dict[str, Run] = field(default_factory=dict)
     notes: dict[str, Note] = field(default_factory=dict)
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # operation id → [op_hash, first seq, last seq]: the idempotency index.
-    operations: dict[str, list[Any]] = field(default_factory=dict)
+    # operation id → [op_hash, first seq, last seq, subject]: the idempotency index.
+    operations: OpIndex = field(default_factory=lambda: OpIndex())
 
     @property
     def is_terminal(self) -> bool:
@@ -151,9 +229,51 @@ _ENTITY_TYPES: dict[str, type] = {
 
 
 def state_from_dict(data: dict[str, Any]) -> GoalState:
-    """Rebuild a `GoalState` from its orjson serialisation (the snapshot cache)."""
+    """Rebuild a `GoalState` from a plain dict (entities as dicts of field values)."""
     kwargs = dict(data)
+    ops = data.get("operations") or {}
+    kwargs["operations"] = OpIndex(ops) if isinstance(ops, bytes) else OpIndex(entries=ops)
     for name, cls in _ENTITY_TYPES.items():
         kwargs[name] = {key: cls(**value) for key, value in data.get(name, {}).items()}
     known = {f.name for f in fields(GoalState)}
     return GoalState(**{k: v for k, v in kwargs.items() if k in known})
+
+
+# -- the snapshot codec ----------------------------------------------------------------------
+# Entities are stored as rows of field values in declaration order (half the bytes of dicts,
+# and `cls(*row)` is several times faster than `cls(**mapping)`), under a signature of the
+# field names, so a snapshot written by code with other fields is refused, never misread.
+
+_GOAL_FIELDS = tuple(
+    f.name for f in fields(GoalState) if f.name not in _ENTITY_TYPES and f.name != "operations"
+)
+
+
+def _signature() -> dict[str, list[str]]:
+    sig = {name: [f.name for f in fields(cls)] for name, cls in _ENTITY_TYPES.items()}
+    sig["goal"] = list(_GOAL_FIELDS)
+    return sig
+
+
+def encode_state(state: GoalState) -> dict[str, Any]:
+    """`state` as JSON-ready rows (the operations index is stored apart: `OpIndex.dump`)."""
+    out: dict[str, Any] = {
+        "fields": _signature(),
+        "goal": [getattr(state, name) for name in _GOAL_FIELDS],
+    }
+    for name, cls in _ENTITY_TYPES.items():
+        names = [f.name for f in fields(cls)]
+        out[name] = [[getattr(item, n) for n in names] for item in getattr(state, name).values()]
+    return out
+
+
+def decode_state(data: dict[str, Any], operations: bytes) -> GoalState:
+    """The inverse of `encode_state`; `ValueError` when the rows were written for other fields."""
+    if data.get("fields") != _signature():
+        raise ValueError("snapshot fields differ from this version's")
+    state = GoalState(**dict(zip(_GOAL_FIELDS, data["goal"], strict=True)))
+    state.operations = OpIndex(operations)
+    for name, cls in _ENTITY_TYPES.items():
+        key = 0  # the id is each entity's first field
+        setattr(state, name, {row[key]: cls(*row) for row in data[name]})
+    return state

@@ -44,13 +44,14 @@ def apply(state: GoalState | None, event: Event) -> GoalState:
     state.revision = seq
     state.head = event["sum"]
     state.updated_at = event["recorded_at"]
-    op = state.operations.get(event["operation_id"])
-    if op is None:
+    ops, op_id = state.operations, event["operation_id"]
+    if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
+        op = ops[op_id]
+        ops[op_id] = [op[0], op[1], seq, op[3]]
+    else:
         data = event["data"]
         subject = next((data[k] for k in SUBJECT_KEYS if k in data), None)
-        state.operations[event["operation_id"]] = [event["op_hash"], seq, seq, subject]
-    else:
-        op[2] = seq
+        ops[op_id] = [event["op_hash"], seq, seq, subject]
     return state
 
 
