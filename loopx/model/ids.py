@@ -36,7 +36,7 @@ def visible_to(visibility: str, audience: str) -> bool:
 
 def check_id(value: str, what: str) -> str:
     """Return `value` when it is a valid slug id, else raise `invalid_id` naming `what`."""
-    if not isinstance(value, str) or not _ID_RE.match(value):
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
         raise InvalidInput(
             f"{what} must be 1-64 characters of a-z, 0-9, '.', '_' or '-', starting with a "
             "letter or digit",
@@ -47,7 +47,7 @@ def check_id(value: str, what: str) -> str:
 
 
 def check_operation_id(value: str) -> str:
-    if not isinstance(value, str) or not _OPERATION_ID_RE.match(value):
+    if not isinstance(value, str) or not _OPERATION_ID_RE.fullmatch(value):
         raise InvalidInput(
             "operation id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'",
             code="invalid_id",

@@ -19,13 +19,12 @@ from loopx.model.ids import check_id
 from loopx.store import fsio
 from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
 from loopx.store.blobs import BlobStore
-from loopx.store.ledger import Cursor, Scan, digest, scan
+from loopx.store.ledger import Cursor, Scan, cursor_holds, digest, scan
 
 LEDGER = "ledger.jsonl"
 LOCK = "lock"
 QUARANTINE = "quarantine"
 GITIGNORE = "# loopx: private content and caches never leave this machine\nprivate/\ncache/\n"
-_LINE_END = 67  # the last 67 bytes of a line: <64 hex sum>"}\n
 
 
 class FileWriter:
@@ -117,10 +116,10 @@ class FileStore:
                     raise SnapshotStale() from None
                 return b""
             try:
-                if start.offset:
-                    if start.offset < _LINE_END:
-                        raise SnapshotStale()
-                    _check_cursor(fs.pread(fd, _LINE_END, start.offset - _LINE_END), start)
+                if start.offset and not cursor_holds(
+                    lambda at, size: fs.pread(fd, size, at), start
+                ):
+                    raise SnapshotStale()
                 return fs.read_from(fd, start.offset)
             finally:
                 fs.close(fd)
@@ -252,13 +251,3 @@ class FileStore:
     def get_blob(self, digest: str) -> bytes | None:
         with fsio.guard("read a private blob"):
             return self.blobs.get(digest)
-
-
-def _check_cursor(tail: bytes, cursor: Cursor) -> None:
-    """Confirm the line ending at `cursor.offset` carries `cursor.head`, else SnapshotStale."""
-    if (
-        len(tail) != _LINE_END
-        or tail[-1:] != b"\n"
-        or tail[:-3].decode("ascii", "replace") != cursor.head
-    ):
-        raise SnapshotStale()

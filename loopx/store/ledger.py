@@ -10,6 +10,7 @@ next line's `prev`.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +96,34 @@ class Cursor:
     offset: int = 0
 
 
+def cursor_holds(read: Callable[[int, int], bytes], cursor: Cursor) -> bool:
+    """True when the intact line ending at `cursor.offset` is event `cursor.seq` with sum
+    `cursor.head`; `read(offset, size)` returns the ledger's bytes there (short at the end).
+
+    The whole line is checked, not only the sum at its end: a changed byte inside the last
+    line a snapshot covers must still be found (and quarantined) before the next append.
+    """
+    end = cursor.offset
+    if end < _SUFFIX_LEN + 1:
+        return False
+    size = 4096
+    while True:
+        lo = max(0, end - size)
+        window = read(lo, end - lo)
+        if len(window) != end - lo or not window.endswith(b"\n"):
+            return False
+        nl = window.rfind(b"\n", 0, len(window) - 1)
+        if nl >= 0 or lo == 0:
+            line = window[nl + 1 : -1]
+            break
+        size *= 4
+    try:
+        event = parse_line(line, end - len(line) - 1)
+    except LedgerDamage:
+        return False
+    return event.get("seq") == cursor.seq and line[-66:-2].decode() == cursor.head
+
+
 @dataclass
 class TailDamage:
     """Bytes at the end of a ledger that are not intact events (a torn or damaged last write)."""
@@ -121,6 +150,9 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
     Damage that runs to the end of the buffer with no intact line after it is returned as
     `TailDamage` (repairable: a torn or garbled last write). Damage followed by an intact
     line means history was altered: `LedgerDamage` with the offset of the first bad byte.
+    So does an intact line (its own checksum holds) that does not continue the chain, even
+    the last one: no torn write produces a valid checksum, so such a line means a line was
+    deleted, reordered or copied in, and cutting it could drop an acknowledged event.
     """
     out = Scan(start=start, cursor=start)
     seq, head, pos = start.seq, start.head, 0
@@ -131,10 +163,12 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
         end = n if nl < 0 else nl
         line = buf[pos:end]
         offset = start.offset + pos
+        intact = False
         try:
             if nl < 0:
                 raise LedgerDamage("last ledger line has no newline (torn write)", offset=offset)
             event = parse_line(line, offset)
+            intact = True
             if type(event.get("seq")) is not int or event["seq"] != seq + 1:
                 raise LedgerDamage("ledger sequence has a gap or repeat", offset=offset)
             if event.get("prev") != head:
@@ -142,6 +176,11 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
             if goal_id is not None and event.get("goal_id") != goal_id:
                 raise LedgerDamage("ledger line belongs to another goal", offset=offset)
         except LedgerDamage as err:
+            if intact:
+                raise LedgerDamage(
+                    f"ledger line does not follow the one before it: {err.message}",
+                    offset=offset,
+                ) from None
             if _has_intact_line(buf, end + 1, start.offset):
                 raise LedgerDamage(
                     f"ledger is corrupt before its last line: {err.message}",

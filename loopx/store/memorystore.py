@@ -11,7 +11,7 @@ from typing import Any
 from loopx.model.ids import check_id
 from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
 from loopx.store.blobs import blob_ref
-from loopx.store.ledger import Cursor, Scan, scan
+from loopx.store.ledger import Cursor, Scan, cursor_holds, scan
 
 
 class MemoryWriter:
@@ -49,10 +49,7 @@ class MemoryStore:
     def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
         start = since or Cursor()
         buf = self.raw(check_id(goal_id, "goal_id"))
-        if start.offset and (
-            len(buf) < start.offset
-            or buf[start.offset - 67 : start.offset - 3].decode("ascii", "replace") != start.head
-        ):
+        if start.offset and not cursor_holds(lambda at, size: buf[at : at + size], start):
             raise SnapshotStale()
         return scan(buf[start.offset :], start, goal_id=goal_id)
 
