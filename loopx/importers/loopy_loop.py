@@ -54,8 +54,9 @@ import orjson
 
 from loopx.engine import evidence as ev
 from loopx.engine import goals, todos
-from loopx.engine.clock import FixedClock
+from loopx.engine.clock import FixedClock, add_seconds
 from loopx.engine.core import Context, Result, load_state
+from loopx.engine.handoff import check_note, prepare_handoff
 from loopx.importers.loopy_reader import Iteration, Problem, Session, Source, read_source
 from loopx.importers.sanitize import clip, first_line, has_local_path, scrub, short_hash, slug
 from loopx.model.errors import Conflict, InvalidInput, LoopxError
@@ -239,6 +240,13 @@ class _Plan:
         )
         self.agents: set[str] = set(state.agents) if state else set()
         self.session_slug = slug(s.session_id)
+        self.lease = int(state.policy.get("lease_seconds", 1800)) if state else 1800
+        held = state.todos.get(SESSION_TODO) if state else None
+        self.claim: tuple[str, str] | None = (
+            (held.claim["agent_id"], held.claim["lease_expires_at"])
+            if held is not None and held.claim
+            else None
+        )
         times = s.times
         self.start = times[0] if times else None
         self.last = times[-1] if times else None
@@ -329,6 +337,7 @@ class _Plan:
         reason: str | None = None,
         evidence_ids: list[str] | None = None,
         phase: int = 1,
+        agent: str = AGENT,
     ) -> None:
         """Complete, block or cancel a todo (once: the op id names the transition)."""
         goal = self.goal_id
@@ -342,7 +351,9 @@ class _Plan:
             fn = todos.block_todo if verb == "block" else todos.cancel_todo
             return fn(ctx, goal, todo_id, reason=why, operation_id=op_id)
 
-        self.op(todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", phase=phase)
+        self.op(
+            todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", agent=agent, phase=phase
+        )
         self.todos[todo_id] = {"complete": "done", "block": "blocked", "cancel": "cancelled"}[verb]
 
     def register(self, agent_id: str, name: str, *, at: str | None, phase: int = 1) -> None:
@@ -369,6 +380,7 @@ class _Plan:
         self.evals()
         self.finished()
         self.children()
+        self.handoff()
         self.stop()
         return self._ordered()
 
@@ -508,6 +520,7 @@ class _Plan:
                     visibility="private",
                     at=at,
                     agent=agent,
+                    todo_id=SESSION_TODO,
                     label=f"{where} prompt",
                 )
             )
@@ -525,6 +538,7 @@ class _Plan:
                     visibility="private",
                     at=at,
                     agent=agent,
+                    todo_id=SESSION_TODO,
                     label=f"{where} result",
                 )
             )
@@ -543,6 +557,7 @@ class _Plan:
                     revision=head,
                     at=at,
                     agent=agent,
+                    todo_id=SESSION_TODO,
                     label=f"{where} goal check",
                 )
             )
@@ -559,6 +574,7 @@ class _Plan:
                     revision=head,
                     at=at,
                     agent=agent,
+                    todo_id=SESSION_TODO,
                     label=f"{where} commit",
                 )
             )
@@ -714,6 +730,75 @@ class _Plan:
                     todo_id, "block", reason=f"child session stopped: {reason}", at=done_at
                 )
 
+    def handoff(self) -> None:
+        """The orchestrator's `project_state/handoff.json` → a handoff note on the session
+        todo, prepared by that role after claiming the todo (as the engine requires)."""
+        h = self.s.handoff
+        if h is None:
+            return
+        if self.todos.get(SESSION_TODO) not in ("open", "active"):
+            self.s.problems.append(
+                Problem(
+                    f"{self.s.rel}/project_state/handoff.json",
+                    f"handoff revision {h.revision} was not imported: the session todo is "
+                    "already closed",
+                    "warning",
+                    self.s.session_id,
+                )
+            )
+            return
+        agent = slug(h.workflow, "loopy-")
+        at = h.updated_at or self.last or self.start or EPOCH
+        summary = h.summary or f"loopy-loop handoff revision {h.revision}"
+        note: dict[str, Any] = {
+            "work_summary": _inline(summary, 4000),
+            "approaches_tried": [
+                {"approach": _inline(a, 500), "outcome": "accepted"} for a in h.accepted[:30]
+            ],
+            "next_steps": [_inline(i, 1000) for i in h.open_work[:30]],
+            "key_decisions": [_inline(i, 1000) for i in h.decisions[:30]],
+            "open_questions": [_inline(i, 1000) for i in h.risks[:30]],
+            "source_refs": _safe_refs(h.refs)[:50],
+        }
+        note = check_note(note)  # refused here, before anything of the session is written
+        mark = next(
+            (
+                it.git_after
+                for it in self.s.iterations
+                if h.attempt_id and it.attempt_id == h.attempt_id and it.git_after
+            ),
+            None,
+        )
+        head, dirty = (mark.head, mark.dirty) if mark else (None, None)
+        goal, entity = self.goal_id, f"handoff-r{h.revision}"
+        self.register(agent, f"loopy-loop {h.workflow} role", at=at)
+
+        def claim(ctx: Context, op_id: str) -> Result:
+            return todos.claim_todo(ctx, goal, SESSION_TODO, operation_id=op_id)
+
+        def prepare(ctx: Context, op_id: str) -> Result:
+            return prepare_handoff(
+                ctx,
+                goal,
+                SESSION_TODO,
+                note=note,
+                git_revision=head,
+                workspace_dirty=dirty if head else None,
+                operation_id=op_id,
+            )
+
+        label = f"handoff revision {h.revision}"
+        self.op(entity, "claim", claim, at=at, agent=agent, label=f"{label} (claim)")
+        self.op(entity, "prepare", prepare, at=at, agent=agent, label=label)
+        self.todos[SESSION_TODO] = "active"
+        self.claim = (agent, add_seconds(at, self.lease))
+
+    def _session_actor(self, at: str | None) -> str:
+        """Who may change the session todo at `at`: its claim holder while the lease lives."""
+        if self.claim and at and at < self.claim[1]:
+            return self.claim[0]
+        return AGENT
+
     def stop(self) -> None:
         s, stop = self.s, stop_state(self.s)
         if stop.state == "running":
@@ -754,6 +839,7 @@ class _Plan:
             ),
             refs=refs,
             revision=heads[-1] if heads else None,
+            todo_id=SESSION_TODO,
             at=at,
             label="session outcome",
             phase=2,
@@ -765,7 +851,12 @@ class _Plan:
         ]
         if stop.state == "achieved":
             self.close_todo(
-                SESSION_TODO, "complete", evidence_ids=[outcome_id, *passing], at=at, phase=2
+                SESSION_TODO,
+                "complete",
+                evidence_ids=[outcome_id, *passing],
+                at=at,
+                phase=2,
+                agent=self._session_actor(at),
             )
             still_open = sorted(
                 t for t, st in self.todos.items() if st in ("open", "active", "blocked")
@@ -791,7 +882,12 @@ class _Plan:
             self.op("goal", "achieve", close, at=at, label="close goal (achieved)", phase=2)
         elif stop.state == "user_stopped":
             self.close_todo(
-                SESSION_TODO, "cancel", reason="stopped by its operator", at=at, phase=2
+                SESSION_TODO,
+                "cancel",
+                reason="stopped by its operator",
+                at=at,
+                phase=2,
+                agent=self._session_actor(at),
             )
             goal = self.goal_id
 
@@ -809,7 +905,14 @@ class _Plan:
             detail = ""
             if stop.state == "blocker" and control and control.reason:
                 detail = ": " + clip(control.reason, 300)
-            self.close_todo(SESSION_TODO, "block", reason=f"loopy-loop {words}", at=at, phase=2)
+            self.close_todo(
+                SESSION_TODO,
+                "block",
+                reason=f"loopy-loop {words}",
+                at=at,
+                phase=2,
+                agent=self._session_actor(at),
+            )
             todo_id, title = {
                 "unevidenced": (
                     "confirm-goal-met",

@@ -50,6 +50,7 @@ VERSIONS: dict[str, tuple[int, ...]] = {
     "git receipt": (1, 2),
     "eval receipt": (1,),
     "user input": (1,),
+    "handoff.json": (1,),
 }
 
 
@@ -77,6 +78,7 @@ class GitMark:
     head: str | None
     branch: str | None
     captured_at: str | None
+    dirty: bool | None = None
 
 
 @dataclass
@@ -195,6 +197,22 @@ class EvalReport:
 
 
 @dataclass
+class LayerHandoff:
+    """`project_state/handoff.json` (0.12): the orchestrator's rolling continuation note."""
+
+    revision: int
+    workflow: str
+    attempt_id: str | None
+    updated_at: str | None
+    summary: str
+    accepted: list[str]
+    open_work: list[str]
+    risks: list[str]
+    decisions: list[str]
+    refs: list[str]
+
+
+@dataclass
 class EventsInfo:
     read: int = 0
     duplicates: int = 0
@@ -228,6 +246,7 @@ class Session:
     user_inputs: list[UserInput] = field(default_factory=list)
     children: list[ChildRef] = field(default_factory=list)
     evals: list[EvalReport] = field(default_factory=list)
+    handoff: LayerHandoff | None = None
     events: EventsInfo = field(default_factory=EventsInfo)
     problems: list[Problem] = field(default_factory=list)
     fatal: bool = False
@@ -685,6 +704,7 @@ def _receipts(s: Session, f: _Files) -> dict[tuple[str, str], GitMark]:
                 head=head if head and re.fullmatch(r"[0-9a-f]{7,64}", head) else None,
                 branch=_str(data.get("branch")),
                 captured_at=norm_time(data.get("captured_at")),
+                dirty=data["dirty"] if isinstance(data.get("dirty"), bool) else None,
             )
             attempt = _str(data.get("attempt_id"))
             if attempt:
@@ -878,6 +898,43 @@ def _read_finished(s: Session, f: _Files) -> None:
     text = f.text(s.directory / "project_state" / "finished.md")
     if text:
         s.finished = parse_finished(text)
+    path = s.directory / "project_state" / "handoff.json"
+    if not path.exists():
+        return
+    got = f.json(path, "handoff.json")
+    if got is None:
+        return
+    data, _ = got
+    producer = data.get("producer")
+    revision = _int(data.get("revision"))
+    if not isinstance(producer, dict) or not _str(producer.get("workflow_id")) or not revision:
+        return  # the placeholder written before any orchestrator published a handoff
+    s.handoff = LayerHandoff(
+        revision=revision,
+        workflow=producer["workflow_id"],
+        attempt_id=_str(producer.get("attempt_id")),
+        updated_at=norm_time(data.get("updated_at")),
+        summary=_str(data.get("summary")) or "",
+        accepted=_items(data.get("accepted_outcomes")),
+        open_work=_items(data.get("open_work")),
+        risks=_items(data.get("risks")),
+        decisions=_items(data.get("decision_refs")),
+        refs=_strs(data.get("evidence_refs"))
+        + _strs(data.get("delivery_refs"))
+        + _strs(data.get("eval_refs")),
+    )
+
+
+def _items(value: Any) -> list[str]:
+    """A list of free-form items (strings or objects) as strings."""
+    if not isinstance(value, list):
+        return []
+    out = []
+    for item in value:
+        text = item if isinstance(item, str) else orjson.dumps(item).decode()
+        if text.strip():
+            out.append(text.strip())
+    return out
 
 
 def _read_updates(s: Session, f: _Files) -> None:

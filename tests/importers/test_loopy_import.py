@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 from loopy_builder import HOME, SessionBuilder, copy_012, documented_project
 
+from loopx.build.validate import problems
 from loopx.engine.core import load_state
 from loopx.importers.loopy_loop import ImportReport, import_path
+from loopx.projections.handoff import handoff_digest
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention
 from loopx.store.filestore import FileStore
@@ -159,6 +161,23 @@ def test_goal_met_with_evidence_is_achieved(tmp_path: Path) -> None:
     commit = state.evidence["it-0003-commit"]  # the inner turn committed hello.txt
     assert (commit.kind, commit.revision) == ("commit", "422b00e6c149b20be4370ae9695b28c551990b58")
     assert [r.outcome for r in state.runs.values()] == ["progress"] * 4
+    # the outer role's project_state/handoff.json (revision 2) is the session todo's handoff note
+    (note,) = state.handoffs.values()
+    assert (note["source_agent_id"], note["git_revision"], note["workspace_dirty"]) == (
+        "loopy-outer",
+        "422b00e6c149b20be4370ae9695b28c551990b58",
+        False,
+    )
+    assert note["note"]["work_summary"] == "Goal met: hello.txt written and accepted"
+    assert note["note"]["approaches_tried"] == [
+        {"approach": "T001: hello.txt contains hello", "outcome": "accepted"}
+    ]
+    assert note["note"]["source_refs"] == ["repo:/hello.txt", "session:/project_state/finished.md"]
+    digest = handoff_digest(
+        state, "loopy-session", audience="team", text=None, workspace_facts=None
+    )
+    assert problems("loopx.handoff/v1", digest) == []
+    assert [e["evidence_id"] for e in digest["evidence"]] == ["outcome", "it-0003-commit"]
 
 
 @pytest.mark.parametrize("name", ["coordinator-only", "noop-max-turns", "goal-met"])
@@ -567,7 +586,7 @@ def test_cli_text_output(tmp_path: Path) -> None:
     cli = run_cli(["import", "loopy-loop", str(source), "--root", str(store.root)])
     assert cli.exit_code == 0, cli.stderr
     assert cli.stdout == (
-        f"{GOAL_012} -> goal {GOAL_012} [achieved, attention done]: 26 new, 0 already "
+        f"{GOAL_012} -> goal {GOAL_012} [achieved, attention done]: 28 new, 0 already "
         "imported; 4 runs\n"
     )
 
@@ -604,3 +623,40 @@ def test_watch_imports_new_iterations(tmp_path: Path) -> None:
         thread.join(timeout=10)
     assert not thread.is_alive()
     assert _state(store, "s1").runs["iter-0002"].agent_id == "loopy-executor"
+
+
+# -- projections ----------------------------------------------------------------------------
+
+
+def test_imported_goals_build_and_validate(tmp_path: Path) -> None:
+    import hashlib
+
+    from loopx.build.pipeline import build, check
+
+    store = _store(tmp_path)
+    for name in ("coordinator-only", "goal-met"):
+        assert import_path(store, copy_012(name, tmp_path)).ok
+    assert import_path(store, copy_012("noop-max-turns", tmp_path), goal_id="noop").ok
+    documented_project(tmp_path / "documented")
+    assert import_path(store, tmp_path / "documented").ok
+    out = tmp_path / "site"
+    build(store.root, out, audiences=("public", "team", "private"), head=None)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert problems("loopx.manifest/v1", manifest) == []
+    schemas: set[str] = set()
+    for path, meta in manifest["files"].items():
+        data = (out / path).read_bytes()
+        assert meta["sha256"] == hashlib.sha256(data).hexdigest()
+        assert b"/home/" not in data, path  # no local path in any audience's output
+        if meta["schema"]:
+            assert problems(meta["schema"], json.loads(data)) == [], path
+            schemas.add(meta["schema"])
+    assert {"loopx.status/v1", "loopx.graph/v1", "loopx.handoff/v1"} <= schemas
+    team = out / "team" / "goals"
+    assert (team / GOAL_012 / "handoffs" / "loopy-session.json").is_file()
+    for goal in (GOAL_012, "noop", PARENT, CHILD, "001_ship-minimal-working-landing-page"):
+        assert (team / goal / "workbench.md").is_file(), goal
+        assert (team / goal / "graph.json").is_file(), goal
+    status = json.loads((team / "noop" / "status.json").read_text())
+    assert status["attention"]["state"] == "needs_user"
+    assert check(store.root, out, audiences=("public", "team", "private"), head=None).ok
