@@ -669,6 +669,12 @@ def fit_digest(
         size = len(render(out))
         if size <= max_chars:
             return out
+    while True:  # the smallest budget that works also names itself in the output
+        out["max_chars"] = size
+        needed = len(render(out))
+        if needed <= size:
+            break
+        size = needed
     raise InvalidInput(
         f"--max-chars {max_chars} is too small: the leanest digest (goal, todo, next steps "
         f"and what was left out) takes {size} characters",
