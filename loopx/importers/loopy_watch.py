@@ -46,7 +46,9 @@ def _import(store: Any, path: Path, goal_id: str | None) -> ImportReport:
     try:
         return import_path(store, path, goal_id)
     except LoopxError as err:
-        return ImportReport(problems=[Problem(str(path.name), err.message, "error")])
+        return ImportReport(problems=[Problem(path.name, err.message, "error")])
+    except OSError:  # the tree changed under the reader (a folder renamed or removed)
+        return ImportReport(problems=[Problem(path.name, "could not be read; retrying", "error")])
 
 
 def watch(

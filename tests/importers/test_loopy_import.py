@@ -385,6 +385,27 @@ def test_user_update_cleared_later_completes_its_todo(tmp_path: Path) -> None:
     assert _todos(_state(store, "s1"))[update] == ("done", "user")
 
 
+def test_without_state_json_the_status_comes_from_control_and_events(tmp_path: Path) -> None:
+    s = _one_session(tmp_path)
+    s.iteration("executor", goal_check={"goal_met": True, "reason": "tests pass"})
+    s.iteration("executor", success=False)
+    s.control({"state": "stopped", "reason": "verified", "stop_reason": "goal_met"})
+    (s.dir / "state.json").unlink()
+    (s.dir / "iterations" / "0002_executor" / "result.json").unlink()  # only its event is left
+    store = _store(tmp_path)
+    report = import_path(store, s.dir)
+    assert _problems(report) == [
+        "s1/state.json: state.json is missing; the status is taken from control.json and "
+        "events.jsonl"
+    ]
+    state = _state(store, "s1")
+    assert [(r.run_id, r.outcome) for r in state.runs.values()] == [
+        ("iter-0001", "progress"),
+        ("iter-0002", "failed"),
+    ]
+    assert state.status == "achieved"  # control v1 goal_met, backed by a passing goal check
+
+
 # -- idempotent and incremental -------------------------------------------------------------
 
 
