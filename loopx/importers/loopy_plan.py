@@ -1,0 +1,889 @@
+"""Plan the writes that import one loopy-loop session: source facts → engine calls.
+
+Nothing is written here: `SessionPlan.build()` returns `Op`s, each an engine call with an
+operation id derived from the source, the source's own time and an actor.
+
+The mapping, per session → one goal (id from the session id, or `--goal-id`), `team` visibility:
+
+- `goal.md` (else `goal_contract.json`'s goal, else `state.json`'s snapshot, else the project's
+  goal file) → title (first line) and objective; completion criteria → acceptance;
+  `max_turns` → the goal's run quota. Local paths are scrubbed from inline text; the text as
+  written is kept as private evidence (`goal-text`).
+- a todo `loopy-session` (agent, kind `monitor`) stands for loopy-loop working the goal: open
+  while the session runs, done when it meets its goal, blocked when it stops short.
+- each recorded iteration → a run `iter-NNNN` by agent `loopy-<workflow>`, outcome `progress`
+  when the harness call returned and `failed` when it did not. A harness success is not a goal
+  success: the goal's status comes only from the session's stop state (below). The prompt and
+  the result text become private `log` evidence, `goal_check.json` a `review` evidence with its
+  verdict (the judge's reason stays private), a HEAD move between git receipts a `commit`.
+- `project_state/handoff.json` (0.12) → the session todo's handoff note, prepared by the
+  orchestrating role (`loopy-<workflow>`) after claiming the todo, as the engine requires.
+- `protocol_failures/` and `control_rejected/` → private `log` evidence.
+- `eval_results/<run>/report.json` and `eval_receipts/` → `test` evidence.
+- each `project_state/finished.md` entry → a done todo `fin-NNN` with an `review` evidence
+  (the entry, body private) and one evidence per delivery fact: `pr`, `branch`, `commit`, `ci`.
+- non-empty `updates_from_user.md` and pending `inputs/user_updates.jsonl` inputs → user todos
+  (done once loopy-loop clears or acknowledges them).
+- child sessions → goals of their own, linked both ways: the parent gets a todo `child-…`
+  (kind `child`, done with a `goal` evidence citing `loopx:goal/<child>` once the child meets
+  its goal, blocked if it stops short) and the child a note naming its parent goal.
+- the stop state, from `state.json` (the source of truth), `session_outcome.json` and
+  `control.json` (v1–v3): goal met *with evidence* (control or outcome evidence refs, a
+  passing goal check or eval) → `achieved`, when no todo is left open; goal met without
+  evidence → active with a user todo to confirm; stopped by its operator → `abandoned`;
+  stopped short (max_turns, failures, caps) or on an unresolvable error → active, the session
+  todo blocked, and a user todo to decide how to continue; running → active.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from loopx.engine import evidence as ev
+from loopx.engine import goals, todos
+from loopx.engine.clock import add_seconds
+from loopx.engine.core import Context, Result
+from loopx.engine.handoff import check_note, prepare_handoff
+from loopx.importers.loopy_model import Iteration, Problem, Session
+from loopx.importers.sanitize import clip, first_line, has_local_path, scrub, short_hash, slug
+from loopx.model.ids import check_id
+from loopx.state.entities import GoalState
+
+AGENT = "loopy-loop"
+EPOCH = "1970-01-01T00:00:00Z"
+SESSION_TODO = "loopy-session"
+TITLE_MAX = 200
+SUMMARY_MAX = 500
+USER_STOPS = frozenset({"stopped", "user_stop", "stop_requested", "user_requested", "operator"})
+
+
+@dataclass
+class Op:
+    """One planned write: an engine call with its operation id, clock time and actor."""
+
+    op_id: str
+    at: str | None
+    agent: str
+    label: str
+    call: Callable[[Context, str], Result]
+    phase: int = 1  # 0: goal set-up, 1: the session's history, 2: its stop state
+
+
+# -- the stop state -------------------------------------------------------------------------
+
+
+@dataclass
+class Stop:
+    """How a session stands: `running`, `achieved`, `unevidenced`, `user_stopped`, `blocker`
+    or `stopped_early`, with loopy-loop's own reason."""
+
+    state: str
+    reason: str
+
+
+def stop_state(s: Session) -> Stop:
+    st, control, outcome = s.state, s.control, s.outcome
+    if st is not None:
+        status, reason = st.status, st.stop_reason or st.status
+        claims_met = status == "goal_met" or st.goal_met
+        terminal = status != "running" or claims_met
+    elif outcome is not None and outcome.lifecycle == "terminal":
+        reason = outcome.stop_reason or outcome.terminal_status or "stopped"
+        status, claims_met, terminal = reason, reason == "goal_met", True
+    elif control is not None and control.state == "stopped":
+        reason = control.stop_reason or "stopped"
+        status, claims_met, terminal = reason, reason == "goal_met", True
+    elif s.events.stopped is not None:
+        reason = str(s.events.stopped.get("stop_reason") or s.events.stopped.get("status"))
+        status, claims_met, terminal = reason, reason == "goal_met", True
+    else:
+        return Stop("running", "session active")
+    if not terminal:
+        return Stop("running", "session active")
+    if claims_met:
+        return Stop("achieved" if goal_evidence(s) else "unevidenced", "goal_met")
+    if reason == "unresolvable_error" or (st is not None and st.unresolvable_error):
+        return Stop("blocker", "unresolvable_error")
+    if (st is not None and st.stop_requested) or reason in USER_STOPS or status == "stopped":
+        return Stop("user_stopped", reason)
+    return Stop("stopped_early", reason)
+
+
+def goal_evidence(s: Session) -> list[str]:
+    """What backs a goal_met claim: control/outcome refs, passing goal checks or evals."""
+    refs: list[str] = []
+    if s.control is not None and s.control.stop_reason == "goal_met":
+        refs += s.control.evidence_refs + s.control.eval_refs
+    if s.outcome is not None and (s.outcome.terminal_status or s.outcome.stop_reason) == "goal_met":
+        refs += s.outcome.evidence_refs
+    refs += [
+        f"goal_check:{it.number}" for it in s.iterations if it.goal_check and it.goal_check.goal_met
+    ]
+    refs += [f"eval:{e.report_id}" for e in s.evals if e.passed]
+    return list(dict.fromkeys(refs))
+
+
+# -- planning -------------------------------------------------------------------------------
+
+
+def _safe_refs(refs: list[str]) -> list[str]:
+    out = [clip(r, 2000) for r in refs if r.strip() and not has_local_path(r)]
+    return list(dict.fromkeys(out))[:100]
+
+
+def _inline(text: str, limit: int) -> str:
+    """Text fit for the shared ledger: local paths scrubbed, cut to `limit`."""
+    return clip(scrub(text), limit)
+
+
+def _json_body(*parts: tuple[str, bytes | None]) -> bytes:
+    """Several raw files as one private body (each kept as text when it decodes)."""
+    doc = {name: data.decode("utf-8", "replace") for name, data in parts if data is not None}
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+
+
+class SessionPlan:
+    """The writes for one session, decided before any of them is made."""
+
+    def __init__(
+        self,
+        s: Session,
+        goal_id: str,
+        state: GoalState | None,
+        goal_ids: dict[str, str],
+        sessions: dict[str, Session],
+        parent_goal: str | None,
+    ):
+        self.s = s
+        self.goal_id = goal_id
+        self.key = s.uuid[:12].lower() if s.uuid else short_hash(s.session_id, 12)
+        self.state = state
+        self.goal_ids = goal_ids
+        self.sessions = sessions
+        self.parent_goal = parent_goal
+        self.ops: list[Op] = []
+        self.todos: dict[str, str] = (
+            {t.todo_id: t.status for t in state.todos.values()} if state else {}
+        )
+        self.agents: set[str] = set(state.agents) if state else set()
+        self.session_slug = slug(s.session_id)
+        self.lease = int(state.policy.get("lease_seconds", 1800)) if state else 1800
+        held = state.todos.get(SESSION_TODO) if state else None
+        self.claim: tuple[str, str] | None = (
+            (held.claim["agent_id"], held.claim["lease_expires_at"])
+            if held is not None and held.claim
+            else None
+        )
+        times = s.times
+        self.start = times[0] if times else None
+        self.last = times[-1] if times else None
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def op(
+        self,
+        entity: str,
+        verb: str,
+        call: Callable[[Context, str], Result],
+        *,
+        at: str | None,
+        label: str,
+        agent: str = AGENT,
+        phase: int = 1,
+    ) -> None:
+        self.ops.append(Op(f"loopy:{self.key}:{entity}:{verb}", at, agent, label, call, phase))
+
+    def evidence(
+        self,
+        evidence_id: str,
+        *,
+        kind: str,
+        summary: str,
+        at: str | None,
+        label: str,
+        visibility: str = "team",
+        body: bytes | None = None,
+        refs: list[str] | None = None,
+        revision: str | None = None,
+        todo_id: str | None = None,
+        agent: str = AGENT,
+        phase: int = 1,
+    ) -> str:
+        check_id(evidence_id, "evidence_id")
+        text = summary if visibility == "private" else _inline(summary, SUMMARY_MAX)
+        text = clip(text, SUMMARY_MAX)
+        safe = _safe_refs(refs or [])
+        goal = self.goal_id
+
+        def call(ctx: Context, op_id: str) -> Result:
+            return ev.add_evidence(
+                ctx,
+                goal,
+                kind=kind,
+                summary=text,
+                refs=safe,
+                body=body,
+                revision=revision,
+                todo_id=todo_id,
+                evidence_id=evidence_id,
+                visibility=visibility,
+                operation_id=op_id,
+            )
+
+        self.op(evidence_id, "add", call, at=at, label=label, agent=agent, phase=phase)
+        return evidence_id
+
+    def add_todo(
+        self,
+        todo_id: str,
+        title: str,
+        *,
+        at: str | None,
+        role: str = "agent",
+        kind: str = "task",
+        phase: int = 1,
+    ) -> None:
+        check_id(todo_id, "todo_id")
+        text = _inline(title, TITLE_MAX)
+        goal = self.goal_id
+
+        def call(ctx: Context, op_id: str) -> Result:
+            return todos.add_todo(
+                ctx, goal, title=text, todo_id=todo_id, role=role, kind=kind, operation_id=op_id
+            )
+
+        self.op(todo_id, "add", call, at=at, label=f"todo {todo_id}", phase=phase)
+        self.todos.setdefault(todo_id, "open")
+
+    def close_todo(
+        self,
+        todo_id: str,
+        verb: str,
+        *,
+        at: str | None,
+        reason: str | None = None,
+        evidence_ids: list[str] | None = None,
+        phase: int = 1,
+        agent: str = AGENT,
+    ) -> None:
+        """Complete, block or cancel a todo (once: the op id names the transition)."""
+        goal = self.goal_id
+        why = _inline(reason, 2000) if reason else None
+
+        def call(ctx: Context, op_id: str) -> Result:
+            if verb == "complete":
+                return todos.complete_todo(
+                    ctx, goal, todo_id, evidence_ids=evidence_ids, operation_id=op_id
+                )
+            fn = todos.block_todo if verb == "block" else todos.cancel_todo
+            return fn(ctx, goal, todo_id, reason=why, operation_id=op_id)
+
+        self.op(
+            todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", agent=agent, phase=phase
+        )
+        self.todos[todo_id] = {"complete": "done", "block": "blocked", "cancel": "cancelled"}[verb]
+
+    def register(self, agent_id: str, name: str, *, at: str | None, phase: int = 1) -> None:
+        if agent_id in self.agents:
+            return
+        self.agents.add(agent_id)
+        goal = self.goal_id
+
+        def call(ctx: Context, op_id: str) -> Result:
+            return goals.register_agent(
+                ctx, goal, agent_id, name=name, kind="loopy-loop", operation_id=op_id
+            )
+
+        self.op(agent_id, "register", call, at=at, label=f"agent {agent_id}", phase=phase)
+
+    # -- the session -----------------------------------------------------------------
+
+    def build(self) -> list[Op]:
+        self.goal()
+        self.user_updates()
+        for it in self.s.iterations:
+            self.iteration(it)
+        self.orphan_failures()
+        self.evals()
+        self.finished()
+        self.children()
+        self.handoff()
+        self.stop()
+        return self._ordered()
+
+    def goal(self) -> None:
+        s = self.s
+        assert s.goal_text is not None
+        parts = [s.goal_text]
+        for heading, items in (("Constraints", s.constraints), ("Deliverables", s.deliverables)):
+            if items:
+                parts.append(f"{heading}:\n" + "\n".join(f"- {i}" for i in items))
+        original = "\n\n".join(parts)
+        objective = _inline(original, 20_000)
+        title = _inline(first_line(s.goal_text, TITLE_MAX), TITLE_MAX) or s.session_id
+        acceptance = [_inline(c, 2000) for c in s.criteria][:100]
+        goal, at = self.goal_id, self.start
+
+        def create(ctx: Context, op_id: str) -> Result:
+            return goals.create_goal(
+                ctx,
+                goal,
+                title=title,
+                objective=objective,
+                acceptance=acceptance,
+                visibility="team",
+                operation_id=op_id,
+            )
+
+        self.op("goal", "create", create, at=at, label="goal", phase=0)
+        if objective != original.strip():
+            self.evidence(
+                "goal-text",
+                kind="note",
+                summary="The session's goal as written",
+                body=original.encode("utf-8"),
+                visibility="private",
+                at=at,
+                label="goal text",
+                phase=0,
+            )
+        max_turns = s.state.max_turns if s.state else None
+        if max_turns is not None and max_turns >= 0:
+
+            def quota(ctx: Context, op_id: str) -> Result:
+                return goals.set_quota(ctx, goal, quota=max_turns, unit="runs", operation_id=op_id)
+
+            self.op(f"quota-{max_turns}", "set", quota, at=at, label="quota", phase=0)
+        self.register(AGENT, "loopy-loop coordinator", at=at, phase=0)
+        if self.parent_goal is not None:
+            text = (
+                f"Child of goal {self.parent_goal} (loopy-loop session "
+                f"{_inline(s.parent_session_id or '?', 200)})."
+            )
+
+            def note(ctx: Context, op_id: str) -> Result:
+                return goals.add_note(
+                    ctx,
+                    goal,
+                    text=text,
+                    kind="note",
+                    visibility="team",
+                    note_id="parent-link",
+                    operation_id=op_id,
+                )
+
+            self.op("parent-link", "add", note, at=at, label="parent link", phase=0)
+        self.add_todo(
+            SESSION_TODO,
+            f"loopy-loop works toward this goal (session {s.session_id})",
+            kind="monitor",
+            at=at,
+            phase=0,
+        )
+
+    def user_updates(self) -> None:
+        s, at = self.s, self.last
+        current = None
+        if s.updates_text:
+            current = f"user-update-{short_hash(s.updates_text)}"
+            self.add_todo(
+                current,
+                "Update from the user for loopy-loop: " + first_line(s.updates_text, 150),
+                role="user",
+                at=at,
+            )
+            self.evidence(
+                f"{current}-text",
+                kind="note",
+                summary="updates_from_user.md as written",
+                body=s.updates_text.encode("utf-8"),
+                visibility="private",
+                todo_id=current,
+                at=at,
+                label="user update text",
+            )
+        for todo_id, status in sorted(self.todos.items()):
+            if todo_id.startswith("user-update-") and todo_id != current and status == "open":
+                self.close_todo(todo_id, "complete", at=at)  # loopy-loop cleared the file
+        for item in s.user_inputs:
+            todo_id = slug(item.input_id, "user-input-")
+            self.add_todo(
+                todo_id,
+                "User input for loopy-loop: " + (first_line(item.text, 150) or item.input_id),
+                role="user",
+                at=item.created_at,
+            )
+            if item.text:
+                self.evidence(
+                    slug(f"{todo_id}-text"),
+                    kind="note",
+                    summary="user input as written",
+                    body=item.text.encode("utf-8"),
+                    visibility="private",
+                    todo_id=todo_id,
+                    at=item.created_at,
+                    label="user input text",
+                )
+            if item.acknowledged:
+                self.close_todo(todo_id, "complete", at=item.acknowledged_at or item.created_at)
+
+    def iteration(self, it: Iteration) -> None:
+        s = self.s
+        agent = slug(it.workflow, "loopy-")
+        at = it.finished_at or it.started_at
+        self.register(agent, f"loopy-loop {it.workflow} role", at=at)
+        suffix = f"-r{it.attempt}" if it.attempt > 1 else ""
+        prefix = f"it-{it.number:04d}{suffix}"
+        where = f"iteration {it.number} ({it.workflow})"
+        ids: list[str] = []
+        if it.prompt:
+            ids.append(
+                self.evidence(
+                    f"{prefix}-prompt",
+                    kind="log",
+                    summary=f"Prompt of {where}",
+                    body=it.prompt,
+                    revision=it.git_before.head if it.git_before else None,
+                    visibility="private",
+                    at=at,
+                    agent=agent,
+                    todo_id=SESSION_TODO,
+                    label=f"{where} prompt",
+                )
+            )
+        body = it.result_text if it.result_text and it.result_text.strip() else it.result_json
+        if body is None and (it.error or it.failure_kind):
+            body = orjson.dumps({"error": it.error, "failure_kind": it.failure_kind})
+        if body:
+            ids.append(
+                self.evidence(
+                    f"{prefix}-result",
+                    kind="log",
+                    summary=f"Result of {where}",
+                    body=body,
+                    revision=it.git_after.head if it.git_after else None,
+                    visibility="private",
+                    at=at,
+                    agent=agent,
+                    todo_id=SESSION_TODO,
+                    label=f"{where} result",
+                )
+            )
+        head = it.git_after.head if it.git_after else None
+        if it.goal_check is not None:
+            check = it.goal_check
+            refs = [check.eval_receipt_ref] if check.eval_receipt_ref else []
+            ids.append(
+                self.evidence(
+                    f"{prefix}-check",
+                    kind="review",
+                    summary=f"Goal check after {where}: goal "
+                    + ("met" if check.goal_met else "not met"),
+                    body=check.raw,
+                    refs=refs,
+                    revision=head,
+                    at=at,
+                    agent=agent,
+                    todo_id=SESSION_TODO,
+                    label=f"{where} goal check",
+                )
+            )
+        before = it.git_before.head if it.git_before else None
+        if head and before and head != before:
+            branch = it.git_after.branch if it.git_after else None
+            on = f" on {branch}" if branch and not has_local_path(branch) else ""
+            ids.append(
+                self.evidence(
+                    f"{prefix}-commit",
+                    kind="commit",
+                    summary=f"{where.capitalize()} moved HEAD from {before[:12]} "
+                    f"to {head[:12]}{on}",
+                    revision=head,
+                    at=at,
+                    agent=agent,
+                    todo_id=SESSION_TODO,
+                    label=f"{where} commit",
+                )
+            )
+        goal, outcome = self.goal_id, "progress" if it.success else "failed"
+        summary = _run_summary(it, where)
+        run_id = f"iter-{it.number:04d}{suffix}"
+
+        def run(ctx: Context, op_id: str) -> Result:
+            return ev.record_run(
+                ctx,
+                goal,
+                outcome=outcome,
+                agent_id=agent,
+                session_id=self.session_slug,
+                todo_id=SESSION_TODO,
+                summary=summary,
+                evidence_ids=ids,
+                quota_spent=1,
+                run_id=run_id,
+                visibility="team",
+                operation_id=op_id,
+            )
+
+        self.op(run_id, "record", run, at=at, agent=agent, label=f"run {run_id}")
+        for failure in s.protocol_failures:
+            if failure.attempt_id and failure.attempt_id == it.attempt_id:
+                self.failure(failure, f" after {where}")
+
+    def failure(self, failure: Any, context: str) -> None:
+        self.evidence(
+            slug(failure.failure_id, "pf-"),
+            kind="log",
+            summary=f"loopy-loop {failure.kind.replace('_', ' ')}{context} ({failure.path})",
+            body=failure.raw,
+            visibility="private",
+            at=failure.created_at,
+            label=f"protocol failure {failure.failure_id}",
+        )
+
+    def orphan_failures(self) -> None:
+        attempts = {it.attempt_id for it in self.s.iterations if it.attempt_id}
+        for failure in self.s.protocol_failures:
+            if not (failure.attempt_id and failure.attempt_id in attempts):
+                self.failure(failure, "")
+
+    def evals(self) -> None:
+        for report in self.s.evals:
+            if report.passed is None:
+                verdict = "verdict not recorded"
+            else:
+                verdict = "passed" if report.passed else "failed"
+            if report.checks_total is not None:
+                verdict += f" ({report.checks_passed}/{report.checks_total} checks)"
+            name = "eval receipt" if report.source == "eval_receipts" else "eval-banana run"
+            self.evidence(
+                slug(report.report_id, "eval-"),
+                kind="test",
+                summary=f"{name} {slug(report.report_id)}: {verdict}",
+                body=report.raw,
+                revision=report.revision,
+                at=report.created_at,
+                label=f"eval {report.report_id}",
+            )
+
+    def finished(self) -> None:
+        for entry in self.s.finished:
+            todo_id = f"fin-{entry.index:03d}"
+            at = entry.timestamp
+            title = _inline(entry.title, TITLE_MAX) or f"Finished work {entry.index}"
+            self.add_todo(todo_id, title, at=at)
+            d = entry.delivery
+            revision = next((sha for label, sha in d.commits if label == "merge commit"), None)
+            revision = revision or (d.commits[0][1] if d.commits else None)
+            urls = [p for p in d.prs if p.startswith("http")]
+            ids = [
+                self.evidence(
+                    f"{todo_id}-accepted",
+                    kind="review",
+                    summary=f"Accepted in finished.md: {title}",
+                    body=entry.text.encode("utf-8"),
+                    refs=d.refs + urls,
+                    revision=revision,
+                    todo_id=todo_id,
+                    at=at,
+                    label=f"finished entry {entry.index}",
+                )
+            ]
+            facts: list[tuple[str, str, list[str], str | None]] = []
+            facts += [
+                ("pr", f"Pull request {p}", [p] if p.startswith("http") else [], revision)
+                for p in d.prs
+            ]
+            facts += [("branch", f"Branch {b}", [f"branch:{b}"], None) for b in d.branches]
+            facts += [
+                ("commit", f"{label.capitalize()} {sha}", [], sha) for label, sha in d.commits
+            ]
+            facts += [("ci", f"Checks: {c}", [], revision) for c in d.checks]
+            counts: dict[str, int] = {}
+            for kind, summary, refs, rev in facts[:40]:
+                counts[kind] = counts.get(kind, 0) + 1
+                ids.append(
+                    self.evidence(
+                        f"{todo_id}-{kind}-{counts[kind]}",
+                        kind=kind,
+                        summary=summary,
+                        refs=refs,
+                        revision=rev,
+                        todo_id=todo_id,
+                        at=at,
+                        label=f"finished entry {entry.index} {kind}",
+                    )
+                )
+            self.close_todo(todo_id, "complete", evidence_ids=ids, at=at)
+
+    def children(self) -> None:
+        s = self.s
+        known = {c.session_id: c for c in s.children}
+        nested = sorted(
+            sid for sid, other in self.sessions.items() if other.parent_session_id == s.session_id
+        )
+        for sid in sorted(set(known) | set(nested)):
+            record = known.get(sid)
+            child = self.sessions.get(sid)
+            goal_id = self.goal_ids.get(sid, slug(sid))
+            todo_id = slug(sid, "child-")
+            title = first_line(child.goal_text or "", 150) if child and child.goal_text else sid
+            at = (record.created_at if record else None) or (child.created_at if child else None)
+            self.add_todo(todo_id, f"Child session: {title}", kind="child", at=at)
+            if child is not None and not child.fatal:
+                stop = stop_state(child)
+                state, reason = stop.state, stop.reason
+            elif record is not None and record.status not in (None, "running"):
+                state = "achieved" if record.status == "goal_met" else "stopped_early"
+                reason = record.stop_reason or record.status or "stopped"
+            else:
+                continue
+            done_at = (record.completed_at if record else None) or (
+                child.times[-1] if child and child.times else at
+            )
+            if state == "achieved":
+                proof = self.evidence(
+                    slug(f"{todo_id}-met"),
+                    kind="goal",
+                    summary=f"Child goal {goal_id} met",
+                    refs=[f"loopx:goal/{goal_id}"],
+                    todo_id=todo_id,
+                    at=done_at,
+                    label=f"child {sid} outcome",
+                )
+                self.close_todo(todo_id, "complete", evidence_ids=[proof], at=done_at)
+            elif state != "running":
+                self.close_todo(
+                    todo_id, "block", reason=f"child session stopped: {reason}", at=done_at
+                )
+
+    def handoff(self) -> None:
+        """The orchestrator's `project_state/handoff.json` → a handoff note on the session
+        todo, prepared by that role after claiming the todo (as the engine requires)."""
+        h = self.s.handoff
+        if h is None:
+            return
+        if self.todos.get(SESSION_TODO) not in ("open", "active"):
+            self.s.problems.append(
+                Problem(
+                    f"{self.s.rel}/project_state/handoff.json",
+                    f"handoff revision {h.revision} was not imported: the session todo is "
+                    "already closed",
+                    "warning",
+                    self.s.session_id,
+                )
+            )
+            return
+        agent = slug(h.workflow, "loopy-")
+        at = h.updated_at or self.last or self.start or EPOCH
+        summary = h.summary or f"loopy-loop handoff revision {h.revision}"
+        note: dict[str, Any] = {
+            "work_summary": _inline(summary, 4000),
+            "approaches_tried": [
+                {"approach": _inline(a, 500), "outcome": "accepted"} for a in h.accepted[:30]
+            ],
+            "next_steps": [_inline(i, 1000) for i in h.open_work[:30]],
+            "key_decisions": [_inline(i, 1000) for i in h.decisions[:30]],
+            "open_questions": [_inline(i, 1000) for i in h.risks[:30]],
+            "source_refs": _safe_refs(h.refs)[:50],
+        }
+        note = check_note(note)  # refused here, before anything of the session is written
+        mark = next(
+            (
+                it.git_after
+                for it in self.s.iterations
+                if h.attempt_id and it.attempt_id == h.attempt_id and it.git_after
+            ),
+            None,
+        )
+        head, dirty = (mark.head, mark.dirty) if mark else (None, None)
+        goal, entity = self.goal_id, f"handoff-r{h.revision}"
+        self.register(agent, f"loopy-loop {h.workflow} role", at=at)
+
+        def claim(ctx: Context, op_id: str) -> Result:
+            return todos.claim_todo(ctx, goal, SESSION_TODO, operation_id=op_id)
+
+        def prepare(ctx: Context, op_id: str) -> Result:
+            return prepare_handoff(
+                ctx,
+                goal,
+                SESSION_TODO,
+                note=note,
+                git_revision=head,
+                workspace_dirty=dirty if head else None,
+                operation_id=op_id,
+            )
+
+        label = f"handoff revision {h.revision}"
+        self.op(entity, "claim", claim, at=at, agent=agent, label=f"{label} (claim)")
+        self.op(entity, "prepare", prepare, at=at, agent=agent, label=label)
+        self.todos[SESSION_TODO] = "active"
+        self.claim = (agent, add_seconds(at, self.lease))
+
+    def _session_actor(self, at: str | None) -> str:
+        """Who may change the session todo at `at`: its claim holder while the lease lives."""
+        if self.claim and at and at < self.claim[1]:
+            return self.claim[0]
+        return AGENT
+
+    def stop(self) -> None:
+        s, stop = self.s, stop_state(self.s)
+        if stop.state == "running":
+            if self.todos.get(SESSION_TODO, "open") not in ("open", "active"):
+                s.problems.append(
+                    Problem(
+                        f"{s.rel}/state.json",
+                        "the session runs again after it was imported as stopped; its "
+                        "session todo is left as it was",
+                        "warning",
+                        s.session_id,
+                    )
+                )
+            return
+        at = (s.state.terminal_at if s.state else None) or self.last
+        control, outcome = s.control, s.outcome
+        refs = goal_evidence(s) if stop.state == "achieved" else []
+        refs = [r for r in refs if ":" in r and not r.startswith(("goal_check:", "eval:"))]
+        by = ""
+        if control and control.producer_workflow and control.state == "stopped":
+            by = f" (control by {control.producer_workflow}"
+            by += f" attempt {control.producer_attempt})" if control.producer_attempt else ")"
+        heads = [it.git_after.head for it in s.iterations if it.git_after and it.git_after.head]
+        words = {
+            "achieved": "reports the goal met",
+            "unevidenced": "reports the goal met but cites no evidence",
+            "user_stopped": "was stopped by its operator",
+            "blocker": "stopped on an error it cannot resolve",
+            "stopped_early": f"stopped before meeting the goal ({stop.reason})",
+        }[stop.state]
+        outcome_id = self.evidence(
+            "outcome",
+            kind="review",
+            summary=f"loopy-loop {words}{by}",
+            body=_json_body(
+                ("control.json", control.raw if control else None),
+                ("session_outcome.json", outcome.raw if outcome else None),
+            ),
+            refs=refs,
+            revision=heads[-1] if heads else None,
+            todo_id=SESSION_TODO,
+            at=at,
+            label="session outcome",
+            phase=2,
+        )
+        passing = [
+            f"it-{it.number:04d}{f'-r{it.attempt}' if it.attempt > 1 else ''}-check"
+            for it in s.iterations
+            if it.goal_check and it.goal_check.goal_met
+        ]
+        if stop.state == "achieved":
+            self.close_todo(
+                SESSION_TODO,
+                "complete",
+                evidence_ids=[outcome_id, *passing],
+                at=at,
+                phase=2,
+                agent=self._session_actor(at),
+            )
+            still_open = sorted(
+                t for t, st in self.todos.items() if st in ("open", "active", "blocked")
+            )
+            if still_open:
+                self.add_todo(
+                    "confirm-goal-met",
+                    f"loopy-loop reports the goal met, but {len(still_open)} todos are still "
+                    "open: review them, then close the goal",
+                    role="user",
+                    at=at,
+                    phase=2,
+                )
+                return
+            reason = _inline(control.reason, 2000) if control and control.reason else None
+            goal = self.goal_id
+
+            def close(ctx: Context, op_id: str) -> Result:
+                return goals.close_goal(
+                    ctx, goal, outcome="achieved", reason=reason, operation_id=op_id
+                )
+
+            self.op("goal", "achieve", close, at=at, label="close goal (achieved)", phase=2)
+        elif stop.state == "user_stopped":
+            self.close_todo(
+                SESSION_TODO,
+                "cancel",
+                reason="stopped by its operator",
+                at=at,
+                phase=2,
+                agent=self._session_actor(at),
+            )
+            goal = self.goal_id
+
+            def abandon(ctx: Context, op_id: str) -> Result:
+                return goals.close_goal(
+                    ctx,
+                    goal,
+                    outcome="abandoned",
+                    reason="The loopy-loop session was stopped by its operator.",
+                    operation_id=op_id,
+                )
+
+            self.op("goal", "abandon", abandon, at=at, label="close goal (abandoned)", phase=2)
+        else:
+            detail = ""
+            if stop.state == "blocker" and control and control.reason:
+                detail = ": " + clip(control.reason, 300)
+            self.close_todo(
+                SESSION_TODO,
+                "block",
+                reason=f"loopy-loop {words}",
+                at=at,
+                phase=2,
+                agent=self._session_actor(at),
+            )
+            todo_id, title = {
+                "unevidenced": (
+                    "confirm-goal-met",
+                    "Confirm loopy-loop's goal_met claim: the session cites no evidence",
+                ),
+                "blocker": (
+                    "resolve-blocker",
+                    "Resolve the blocker loopy-loop could not" + detail,
+                ),
+                "stopped_early": (
+                    "decide-after-stop",
+                    f"loopy-loop stopped ({stop.reason}) before the goal was met: resume the "
+                    "session or close this goal",
+                ),
+            }[stop.state]
+            self.add_todo(todo_id, title, role="user", at=at, phase=2)
+
+    def _ordered(self) -> list[Op]:
+        """Set-up first and the stop state last, in plan order; a write without a time of
+        its own takes the time of the write before it."""
+        ordered = sorted(self.ops, key=lambda op: op.phase)
+        previous = self.start or EPOCH
+        for op in ordered:
+            op.at = op.at or previous
+            previous = op.at
+        return ordered
+
+
+def _run_summary(it: Iteration, where: str) -> str:
+    if it.success:
+        text = f"{where.capitalize()}: the harness call returned"
+    else:
+        text = f"{where.capitalize()}: the harness call failed"
+        if it.failure_kind:
+            text += f" ({_inline(it.failure_kind, 60)})"
+    facts = []
+    if it.duration_s is not None:
+        facts.append(f"{it.duration_s:.2f} s")
+    if it.prompt_tokens is not None:
+        facts.append(f"{it.prompt_tokens} prompt + {it.completion_tokens or 0} completion tokens")
+    if facts:
+        text += " (" + "; ".join(facts) + ")"
+    return text + "."
