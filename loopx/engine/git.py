@@ -41,3 +41,18 @@ def is_ancestor(workspace: Path, older: str, newer: str) -> bool | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return {0: True, 1: False}.get(proc.returncode)
+
+
+def head_and_dirty(workspace: Path) -> tuple[str | None, bool | None]:
+    """HEAD and whether tracked files changed, from a single `git status` (one process)."""
+    out = _git(workspace, "status", "--porcelain=v2", "--branch", "--untracked-files=no")
+    if out is None:
+        return None, None
+    head, dirty = None, False
+    for line in out.splitlines():
+        if line.startswith("# branch.oid "):
+            oid = line[len("# branch.oid ") :].strip()
+            head = oid if oid != "(initial)" else None
+        elif not line.startswith("#"):
+            dirty = True
+    return head, (dirty if head else None)

@@ -24,7 +24,7 @@ import orjson
 from loopx.engine import lookup
 from loopx.engine.clock import add_seconds
 from loopx.engine.core import Change, Context, Result, execute
-from loopx.engine.git import head_revision, is_ancestor, is_dirty
+from loopx.engine.git import head_and_dirty, is_ancestor
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState, Todo
@@ -244,8 +244,7 @@ def git_binding(workspace: Path | None) -> tuple[str | None, bool | None]:
     """The workspace's HEAD and whether its tracked files are dirty (None outside git)."""
     if workspace is None:
         return None, None
-    head = head_revision(workspace)
-    return head, (is_dirty(workspace) if head else None)
+    return head_and_dirty(workspace)
 
 
 def prepare_handoff(
