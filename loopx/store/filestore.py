@@ -190,6 +190,8 @@ class FileStore:
             try:
                 fs.write_all(fd, data)
                 fs.fsync(fd)
+                if offset == 0:  # a new ledger file: make its directory entry durable too
+                    fs.sync_dir(path.parent)
             except BaseException:
                 # Never leave a partial append behind: cut back to the last acknowledged
                 # byte. If even that fails, the next writer quarantines the torn tail.
@@ -200,8 +202,6 @@ class FileStore:
         finally:
             with contextlib.suppress(OSError):  # the data is durable (or already cut back)
                 fs.close(fd)
-        if offset == 0:  # a new ledger file: make its directory entry durable too
-            fs.sync_dir(path.parent)
 
     def _quarantine(self, goal_id: str, offset: int, reason: str) -> Repair:
         """Keep the damaged tail in `quarantine/` (durably), then cut it from the ledger."""

@@ -97,7 +97,8 @@ class FileSystem:
         try:
             self.fsync(fd)
         finally:
-            self.close(fd)
+            with contextlib.suppress(OSError):  # nothing was written through this descriptor
+                self.close(fd)
 
     def makedirs(self, path: Path, *, sync: bool = False) -> None:
         """Create `path` and missing parents; with `sync`, make each new entry durable."""
