@@ -789,14 +789,14 @@ class SessionPlan:
                 phase=2,
                 agent=self._session_actor(at),
             )
-            still_open = sorted(
-                t for t, st in self.todos.items() if st in ("open", "active", "blocked")
-            )
-            if still_open:
+            # Once the user was asked to confirm, closing the goal is theirs to do.
+            asked = "confirm-goal-met" in self.todos
+            still_open = [t for t, st in self.todos.items() if st in ("open", "active", "blocked")]
+            if asked or still_open:
                 self.add_todo(
                     "confirm-goal-met",
-                    f"loopy-loop reports the goal met, but {len(still_open)} todos are still "
-                    "open: review them, then close the goal",
+                    "loopy-loop reports the goal met, but todos are still open: review them, "
+                    "then close the goal",
                     role="user",
                     at=at,
                     phase=2,

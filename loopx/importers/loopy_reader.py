@@ -178,6 +178,11 @@ def _read_state(s: Session, f: SessionFiles, project_root: Path | None) -> None:
         return
     got = f.json(path, "state.json") if path.parent == s.directory else _outer_json(path)
     if got is None:
+        if path.parent != s.directory:
+            f.problem(
+                "state.json",
+                "the project's state.json has a schema_version this importer does not read",
+            )
         _fatal(s)
         return
     data, _ = got

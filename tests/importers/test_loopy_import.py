@@ -180,9 +180,13 @@ def test_goal_met_with_evidence_is_achieved(tmp_path: Path) -> None:
     assert [e["evidence_id"] for e in digest["evidence"]] == ["outcome", "it-0003-commit"]
 
 
-@pytest.mark.parametrize("name", ["coordinator-only", "noop-max-turns", "goal-met"])
+@pytest.mark.parametrize("name", ["coordinator-only", "noop-max-turns", "goal-met", "documented"])
 def test_reimport_changes_nothing_and_is_deterministic(tmp_path: Path, name: str) -> None:
-    source = copy_012(name, tmp_path)
+    if name == "documented":
+        source = tmp_path / "proj"
+        documented_project(source)
+    else:
+        source = copy_012(name, tmp_path)
     store = _store(tmp_path)
     first = import_path(store, source)
     before = _ledgers(store)
@@ -350,6 +354,10 @@ def test_goal_met_with_open_user_todo_waits_for_the_user(tmp_path: Path) -> None
     assert state.status == "active"
     assert _todos(state)["loopy-session"] == ("done", "agent")
     assert _todos(state)["confirm-goal-met"] == ("open", "user")
+    before = store.raw("s1")
+    again = import_path(store, s.dir)
+    assert (again.applied, again.problems) == (0, [])
+    assert store.raw("s1") == before
 
 
 def test_unresolvable_error_asks_the_user_and_harness_failure_is_a_failed_run(
