@@ -13,8 +13,11 @@ Decisions on what is *not* a finding, so the scan does not cry wolf:
   generic assignment rules skip such values.
 - ``127.0.0.0/8``, ``::1`` and ``0.0.0.0`` are the same on every machine and reveal nothing, so
   only RFC 1918 ranges, link-local ``169.254/16``, IPv6 ULA ``fc00::/7`` and link-local
-  ``fe80::/10`` are private IPs.
-- a bare ``~`` or ``~/`` names the reader's own home and no user: not a finding; ``~alice`` is.
+  ``fe80::/10`` are private IPs; the ranges' own names (``10.0.0.0/8``) are not findings.
+- code is not a secret: ``token = make_token(…)`` and ``key = self.settings.api_key``.
+- a bare ``~`` or ``~/`` names the reader's own home and no user: not a finding; ``~alice/…``
+  is. A ``~word`` not followed by ``/`` is as often code (``~mask``) or prose, and names must be
+  lowercase as user names are by convention (``~NOTFOUND/`` is not a home).
 - ``git@host:org/repo.git`` is the SSH remote form; ``git`` is a service user: not an e-mail;
   nor is the user part of a URL (``ssh://git@host/…``); a password there is ``url-password``.
 - ``icon@2x.png`` style asset names are not e-mail addresses.
@@ -29,13 +32,14 @@ import binascii
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 CREDENTIAL = "credential"
 PERSONAL = "personal"
 
 Check = Callable[["re.Match[str]"], bool]
+Locate = Callable[[str, int], "int | None"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,10 @@ class Rule:
     The span reported and redacted is the named group ``secret`` when the regex has one and it
     took part in the match, else the whole match. ``generic`` rules (keyword + entropy) yield to
     a specific rule that flags an overlapping span; ``priority`` breaks ties when redacting.
+
+    A rule with ``locate`` is positional: its anchors are common (``@``, ``token``, ``~``), so
+    instead of searching the whole text its regex is tried only where ``locate`` says a match
+    around each anchor occurrence would start.
     """
 
     kind: str
@@ -54,11 +62,13 @@ class Rule:
     check: Check | None = None
     generic: bool = False
     priority: int = 1
+    locate: Locate | None = None
 
-    def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        """Yield the (start, end) of every match of this rule in `text`."""
+    def spans(self, text: str, anchors: Iterable[int] = ()) -> Iterator[tuple[int, int]]:
+        """Yield the (start, end) of every match in `text`; `anchors` are the start offsets of
+        this rule's anchors in `text` (only positional rules use them)."""
         has_secret = "secret" in self.pattern.groupindex
-        for match in self.pattern.finditer(text):
+        for match in self._matches(text, anchors):
             if self.check is not None and not self.check(match):
                 continue
             if has_secret and match.start("secret") >= 0:
@@ -66,10 +76,54 @@ class Rule:
             else:
                 yield match.span()
 
+    def _matches(self, text: str, anchors: Iterable[int]) -> Iterator[re.Match[str]]:
+        if self.locate is None:
+            yield from self.pattern.finditer(text)
+            return
+        starts = {self.locate(text, anchor) for anchor in anchors}
+        for start in sorted(s for s in starts if s is not None):
+            match = self.pattern.match(text, start)
+            if match is not None:
+                yield match
+
 
 def words(text: str) -> frozenset[str]:
     """The whitespace-separated words of `text`, for readable word lists."""
     return frozenset(text.split())
+
+
+# --- positional rules -----------------------------------------------------------------------
+
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+
+
+def _back(text: str, pos: int, chars: frozenset[str], limit: int) -> int:
+    """Where a run of `chars` that ends at `pos` starts (looking back at most `limit`)."""
+    start = pos
+    while start > 0 and pos - start < limit and text[start - 1] in chars:
+        start -= 1
+    return start
+
+
+def _at_anchor(text: str, anchor: int) -> int:
+    return anchor
+
+
+def _key_start(text: str, anchor: int) -> int:
+    """The start of the key (or ``--flag``) whose keyword begins at `anchor`."""
+    return _back(text, anchor, _KEY_CHARS, 36)
+
+
+def _email_start(text: str, at: int) -> int:
+    return _back(text, at, _LOCAL_CHARS, 64)
+
+
+def _url_start(text: str, at: int) -> int | None:
+    """The scheme's start of the URL whose userinfo ends at the ``@`` at `at`."""
+    colons = text.rfind("://", max(0, at - 300), at)
+    return None if colons < 0 else _back(text, colons, _SCHEME_CHARS, 21)
 
 
 # --- value tests --------------------------------------------------------------------------------
@@ -126,8 +180,8 @@ def looks_secret(value: str) -> bool:
     """True when an assigned value looks like a real credential, not a word or placeholder."""
     if len(value) < 8 or value.startswith(_PLACEHOLDER_START):
         return False
-    if _BENIGN_VALUE.fullmatch(value):
-        return False
+    if _BENIGN_VALUE.fullmatch(value) or "=" in value.rstrip("="):
+        return False  # `a=b` inside a value is code or a query, not a credential
     lowered = value.lower()
     if any(word in lowered for word in _PLACEHOLDER_WORDS):
         return False
@@ -146,9 +200,10 @@ _SAFE_LAST = words(
     spent rate total version endpoint host hint hints label prompt ref refs store storage
     rotation rotated length min max enabled required"""
 )
-_SAFE_FIRST = words("max min num n total no has is use")
+_SAFE_FIRST = words("max min num n total no has is use next page continuation pagination cursor")
 
 
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
 _SECRET_WORDS = words("secret secrets token auth credential credentials apikey")
 _SECRET_ENDINGS = ("token", "secret", "apikey", "accesskey", "privatekey", "secretkey")
@@ -181,7 +236,10 @@ def _assignment_check(names: Callable[[list[str]], bool]) -> Check:
         words = _key_words(match.group("key"))
         if not words or words[-1] in _SAFE_LAST or words[0] in _SAFE_FIRST:
             return False
-        return names(words) and looks_secret(match.group("secret"))
+        value = match.group("secret")
+        if match.string.startswith("(", match.end()) or _DOTTED_NAME.fullmatch(value):
+            return False  # code: `token = make_token(...)`, `key = self.settings.api_key`
+        return names(words) and looks_secret(value)
 
     return check
 
@@ -205,7 +263,7 @@ def _aws_secret_check(match: re.Match[str]) -> bool:
 
 
 def _aws_key_id_check(match: re.Match[str]) -> bool:
-    return not match.group().endswith("EXAMPLE")  # the documented sample key ids
+    return "EXAMPLE" not in match.group()  # the documented sample key ids
 
 
 def _basic_auth_check(match: re.Match[str]) -> bool:
@@ -223,7 +281,8 @@ def _url_password_check(match: re.Match[str]) -> bool:
     password = match.group("secret").split(":", 1)[1]
     lowered = password.lower()
     return not (
-        password.startswith(_PLACEHOLDER_START)
+        len(password) < 3
+        or password.startswith(_PLACEHOLDER_START)
         or lowered in {"password", "pass", "passwd", "secret", "pwd", "token"}
         or set(password) <= {"*", "x", "X"}
     )
@@ -249,6 +308,14 @@ def _email_check(match: re.Match[str]) -> bool:
 
 def _windows_home_check(match: re.Match[str]) -> bool:
     return match.group("name").lower() not in {"public", "default", "all users", "default user"}
+
+
+_RANGE_NAMES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16")
+
+
+def _ipv4_check(match: re.Match[str]) -> bool:
+    """The private ranges themselves (``10.0.0.0/8``) name no host: not findings."""
+    return not match.string.startswith(_RANGE_NAMES, match.start())
 
 
 def _ipv6_check(match: re.Match[str]) -> bool:
@@ -293,6 +360,7 @@ def _rule(
     generic: bool = False,
     priority: int = 1,
     fold: bool | None = None,
+    locate: Locate | None = None,
 ) -> Rule:
     if fold if fold is not None else flags & re.IGNORECASE:
         anchors = [v for a in anchors for v in (a, a.lower(), a.upper(), a.capitalize())]
@@ -304,10 +372,20 @@ def _rule(
         check=check,
         generic=generic,
         priority=priority,
+        locate=locate,
     )
 
 
-_PEM_END = r"(?:[\s\S]{{0,12000}}?-----END {label}-----)?"
+# A header is only a key when key material follows (maybe after "Proc-Type:"-style lines),
+# raw or JSON-escaped: a constant holding the header alone is not a secret.
+_PEM_BODY = r"(?=(?:\s|\\[nr]|[A-Za-z-]+:[^\n\\]*)*[A-Za-z0-9+/=]{16})"
+
+
+def _pem(label: str) -> str:
+    """A PEM block of `label`: header, key material, and the footer when it is there."""
+    return rf"-----BEGIN {label}-----{_PEM_BODY}(?:[\s\S]{{0,12000}}?-----END {label}-----)?"
+
+
 _PRIVATE_LABEL = r"(?:(?:RSA|DSA|EC|DH|ENCRYPTED) )?PRIVATE KEY"
 
 _PASSWORD_KEYS = r"(?:password|passwd|passphrase|pwd)"
@@ -325,7 +403,7 @@ def _assignment(
     regex = rf"(?<![A-Za-z0-9_.-])(?P<flag>--)?{key}{separator}{_VALUE}"
     return _rule(
         kind, regex, anchors, flags=re.IGNORECASE, check=_assignment_check(names), generic=True,
-        priority=0,
+        priority=0, locate=_key_start,
     )  # fmt: skip
 
 
@@ -349,7 +427,11 @@ RULES: tuple[Rule, ...] = (
     _rule("gcp-api-key", _TOKEN_START + r"AIza[0-9A-Za-z_-]{35}" + _TOKEN_END, ["AIza"]),
     _rule(
         "gcp-service-account-key",
-        r'"private_key"\s*:\s*"(?P<secret>-----BEGIN ' + _PRIVATE_LABEL + r'-----[^"]{0,12000})"',
+        r'"private_key"\s*:\s*"(?P<secret>-----BEGIN '
+        + _PRIVATE_LABEL
+        + "-----"
+        + _PEM_BODY
+        + r'[^"]{0,12000})"',
         ['"private_key"'],
         priority=3,
     ),
@@ -500,8 +582,8 @@ RULES: tuple[Rule, ...] = (
     _rule("stripe-webhook-secret", r"whsec_[A-Za-z0-9+/=]{32,}", ["whsec_"]),
     _rule(
         "square-token",
-        r"(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}|EAAA[A-Za-z0-9_+=-]{60})"
-        + _TOKEN_END,
+        r"(?<![A-Za-z0-9_+/=-])(?:sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}"
+        r"|EAAA[A-Za-z0-9_+=-]{60})" + _TOKEN_END,
         ["sq0atp-", "sq0csp-", "EAAA"],
     ),
     _rule(
@@ -570,19 +652,19 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "private-key",
-        r"-----BEGIN " + _PRIVATE_LABEL + "-----" + _PEM_END.format(label=_PRIVATE_LABEL),
+        _pem(_PRIVATE_LABEL),
         ["-----BEGIN"],
         priority=2,
     ),
     _rule(
         "ssh-private-key",
-        r"-----BEGIN OPENSSH PRIVATE KEY-----" + _PEM_END.format(label="OPENSSH PRIVATE KEY"),
+        _pem("OPENSSH PRIVATE KEY"),
         ["-----BEGIN OPENSSH"],
         priority=2,
     ),
     _rule(
         "pgp-private-key",
-        r"-----BEGIN PGP PRIVATE KEY BLOCK-----" + _PEM_END.format(label="PGP PRIVATE KEY BLOCK"),
+        _pem("PGP PRIVATE KEY BLOCK"),
         ["-----BEGIN PGP"],
         priority=2,
     ),
@@ -594,6 +676,7 @@ RULES: tuple[Rule, ...] = (
         ["@"],
         check=_url_password_check,
         priority=2,
+        locate=_url_start,
     ),
     # --- generic, context-based
     _assignment("password-assignment", _PASSWORD_KEYS, _PASSWORD_WORDS, _names_password),
@@ -611,6 +694,7 @@ RULES: tuple[Rule, ...] = (
         check=_value_check,
         generic=True,
         priority=0,
+        locate=_at_anchor,
     ),
     _rule(
         "basic-auth",
@@ -620,6 +704,7 @@ RULES: tuple[Rule, ...] = (
         check=_basic_auth_check,
         generic=True,
         priority=0,
+        locate=_at_anchor,
     ),
     # --- personal and machine data
     _rule(
@@ -630,6 +715,7 @@ RULES: tuple[Rule, ...] = (
         ["@"],
         category=PERSONAL,
         check=_email_check,
+        locate=_email_start,
     ),
     _rule(
         "home-path",
@@ -649,9 +735,10 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "home-path",
-        r"(?:^|(?<=[\s\"'(=,\[{:]))~[A-Za-z_][A-Za-z0-9._-]{0,31}(?=[/\s\"'),;:\]}.]|$)",
+        r"(?:^|(?<=[\s\"'(=,\[{:]))~[a-z_][a-z0-9._-]{0,31}(?=/)",
         ["~"],
         category=PERSONAL,
+        locate=_at_anchor,
     ),
     _rule(
         "private-ip",
@@ -661,6 +748,7 @@ RULES: tuple[Rule, ...] = (
         r"|169\.254(?:\." + _OCTET + r"){2})(?![0-9]|\.[0-9])",
         ["10.", "192.168.", "169.254."] + [f"172.{n}." for n in range(16, 32)],
         category=PERSONAL,
+        check=_ipv4_check,
     ),
     _rule(
         "private-ip",

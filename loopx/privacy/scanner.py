@@ -302,6 +302,7 @@ def _automata(kinds: Mapping[str, Iterable[str]]) -> tuple[_Literals, ...]:
 
 
 _ALWAYS = tuple(n for n, rule in enumerate(RULES) if not rule.anchors)
+_POSITIONAL = frozenset(n for n, rule in enumerate(RULES) if rule.locate is not None)
 
 
 def machine_names() -> dict[str, set[str]]:
@@ -367,7 +368,14 @@ class Scanner:
         return [_finding(text, hit, path) for hit in hits]
 
     def scan_bytes(self, data: bytes, path: str) -> list[Finding]:
-        """Scan `data` decoded as UTF-8 (undecodable bytes become U+FFFD)."""
+        """Scan `data` decoded as UTF-8 (undecodable bytes become U+FFFD).
+
+        Binary data (a NUL in the first 8 KiB) is scanned like `strings` reads it: only runs of
+        at least 8 printable ASCII characters, so metadata is checked but compressed noise
+        does not raise findings; offsets are then byte offsets.
+        """
+        if b"\x00" in data[:8192]:
+            return self.scan_text(_printable_runs(data), path)
         return self.scan_text(data.decode("utf-8", errors="replace"), path)
 
     def hits(self, text: str) -> list[Hit]:
@@ -384,9 +392,13 @@ class Scanner:
     def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
         text = view.text
         numbers = set(_ALWAYS)
+        anchors: dict[int, list[int]] = {}  # positional rule -> where its anchors start
         for literals in self._automata:
             for index, start, end in literals.find(text):
-                numbers.update(literals.rules[index])
+                for number in literals.rules[index]:
+                    numbers.add(number)
+                    if number in _POSITIONAL:
+                        anchors.setdefault(number, []).append(start)
                 for kind in literals.kinds[index]:
                     bounded = _BOUNDED_CHARS.get(kind)
                     if bounded is not None and (
@@ -397,7 +409,7 @@ class Scanner:
                     self._add(found, view, kind, start, end, False, _EXACT_PRIORITY)
         for number in sorted(numbers):
             rule = RULES[number]
-            for start, end in rule.spans(text):
+            for start, end in rule.spans(text, anchors.get(number, ())):
                 if self._allow and text[start:end] in self._allow:
                     continue
                 self._add(found, view, rule.kind, start, end, rule.generic, rule.priority)
@@ -416,6 +428,17 @@ class Scanner:
         key = (kind, raw_start)
         if key not in found:
             found[key] = Hit(kind, raw_start, raw_end, view.encoding, generic, priority)
+
+
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t\n\r]{8,}")
+
+
+def _printable_runs(data: bytes) -> str:
+    """`data` with everything but long printable ASCII runs blanked to NUL (same length)."""
+    kept = bytearray(len(data))
+    for match in _PRINTABLE_RUN.finditer(data):
+        kept[match.start() : match.end()] = match.group()
+    return kept.decode("latin-1")
 
 
 def _drop_generic_overlaps(hits: list[Hit]) -> list[Hit]:

@@ -55,6 +55,18 @@ NEAR_MISSES = [
     "blocked by 10 items; 192 tests; 172 files",
     "AccountName=public-docs",
     "hf_transfer_enabled and sk-learn-tutorial and ghp_ prefix docs",
+    # shapes seen in real code and docs
+    "x[~mask] = y[~valid] / z; flags & ~opt; (~typing.Callable)",
+    "def f(startToken:Token=None, offendingToken:Token=None): ...",
+    '"NextToken": "9f4d9f69-275a-41fe-b58e-2b837bd9ba48", --next-token 9f4d9f69-275a-41fe',
+    "key = self.settings.api_key; token = make_token(user_id, secret_b64)",
+    "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCoeR9ieZTjQ3pXCHczuAYZFjlF7tuBkXuEAAAqwerty12345",
+    "X-Amz-Credential=AKIAEXAMPLEPBUMBC3GA%2F20170824%2Fus-west-2",
+    'proxy = "http://a:b@localhost:3128/"',
+    '_SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"',
+    "-----BEGIN RSA PRIVATE KEY-----\\nkey omitted for brevity\\n-----END RSA PRIVATE KEY-----",
+    "private ranges: 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 and 169.254.0.0/16",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
 ]
 
 

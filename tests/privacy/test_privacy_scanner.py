@@ -218,3 +218,27 @@ def test_generic_findings_yield_to_overlapping_specific_ones() -> None:
     doc = f"token: {token}\npassword = Xk29sLq0pWz!\n" * 50
     kinds = [f.kind for f in Scanner(machine=False).scan_text(doc)]
     assert kinds == ["github-token", "password-assignment"] * 50
+
+
+def test_binary_data_is_scanned_for_printable_runs_only() -> None:
+    noise = bytes([0, 0x89, 0x7E, 0x52, 0x3B, 0xFF, 0x0F]) + b" ~ab\x00\x01"
+    data = noise + b"\x00tEXt Comment=made in /home/dwhitfield/shots\x00" + noise
+    (finding,) = Scanner(machine=False).scan_bytes(data, "shot.png")
+    assert (finding.kind, finding.offset) == ("home-path", data.index(b"/home/"))
+    assert Scanner(machine=False).scan_bytes(noise * 100, "noise.bin") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("notes in ~dana/notes", True),
+        ("(~dana/x)", True),
+        ("ask ~dana about it", False),
+        ("x[~dana]", False),
+        ("~/notes and ~ alone", False),
+        ("https://example.edu/~dana/", False),
+    ],
+)
+def test_tilde_homes_need_a_user_and_a_path(text: str, found: bool) -> None:
+    kinds = [f.kind for f in Scanner(machine=False).scan_text(text)]
+    assert kinds == (["home-path"] if found else [])
