@@ -16,8 +16,16 @@ from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
 HANDLERS: dict[str, Handler] = {}
-# The data key naming what an operation created or changed, reported in its receipt.
+# What an operation created or changed, reported in its receipt: the id named after the
+# event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
+# the first of these keys present.
 SUBJECT_KEYS = ("todo_id", "gate_id", "evidence_id", "run_id", "note_id", "handoff_id", "agent_id")
+
+
+def subject_of(event: Event) -> Any:
+    data = event["data"]
+    own = data.get(event["type"].split(".", 1)[0] + "_id")
+    return own if own is not None else next((data[k] for k in SUBJECT_KEYS if k in data), None)
 
 
 def handles(event_type: str) -> Callable[[Handler], Handler]:
@@ -49,9 +57,7 @@ def apply(state: GoalState | None, event: Event) -> GoalState:
         op = ops[op_id]
         ops[op_id] = [op[0], op[1], seq, op[3]]
     else:
-        data = event["data"]
-        subject = next((data[k] for k in SUBJECT_KEYS if k in data), None)
-        ops[op_id] = [event["op_hash"], seq, seq, subject]
+        ops[op_id] = [event["op_hash"], seq, seq, subject_of(event)]
     return state
 
 

@@ -1,0 +1,414 @@
+"""Todo write paths: every transition's preconditions, its error code, and that a refusal
+writes nothing. Leases expire by the injected clock, never the wall clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from conftest import T0, make_ctx
+
+from loopx.engine import evidence, gates, goals, todos
+from loopx.engine.clock import FixedClock, add_seconds
+from loopx.engine.core import Context, require_goal
+from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
+
+G = "launch"
+
+
+class World:
+    """A goal with one shared clock (each write advances it a minute) and named actors."""
+
+    def __init__(self, store: Any, lease: int = 600):
+        self.store = store
+        self.clock = FixedClock(T0, 60)
+        goals.create_goal(self.ctx(), G, title="Launch", objective="Ship", lease_seconds=lease)
+
+    def ctx(self, agent: str = "maintainer", session: str = "s1") -> Context:
+        return Context(self.store, self.clock, agent_id=agent, session_id=session)
+
+    def later(self, seconds: int) -> None:
+        self.clock = FixedClock(add_seconds(self.clock.now(), seconds), 60)
+
+    def todo(self, todo_id: str) -> Any:
+        return require_goal(self.store, G).todos[todo_id]
+
+    def add(self, todo_id: str, **kwargs: Any) -> Any:
+        return todos.add_todo(self.ctx(), G, title=f"Todo {todo_id}", todo_id=todo_id, **kwargs)
+
+
+@pytest.fixture
+def w(store: Any) -> World:
+    return World(store)
+
+
+def refused(w: World, code: str, call: Callable[[], Any], kind: type = LoopxError) -> Any:
+    before = w.store.raw(G)
+    with pytest.raises(kind) as caught:
+        call()
+    assert caught.value.code == code, caught.value.to_dict()
+    assert w.store.raw(G) == before, "a refused write appended something"
+    return caught.value
+
+
+# -- add ------------------------------------------------------------------------------------
+
+
+def test_add_assigns_sequential_ids_and_records_fields(w: World) -> None:
+    first = todos.add_todo(w.ctx(), G, title="First")
+    second = todos.add_todo(
+        w.ctx(),
+        G,
+        title="Second",
+        role="user",
+        kind="review",
+        priority=0,
+        depends_on=["todo-1"],
+        acceptance="Reviewed by two people",
+    )
+    assert first.receipt["subject"] == "todo-1" and second.receipt["subject"] == "todo-2"
+    t = w.todo("todo-2")
+    assert (t.role, t.kind, t.priority, t.depends_on) == ("user", "review", 0, ["todo-1"])
+    assert t.acceptance == "Reviewed by two people" and t.status == "open"
+    assert t.revision == second.receipt["revision"] == t.created_seq
+
+
+def test_add_refuses_a_taken_id(w: World) -> None:
+    w.add("a")
+    refused(w, "todo_exists", lambda: w.add("a"), Conflict)
+
+
+def test_add_refuses_unknown_dependencies_naming_them(w: World) -> None:
+    w.add("a")
+    err = refused(w, "dependency_not_found", lambda: w.add("b", depends_on=["a", "x", "y"]))
+    assert err.details["todo_ids"] == ["x", "y"]
+    assert err.exit_code == 3
+
+
+def test_add_refuses_depending_on_itself(w: World) -> None:
+    refused(w, "dependency_not_found", lambda: w.add("a", depends_on=["a"]))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({"role": "robot"}, "invalid_role"),
+        ({"priority": 5}, "invalid_priority"),
+        ({"priority": -1}, "invalid_priority"),
+        ({"title": ""}, "empty_text"),
+        ({"title": "x" * 501}, "text_too_long"),
+        ({"acceptance": "x" * 20_001}, "text_too_long"),
+        ({"visibility": "everyone"}, "invalid_visibility"),
+        ({"todo_id": "Not An Id"}, "invalid_id"),
+        ({"depends_on": ["BAD ID"]}, "invalid_id"),
+        ({"kind": "Not a kind"}, "invalid_input"),
+        ({"predecessor": "ghost"}, "todo_not_found"),
+    ],
+)
+def test_add_refuses_bad_input(w: World, kwargs: dict[str, Any], code: str) -> None:
+    args: dict[str, Any] = {"title": "Title", **kwargs}
+    err = refused(w, code, lambda: todos.add_todo(w.ctx(), G, **args))
+    for value in kwargs.values():
+        if isinstance(value, str) and len(value) > 3:
+            assert value not in err.message, "an input value was echoed back"
+
+
+def test_add_with_a_predecessor_links_its_successor(w: World) -> None:
+    w.add("old")
+    w.add("new", predecessor="old")
+    assert w.todo("old").successor == "new"
+    assert w.todo("new").predecessor == "old"
+
+
+# -- update ---------------------------------------------------------------------------------
+
+
+def test_update_changes_fields_and_moves_the_todo_revision(w: World) -> None:
+    w.add("a")
+    w.add("b")
+    result = todos.update_todo(
+        w.ctx(), G, "b", title="Renamed", priority=0, depends_on=["a"], kind="bug", role="user"
+    )
+    t = w.todo("b")
+    assert (t.title, t.priority, t.depends_on, t.kind, t.role) == (
+        "Renamed",
+        0,
+        ["a"],
+        "bug",
+        "user",
+    )
+    assert t.revision == result.receipt["revision"]
+    todos.update_todo(w.ctx(), G, "b", depends_on=[])
+    assert w.todo("b").depends_on == []
+
+
+def test_update_refusals(w: World) -> None:
+    w.add("a")
+    refused(w, "no_change", lambda: todos.update_todo(w.ctx(), G, "a"), InvalidInput)
+    refused(w, "todo_not_found", lambda: todos.update_todo(w.ctx(), G, "zz", priority=1))
+    refused(w, "invalid_role", lambda: todos.update_todo(w.ctx(), G, "a", role="boss"))
+    refused(w, "empty_text", lambda: todos.update_todo(w.ctx(), G, "a", title=" "))
+    refused(w, "invalid_priority", lambda: todos.update_todo(w.ctx(), G, "a", priority=9))
+    refused(w, "dependency_not_found", lambda: todos.update_todo(w.ctx(), G, "a", depends_on=["q"]))
+    todos.complete_todo(w.ctx(), G, "a")
+    refused(w, "todo_closed", lambda: todos.update_todo(w.ctx(), G, "a", priority=1), Conflict)
+
+
+def test_a_dependency_cycle_is_refused_on_update(w: World) -> None:
+    w.add("a")
+    w.add("b", depends_on=["a"])
+    w.add("c", depends_on=["b"])
+    err = refused(
+        w, "dependency_cycle", lambda: todos.update_todo(w.ctx(), G, "a", depends_on=["c"])
+    )
+    assert err.details["cycle"] == ["a", "c", "b", "a"]
+    refused(w, "dependency_cycle", lambda: todos.update_todo(w.ctx(), G, "a", depends_on=["a"]))
+    # A diamond is not a cycle.
+    w.add("d", depends_on=["b", "c"])
+    todos.update_todo(w.ctx(), G, "d", depends_on=["a", "b", "c"])
+
+
+def test_a_long_dependency_chain_is_checked_without_recursion(w: World) -> None:
+    from loopx.engine.lookup import dependency_cycle
+    from loopx.state.entities import GoalState, Todo
+
+    state = GoalState(goal_id=G)
+    for i in range(20_000):
+        state.todos[f"t{i}"] = Todo(f"t{i}", "x", depends_on=[f"t{i - 1}"] if i else [])
+    assert dependency_cycle(state, "t0", ["t19999"]) is not None
+    assert dependency_cycle(state, "new", ["t19999"]) is None
+
+
+# -- claim, renew, release --------------------------------------------------------------------
+
+
+def test_claim_sets_a_lease_from_the_injected_clock(w: World) -> None:
+    w.add("a")
+    now = w.clock.now()  # the clock ticks a minute per reading: the claim reads the next one
+    todos.claim_todo(w.ctx("agent-a", "sess-1"), G, "a")
+    t = w.todo("a")
+    assert t.status == "active"
+    assert t.claim is not None
+    assert t.claim["agent_id"] == "agent-a" and t.claim["session_id"] == "sess-1"
+    assert t.claim["claimed_at"] == add_seconds(now, 60)
+    assert t.claim["lease_expires_at"] == add_seconds(now, 60 + 600)
+    todos.claim_todo(w.ctx("agent-a"), G, "a", lease_seconds=30)
+    assert w.todo("a").claim["lease_expires_at"] == add_seconds(now, 120 + 30)
+
+
+def test_a_live_claim_by_another_agent_is_claim_owner_mismatch(w: World) -> None:
+    w.add("a")
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    err = refused(w, "claim_owner_mismatch", lambda: todos.claim_todo(w.ctx("agent-b"), G, "a"))
+    assert err.details["claimed_by"] == "agent-a"
+    assert err.details["lease_expires_at"] == w.todo("a").claim["lease_expires_at"]
+    # ... and the same for completing, blocking or cancelling it
+    for call in (
+        lambda: todos.complete_todo(w.ctx("agent-b"), G, "a"),
+        lambda: todos.block_todo(w.ctx("agent-b"), G, "a", reason="mine now"),
+        lambda: todos.cancel_todo(w.ctx("agent-b"), G, "a"),
+        lambda: todos.renew_todo(w.ctx("agent-b"), G, "a"),
+        lambda: todos.release_todo(w.ctx("agent-b"), G, "a"),
+    ):
+        refused(w, "claim_owner_mismatch", call, Conflict)
+
+
+def test_an_expired_lease_may_be_claimed_by_another_agent(w: World) -> None:
+    w.add("a")
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    w.later(601)
+    todos.claim_todo(w.ctx("agent-b", "sb"), G, "a")
+    claim = w.todo("a").claim
+    assert claim is not None and claim["agent_id"] == "agent-b"
+
+
+def test_claim_refusals(w: World) -> None:
+    w.add("dep")
+    w.add("a", depends_on=["dep"])
+    err = refused(w, "dependency_open", lambda: todos.claim_todo(w.ctx("x"), G, "a"), Conflict)
+    assert err.details["dependencies"] == ["dep"]
+    refused(w, "todo_not_found", lambda: todos.claim_todo(w.ctx("x"), G, "nope"), NotFound)
+    refused(w, "invalid_lease", lambda: todos.claim_todo(w.ctx("x"), G, "dep", lease_seconds=0))
+    todos.block_todo(w.ctx(), G, "dep", reason="waiting")
+    refused(w, "todo_blocked", lambda: todos.claim_todo(w.ctx("x"), G, "dep"), Conflict)
+    todos.unblock_todo(w.ctx(), G, "dep")
+    todos.complete_todo(w.ctx(), G, "dep")
+    refused(w, "todo_closed", lambda: todos.claim_todo(w.ctx("x"), G, "dep"), Conflict)
+    todos.claim_todo(w.ctx("x"), G, "a")
+
+
+def test_renew_extends_your_own_lease_and_records_a_heartbeat(w: World) -> None:
+    w.add("a")
+    refused(w, "not_claimed", lambda: todos.renew_todo(w.ctx("agent-a"), G, "a"), Conflict)
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    before = w.todo("a").claim
+    todos.renew_todo(w.ctx("agent-a"), G, "a", lease_seconds=3600)
+    after = w.todo("a").claim
+    assert after["lease_expires_at"] > before["lease_expires_at"]
+    assert after["heartbeat_at"] > before["heartbeat_at"]
+    assert after["claimed_at"] == before["claimed_at"]
+
+
+def test_release_gives_the_todo_back(w: World) -> None:
+    w.add("a")
+    refused(w, "not_claimed", lambda: todos.release_todo(w.ctx("agent-a"), G, "a"))
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    todos.release_todo(w.ctx("agent-a"), G, "a", reason="Switching tasks")
+    t = w.todo("a")
+    assert t.status == "open" and t.claim is None and t.reason == "Switching tasks"
+    todos.claim_todo(w.ctx("agent-b"), G, "a")
+
+
+# -- gates hold todos -------------------------------------------------------------------------
+
+
+def test_a_pending_gate_on_the_todo_blocks_claim_and_complete(w: World) -> None:
+    w.add("a")
+    w.add("b")
+    gates.open_gate(w.ctx(), G, question="Ship?", authority="boss", blocks=["a"], gate_id="g1")
+    for call in (
+        lambda: todos.claim_todo(w.ctx("x"), G, "a"),
+        lambda: todos.complete_todo(w.ctx("x"), G, "a"),
+    ):
+        err = refused(w, "gate_pending", call, Conflict)
+        assert err.details["gate_ids"] == ["g1"]
+    todos.claim_todo(w.ctx("x"), G, "b")  # other todos are not held
+    gates.resolve_gate(w.ctx("boss"), G, "g1", resolution="approve")
+    todos.complete_todo(w.ctx("x"), G, "a")
+
+
+def test_a_goal_wide_gate_holds_every_todo(w: World) -> None:
+    w.add("a")
+    gates.open_gate(w.ctx(), G, question="Pause?", authority="boss", gate_id="all")
+    err = refused(w, "gate_pending", lambda: todos.complete_todo(w.ctx(), G, "a"))
+    assert err.details["gate_ids"] == ["all"]
+    gates.resolve_gate(w.ctx("boss"), G, "all", resolution="defer")
+    refused(w, "gate_pending", lambda: todos.claim_todo(w.ctx(), G, "a"))
+    gates.resolve_gate(w.ctx("boss"), G, "all", resolution="reject")
+    todos.complete_todo(w.ctx(), G, "a")
+
+
+# -- complete, block, unblock, reopen, cancel -------------------------------------------------
+
+
+def test_complete_records_summary_evidence_and_successor(w: World) -> None:
+    w.add("a")
+    w.add("next")
+    ev = evidence.add_evidence(w.ctx(), G, kind="test", summary="green", visibility="team")
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    todos.complete_todo(
+        w.ctx("agent-a"),
+        G,
+        "a",
+        summary="Done and dusted",
+        evidence_ids=[ev.receipt["subject"]],
+        successor="next",
+    )
+    t = w.todo("a")
+    assert t.status == "done" and t.claim is None and t.closed_at
+    assert t.evidence_ids == ["ev-1"] and t.successor == "next"
+    assert t.summary == "Done and dusted"
+
+
+def test_complete_refusals(w: World) -> None:
+    w.add("dep")
+    w.add("a", depends_on=["dep"])
+    refused(w, "dependency_open", lambda: todos.complete_todo(w.ctx(), G, "a"), Conflict)
+    refused(
+        w,
+        "evidence_not_found",
+        lambda: todos.complete_todo(w.ctx(), G, "dep", evidence_ids=["ev-9"]),
+        NotFound,
+    )
+    refused(w, "todo_not_found", lambda: todos.complete_todo(w.ctx(), G, "dep", successor="z"))
+    refused(
+        w, "text_too_long", lambda: todos.complete_todo(w.ctx(), G, "dep", summary="s" * 20_001)
+    )
+    todos.block_todo(w.ctx(), G, "dep", reason="stuck")
+    refused(w, "todo_blocked", lambda: todos.complete_todo(w.ctx(), G, "dep"), Conflict)
+    todos.unblock_todo(w.ctx(), G, "dep")
+    todos.complete_todo(w.ctx(), G, "dep")
+    refused(w, "todo_closed", lambda: todos.complete_todo(w.ctx(), G, "dep"), Conflict)
+    todos.complete_todo(w.ctx(), G, "a")
+
+
+def test_a_dependency_that_was_cancelled_stays_open_for_its_dependents(w: World) -> None:
+    w.add("dep")
+    w.add("a", depends_on=["dep"])
+    todos.cancel_todo(w.ctx(), G, "dep")
+    refused(w, "dependency_open", lambda: todos.complete_todo(w.ctx(), G, "a"))
+
+
+def test_block_and_unblock(w: World) -> None:
+    w.add("a")
+    refused(w, "empty_text", lambda: todos.block_todo(w.ctx(), G, "a", reason=None))
+    refused(w, "todo_not_blocked", lambda: todos.unblock_todo(w.ctx(), G, "a"), Conflict)
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    todos.block_todo(w.ctx("agent-a"), G, "a", reason="Upstream API is down")
+    t = w.todo("a")
+    assert t.status == "blocked" and t.reason == "Upstream API is down"
+    assert t.claim is not None, "blocking keeps the claim"
+    refused(w, "todo_blocked", lambda: todos.block_todo(w.ctx("agent-a"), G, "a", reason="again"))
+    todos.unblock_todo(w.ctx("agent-a"), G, "a")
+    assert w.todo("a").status == "active", "an unblocked claimed todo is active again"
+    w.add("b")
+    todos.block_todo(w.ctx(), G, "b", reason="r")
+    todos.unblock_todo(w.ctx(), G, "b")
+    assert w.todo("b").status == "open"
+
+
+def test_reopen_a_done_or_cancelled_todo(w: World) -> None:
+    w.add("a")
+    refused(w, "todo_not_closed", lambda: todos.reopen_todo(w.ctx(), G, "a", reason="r"), Conflict)
+    todos.complete_todo(w.ctx(), G, "a")
+    refused(w, "empty_text", lambda: todos.reopen_todo(w.ctx(), G, "a", reason=""))
+    result = todos.reopen_todo(w.ctx("reviewer"), G, "a", reason="Tests fail on main")
+    t = w.todo("a")
+    assert t.status == "open" and t.closed_at is None and t.reason == "Tests fail on main"
+    event = w.store.read(G).events[-1]
+    assert event["type"] == "todo.reopened"
+    assert event["actor"]["agent_id"] == "reviewer"
+    assert event["seq"] == result.receipt["seq_last"]
+    todos.cancel_todo(w.ctx(), G, "a")
+    todos.reopen_todo(w.ctx(), G, "a", reason="Needed after all")
+    assert w.todo("a").status == "open"
+
+
+def test_cancel(w: World) -> None:
+    w.add("a")
+    todos.cancel_todo(w.ctx(), G, "a", reason="Not needed")
+    assert w.todo("a").status == "cancelled"
+    refused(w, "todo_closed", lambda: todos.cancel_todo(w.ctx(), G, "a"), Conflict)
+    refused(w, "todo_closed", lambda: todos.claim_todo(w.ctx(), G, "a"), Conflict)
+    refused(w, "todo_closed", lambda: todos.block_todo(w.ctx(), G, "a", reason="r"), Conflict)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: todos.claim_todo(c, G, "ghost"),
+        lambda c: todos.renew_todo(c, G, "ghost"),
+        lambda c: todos.release_todo(c, G, "ghost"),
+        lambda c: todos.complete_todo(c, G, "ghost"),
+        lambda c: todos.block_todo(c, G, "ghost", reason="r"),
+        lambda c: todos.unblock_todo(c, G, "ghost"),
+        lambda c: todos.reopen_todo(c, G, "ghost", reason="r"),
+        lambda c: todos.cancel_todo(c, G, "ghost"),
+        lambda c: todos.update_todo(c, G, "ghost", title="t"),
+    ],
+)
+def test_every_todo_write_on_an_unknown_todo_is_todo_not_found(w: World, call: Any) -> None:
+    err = refused(w, "todo_not_found", lambda: call(w.ctx()), NotFound)
+    assert err.details["todo_id"] == "ghost"
+
+
+def test_actor_ids_are_checked_before_anything_is_written(w: World) -> None:
+    w.add("a")
+    refused(w, "invalid_id", lambda: todos.claim_todo(make_ctx(w.store, agent="Bad Agent"), G, "a"))
+    refused(w, "invalid_id", lambda: todos.claim_todo(make_ctx(w.store, session="a b"), G, "a"))
+    refused(
+        w,
+        "invalid_id",
+        lambda: todos.claim_todo(w.ctx(), G, "a", operation_id="has space"),
+    )
