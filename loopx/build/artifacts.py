@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 
@@ -15,7 +16,7 @@ class Artifact:
     schema: str | None = None
     goal_id: str | None = None
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
@@ -27,6 +28,7 @@ class Site:
     artifacts: dict[str, Artifact] = field(default_factory=dict)
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     head: str | None = None
+    validate: bool = False  # check every JSON artifact against its schema (tests, --validate)
 
     def add(self, artifact: Artifact) -> None:
         if artifact.path in self.artifacts:

@@ -15,8 +15,9 @@ import orjson
 
 from loopx.build.artifacts import Artifact, Site
 from loopx.build.boundary import enforce, non_public_strings, scan_public
-from loopx.build.site import build_audience
+from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
+from loopx.build.work import BuildCache, run_units
 from loopx.build.writer import WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.model.errors import InvalidInput
@@ -82,13 +83,39 @@ def gather(store: FileStore) -> dict[str, GoalState]:
     return goals
 
 
-def make_site(root: Path, audiences: tuple[str, ...], head: str | None) -> tuple[Site, Any]:
-    """Gather and render everything in memory; nothing is written."""
+def make_site(
+    root: Path,
+    audiences: tuple[str, ...],
+    head: str | None,
+    *,
+    validate: bool = False,
+    cache: BuildCache | None = None,
+) -> tuple[Site, Any]:
+    """Gather and render everything in memory; nothing is written. With `validate`, every
+    JSON artifact is checked against its schema as it is made (tests and `--validate`)."""
     store = FileStore(root)
     goals = gather(store)
-    site = Site(head=head)
+    site = Site(head=head, validate=validate)
+    split = {audience: visibility_split(goals, audience) for audience in audiences}
+    units = [(audience, g) for audience in audiences for g in sorted(split[audience][0])]
+    results = run_units(
+        units,
+        goals,
+        head=head,
+        visible={audience: split[audience][0] for audience in audiences},
+        read_blob=store.get_blob,
+        validate=validate,
+        cache=cache,
+    )
     for audience in audiences:
-        build_audience(site, goals, audience, head=head, read_blob=store.get_blob)
+        rows = []
+        for unit in units:
+            if unit[0] == audience:
+                artifacts, row = results[unit]
+                for artifact in artifacts:
+                    site.add(artifact)
+                rows.append(row)
+        audience_artifacts(site, audience, rows, split[audience][1])
     site.sources = {
         g: {"revision": s.revision, "head": s.head, "visibility": s.visibility}
         for g, s in sorted(goals.items())
@@ -110,7 +137,8 @@ def make_site(root: Path, audiences: tuple[str, ...], head: str | None) -> tuple
             for a in sorted(site.artifacts.values(), key=lambda a: a.path)
         },
     }
-    check_schema("loopx.manifest/v1", manifest, MANIFEST)
+    if validate:
+        check_schema("loopx.manifest/v1", manifest, MANIFEST)
     site.add(Artifact(MANIFEST, dumps(manifest), None, "loopx.manifest/v1"))
     return site, (goals, store)
 
@@ -129,9 +157,11 @@ def build(
     *,
     audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
     head: str | None = AUTO,
+    validate: bool = False,
+    cache: BuildCache | None = None,
 ) -> BuildResult:
     head = resolve_head(root, head)
-    site, (goals, store) = make_site(root, audiences, head)
+    site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
     result = BuildResult(site)
     if "public" in audiences:
         result.findings = scan_public(site, non_public_strings(goals, store.get_blob))

@@ -37,7 +37,8 @@ BlobReader = Callable[[str], bytes | None]
 
 
 def _json(site: Site, path: str, data: dict[str, Any], audience: str, goal: str | None) -> None:
-    check(data["schema"], data, path)
+    if site.validate:
+        check(data["schema"], data, path)
     site.add(Artifact(path, dumps(data), audience, data["schema"], goal))
 
 
@@ -269,28 +270,37 @@ def _todo_pages(
         _text(site, f"{base}/todos/{t.todo_id}.html", page, audience, state.goal_id)
 
 
-def build_audience(
-    site: Site,
-    goals: dict[str, GoalState],
+def goal_artifacts(
+    state: GoalState,
     audience: str,
     *,
     head: str | None,
+    visible_goals: set[str],
     read_blob: BlobReader | None,
+    validate: bool,
+) -> tuple[list[Artifact], dict[str, Any]]:
+    """Every artifact of one goal for one audience, and its index row (a unit of work that
+    can run in another process and be cached)."""
+    site = Site(head=head, validate=validate)
+    row = build_goal(
+        site,
+        state,
+        audience,
+        head=head,
+        visible_goals=visible_goals,
+        read_blob=read_blob if audience == "private" else None,
+    )
+    return list(site.artifacts.values()), row
+
+
+def audience_artifacts(
+    site: Site,
+    audience: str,
+    rows: list[dict[str, Any]],
+    hidden: dict[str, int],
 ) -> None:
-    visible = {g for g, st in goals.items() if visible_to(st.visibility, audience)}
-    hidden = Counter(st.visibility for g, st in goals.items() if g not in visible)
-    rows = [
-        build_goal(
-            site,
-            goals[g],
-            audience,
-            head=head,
-            visible_goals=visible,
-            read_blob=read_blob if audience == "private" else None,
-        )
-        for g in sorted(visible)
-    ]
-    idx = index(rows, Lens(audience), dict(hidden))
+    """The audience's index pages and stylesheet, from the goals' index rows."""
+    idx = index(rows, Lens(audience), hidden)
     _json(site, f"{audience}/index.json", idx, audience, None)
     _text(
         site,
@@ -301,3 +311,10 @@ def build_audience(
     )
     css = (resource_dir("templates") / "style.css").read_bytes()
     site.add(Artifact(f"{audience}/style.css", css, audience))
+
+
+def visibility_split(goals: dict[str, GoalState], audience: str) -> tuple[set[str], dict[str, int]]:
+    """The goals this audience may see, and how many of each visibility it may not."""
+    visible = {g for g, st in goals.items() if visible_to(st.visibility, audience)}
+    hidden = Counter(st.visibility for g, st in goals.items() if g not in visible)
+    return visible, dict(hidden)

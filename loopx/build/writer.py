@@ -35,10 +35,11 @@ class WriteReport:
 
 
 def _target(out: Path, rel: str) -> Path:
-    path = (out / rel).resolve()
-    if out.resolve() not in path.parents:
+    """`out/rel` for a relative POSIX path that stays inside `out` (checked by its parts)."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
         raise LoopxError("artifact path escapes the output folder", code="invalid_path")
-    return path
+    return out.joinpath(*parts)
 
 
 def _same(path: Path, data: bytes) -> bool:
@@ -65,13 +66,24 @@ def recover(out: Path) -> bool:
     return rolled
 
 
+def _write(fs: fsio.FileSystem, path: Path, data: bytes) -> None:
+    fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        fs.write_all(fd, data)
+    finally:
+        fs.close(fd)
+
+
 def _apply(out: Path, staging: Path, write: list[str], remove: list[str]) -> None:
     fs = fsio.current()
+    made: set[Path] = set()
     for rel in write:
         src = staging / "files" / rel
         if src.exists():  # already moved by an earlier, interrupted roll-forward
             dst = _target(out, rel)
-            dst.parent.mkdir(parents=True, exist_ok=True)
+            if dst.parent not in made:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                made.add(dst.parent)
             fs.replace(src, dst)
     for rel in remove:
         with contextlib.suppress(FileNotFoundError):
@@ -89,10 +101,13 @@ def write_tree(out: Path, files: dict[str, bytes], previous: set[str]) -> WriteR
     fs = fsio.current()
     staging = out / STAGING
     try:
+        made: set[Path] = set()
         for rel in sorted(changed):
             path = staging / "files" / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fs.write_atomic(path, changed[rel])
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
+            _write(fs, path, changed[rel])  # staging is discarded unless the journal lands
         plan = {"write": sorted(changed), "remove": stale}
         fs.write_atomic(staging / JOURNAL, orjson.dumps(plan), sync=True)
     except BaseException:
@@ -109,7 +124,7 @@ def write_tree(out: Path, files: dict[str, bytes], previous: set[str]) -> WriteR
 def _prune_empty_dirs(out: Path, removed: list[str]) -> None:
     for rel in removed:
         parent = _target(out, rel).parent
-        while parent != out.resolve() and parent.is_dir():
+        while parent != out and parent.is_dir():
             try:
                 os.rmdir(parent)
             except OSError:

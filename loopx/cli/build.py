@@ -51,20 +51,25 @@ def _root(root: Path | None) -> Path:
     is_flag=True,
     help="Write nothing; exit 6 when the folder differs from a fresh build.",
 )
+@click.option(
+    "--validate", is_flag=True, help="Also check every JSON artifact against schemas/."
+)
 @common()
 def build_cmd(
     out: Path,
     audiences: str,
     head: str | None,
     check_only: bool,
+    validate: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
 ) -> None:
     """Build every projection of every goal into OUT, deterministically.
 
-    Gathers and renders everything in memory, validates each JSON artifact against its
-    schema, scans every public byte, then writes each changed file once (all-or-nothing).
+    Gathers and renders everything in memory (with --validate, checks each JSON artifact
+    against its schema), scans every public byte, then writes each changed file once,
+    all-or-nothing.
     """
     from loopx.build.pipeline import build, check, parse_audiences
     from loopx.model.errors import CheckFailed
@@ -87,7 +92,7 @@ def build_cmd(
             )
         emit(fmt, result.to_dict(), f"{out} is up to date")
         return
-    res = build(project, out, audiences=auds, head=_head(head))
+    res = build(project, out, audiences=auds, head=_head(head), validate=validate)
     data = res.to_dict()
     data["out"] = str(out)
 

@@ -18,6 +18,7 @@ from loopx.projections.diff import describe, diff_facts, facts_from_state
 from loopx.state.entities import GoalState
 
 SCHEMA = "loopx.review/v1"
+EVIDENCE_LIMIT = 50  # newest first; the packet says how many more there are
 
 
 def _resolve_commands(goal_id: str, gate: Any) -> list[str]:
@@ -50,7 +51,7 @@ def review_packet(
     evidence = [
         e
         for e in lens.keep(
-            sorted(state.evidence.values(), key=lambda e: e.created_seq), "evidence items"
+            sorted(state.evidence.values(), key=lambda e: -e.created_seq), "evidence items"
         )
         if todo is None or e.todo_id == todo.todo_id
     ]
@@ -82,7 +83,8 @@ def review_packet(
         "questions": questions,
         "since_revision": since.revision if since is not None else None,
         "changes": [{**c, "text": describe(c)} for c in changes],
-        "evidence": [evidence_item(e, lens, head) for e in evidence],
+        "evidence": [evidence_item(e, lens, head) for e in evidence[:EVIDENCE_LIMIT]],
+        "evidence_total": len(evidence),
         "gates": [
             {**gate_item(g, lens, state), "commands": _resolve_commands(state.goal_id, g)}
             for g in gates

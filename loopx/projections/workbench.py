@@ -31,6 +31,7 @@ HEADER_RE = re.compile(
     r"head=(?P<head>[0-9a-f]*) digest=(?P<digest>[0-9a-f]{64}) -->\n"
 )
 DONE_LIMIT = 20
+LIST_LIMIT = 50  # longer lists are cut, and the workbench says by how much
 
 
 def workbench(
@@ -41,6 +42,8 @@ def workbench(
     visible = {t.todo_id for t in todos}
     ready = [t for t in frontier(state, now) if t.todo_id in visible]
     open_todos = [t for t in todos if t.is_open]
+    agent_todos = [t for t in open_todos if t.role == "agent"]
+    user_todos = [t for t in open_todos if t.role == "user"]
     done = [t for t in reversed(todos) if not t.is_open]
     notes = lens.keep(sorted(state.notes.values(), key=lambda n: n.created_seq), "notes")
     evidence, _ = recent_evidence(state, lens, head)
@@ -56,9 +59,12 @@ def workbench(
         "attention": att,
         "next_action": _next_action(att, ready, gates),
         "progress": progress(state),
-        "frontier": [todo_card(t, lens, state) for t in ready],
-        "agent_todos": [todo_card(t, lens, state) for t in open_todos if t.role == "agent"],
-        "user_todos": [todo_card(t, lens, state) for t in open_todos if t.role == "user"],
+        "frontier": [todo_card(t, lens, state) for t in ready[:LIST_LIMIT]],
+        "frontier_total": len(ready),
+        "agent_todos": [todo_card(t, lens, state) for t in agent_todos[:LIST_LIMIT]],
+        "agent_total": len(agent_todos),
+        "user_todos": [todo_card(t, lens, state) for t in user_todos[:LIST_LIMIT]],
+        "user_total": len(user_todos),
         "closed_todos": [todo_card(t, lens, state) for t in done[:DONE_LIMIT]],
         "closed_total": len(done),
         "gates": [gate_item(g, lens, state) for g in gates],

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 MAX_NODES = 400
+ROW_WIDTH = 1400  # components wider than a screen wrap onto the next row
 NODE_W, NODE_H, GAP = 168, 44, 48
 FILLS = {
     "open": "#eef4ff",
@@ -55,15 +56,42 @@ class _EdgeView:
 Layout = tuple[dict[str, tuple[float, float]], dict[int, list[tuple[float, float]]]]
 
 
+def _components(g: dict[str, Any], edges: dict[int, Any]) -> list[tuple[list[str], list[int]]]:
+    """Connected components in node order, each with its edges in edge order.
+
+    grandalf's own `Graph` collects a component's edges in a set, whose order depends on
+    memory addresses; building each `graph_core` from ordered lists keeps layouts identical
+    from one process to the next.
+    """
+    parent = {n["id"]: n["id"] for n in g["nodes"]}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i in edges:
+        a, b = find(g["edges"][i]["from"]), find(g["edges"][i]["to"])
+        if a != b:
+            parent[b] = a
+    members: dict[str, list[str]] = {}
+    for n in g["nodes"]:
+        members.setdefault(find(n["id"]), []).append(n["id"])
+    edge_ids: dict[str, list[int]] = {}
+    for i in edges:
+        edge_ids.setdefault(find(g["edges"][i]["from"]), []).append(i)
+    return [(nodes, edge_ids.get(root, [])) for root, nodes in members.items()]
+
+
 def layout(g: dict[str, Any]) -> Layout | None:
     """Node id → centre (x, y) and edge index → routed points, or None when too large."""
-    from grandalf.graphs import Edge, Graph, Vertex
+    from grandalf.graphs import Edge, Vertex, graph_core
     from grandalf.layouts import SugiyamaLayout
 
     nodes = g["nodes"]
     if not nodes or len(nodes) > MAX_NODES:
         return None if nodes else ({}, {})
-    order = {n["id"]: i for i, n in enumerate(nodes)}
     vertices = {n["id"]: Vertex(n["id"]) for n in nodes}
     for v in vertices.values():
         v.view = _View()
@@ -73,26 +101,34 @@ def layout(g: dict[str, Any]) -> Layout | None:
             edge = Edge(vertices[e["from"]], vertices[e["to"]])
             edge.view = _EdgeView()
             edges[i] = edge
-    graph = Graph(list(vertices.values()), list(edges.values()))
-    components = sorted(graph.C, key=lambda c: min(order[v.data] for v in c.sV))
+    components = [
+        graph_core([vertices[n] for n in members], [edges[i] for i in edge_ids])
+        for members, edge_ids in _components(g, edges)
+    ]
     positions: dict[str, tuple[float, float]] = {}
-    shift: dict[str, float] = {}
-    x_offset = 0.0
+    shift: dict[str, tuple[float, float]] = {}
+    x_at = y_at = row_height = 0.0
     for comp in components:
         sug = SugiyamaLayout(comp)
         sug.init_all()
         sug.draw()
         xs = [v.view.xy[0] for v in comp.sV]
-        left = min(xs) - NODE_W / 2
+        ys = [v.view.xy[1] for v in comp.sV]
+        width = max(xs) - min(xs) + NODE_W
+        height = max(ys) - min(ys) + NODE_H
+        if x_at and x_at + width > ROW_WIDTH:  # wrap: components flow in rows
+            x_at, y_at, row_height = 0.0, y_at + row_height + GAP, 0.0
+        dx, dy = x_at - (min(xs) - NODE_W / 2), y_at - (min(ys) - NODE_H / 2)
         for v in comp.sV:
             x, y = v.view.xy
-            positions[v.data] = (round(x - left + x_offset, 1), round(y, 1))
-            shift[v.data] = x_offset - left
-        x_offset += max(xs) - min(xs) + NODE_W + GAP
-    routes = {
-        i: [(round(x + shift[g["edges"][i]["from"]], 1), round(y, 1)) for x, y in e.view.points]
-        for i, e in edges.items()
-    }
+            positions[v.data] = (round(x + dx, 1), round(y + dy, 1))
+            shift[v.data] = (dx, dy)
+        x_at += width + GAP
+        row_height = max(row_height, height)
+    routes = {}
+    for i, e in edges.items():
+        dx, dy = shift[g["edges"][i]["from"]]
+        routes[i] = [(round(x + dx, 1), round(y + dy, 1)) for x, y in e.view.points]
     return positions, routes
 
 
@@ -149,7 +185,7 @@ def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | 
     pad = 16
     width = max(x for x, _ in pos.values()) + NODE_W / 2 + pad * 2
     height = max(y for _, y in pos.values()) + NODE_H / 2 + pad * 2
-    dy = NODE_H / 2 + pad - min(y for _, y in pos.values())
+    dy = pad
     dx = pad
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
