@@ -473,7 +473,17 @@ def test_schema_and_event_model_agree_on_limits(name: str) -> None:
         validate_data("handoff.prepared", event(bad))
 
 
-@pytest.mark.parametrize("path", ["/abs", "../up", "a/../b", "~/home", "C:/win", "a\\b", "a`b"])
+def test_the_context_schema_uses_the_event_models_path_pattern() -> None:
+    from loopx.model.events import RELATIVE_PATH_PATTERN
+    from loopx.resources import resource_dir
+
+    schema = json.loads((resource_dir("schemas") / "handoff-context.schema.json").read_text())
+    assert schema["$defs"]["file"]["properties"]["path"]["pattern"] == RELATIVE_PATH_PATTERN
+
+
+@pytest.mark.parametrize(
+    "path", ["/abs", "../up", "a/../b", "~/home", "C:/win", "a\\b", "a`b", "a.py\n", "b/.."]
+)
 def test_schema_and_event_model_agree_on_paths(path: str) -> None:
     from loopx.model.events import validate_data
 

@@ -8,10 +8,9 @@ a `BlobText` reference to the local private blob store.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from loopx.model.ids import ID_PATTERN, OPERATION_ID_PATTERN
 from loopx.model.upgrade import EVENT_VERSION, upgrade
@@ -226,14 +225,11 @@ def validate_data(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
 # -- handoff (issue 5) --------------------------------------------------------------------
 # Limits here mirror schemas/handoff-context.schema.json; a test keeps the two in step.
 
-_BAD_PATH = re.compile(r"(^[/~\\])|(^[A-Za-z]:)|((^|/)\.\.(/|$))|[\x00-\x1f`\\]")
-
-
-def relative_path(value: str) -> str:
-    """A workspace-relative POSIX path: no leading `/` or `~`, no drive, no `..`, no `\\`."""
-    if _BAD_PATH.search(value):
-        raise ValueError("must be a path relative to the workspace, without '..'")
-    return value
+# A path relative to the workspace: no leading `/` or `~`, no drive letter, no `..` segment, no
+# control character, backslash or backtick. The same text is the context schema's pattern.
+RELATIVE_PATH_PATTERN = (
+    r"^(?![/~])(?![A-Za-z]:)(?!(.*/)?\.\.(/|$))(?![\s\S]*[\x00-\x1f`\\])[\s\S]+$"
+)
 
 
 NoteItem = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
@@ -246,8 +242,10 @@ class HandoffApproach(_Data):
 
 
 class HandoffFile(_Data):
+    model_config = ConfigDict(extra="forbid", frozen=True, regex_engine="python-re")
+
     path: Annotated[
-        str, StringConstraints(min_length=1, max_length=500), AfterValidator(relative_path)
+        str, StringConstraints(min_length=1, max_length=500, pattern=RELATIVE_PATH_PATTERN)
     ]
     action: Literal["created", "modified", "deleted", "renamed", "read"]
     summary: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = None
