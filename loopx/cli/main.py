@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "review": ("loopx.cli.projection", "review_cmd", "A review packet for a decision."),
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
     "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
-    "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to another agent: prepare, adopt."),
+    "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
 }
 
 
