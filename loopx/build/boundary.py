@@ -77,17 +77,33 @@ def _template_text() -> str:
     return "\n".join(p.read_text("utf-8") for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def scan_public(site: Site, forbidden: set[str]) -> list[dict[str, Any]]:
-    """Scan every public artifact; return findings (without the matched text)."""
+def scan_public(
+    site: Site, forbidden: set[str], cache: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Scan every public artifact; return findings (without the matched text).
+
+    `cache` maps an artifact's sha256 to the digest of the forbidden set it was found clean
+    against; such artifacts are not scanned again while that set is unchanged.
+    """
+    import hashlib
+
     from loopx.privacy.scanner import Scanner
 
-    scanner = Scanner(sorted(forbidden))
+    ordered = sorted(forbidden)
+    digest = hashlib.sha256("\0".join(ordered).encode("utf-8")).hexdigest()
+    scanner: Scanner | None = None
     findings: list[dict[str, Any]] = []
     for path in sorted(site.artifacts):
         artifact = site.artifacts[path]
         if artifact.audience != "public":
             continue
-        findings.extend(f.to_dict() for f in scanner.scan_bytes(artifact.data, path))
+        if cache is not None and cache.get(artifact.sha256) == digest:
+            continue
+        scanner = scanner or Scanner(ordered)
+        found = [f.to_dict() for f in scanner.scan_bytes(artifact.data, path)]
+        findings.extend(found)
+        if cache is not None and not found:
+            cache[artifact.sha256] = digest
     return findings
 
 

@@ -164,10 +164,19 @@ def build(
     site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
     result = BuildResult(site)
     if "public" in audiences:
-        result.findings = scan_public(site, non_public_strings(goals, store.get_blob))
+        result.findings = scan_public(
+            site,
+            non_public_strings(goals, store.get_blob),
+            cache.scanned if cache is not None else None,
+        )
         enforce(result.findings)
     out.mkdir(parents=True, exist_ok=True)
-    result.report = write_tree(out, site.files(), previous_files(out))
+    trusted: set[str] = set()
+    if cache is not None:
+        trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
+    result.report = write_tree(out, site.files(), previous_files(out), trusted=trusted)
+    if cache is not None:
+        cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
     return result
 
 

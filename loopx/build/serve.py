@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from loopx.build.pipeline import build
+from loopx.build.work import BuildCache
 from loopx.model.errors import LoopxError
 
 RELOAD_SCRIPT = (
@@ -32,6 +33,7 @@ class Builder:
 
     def __init__(self, root: Path, out: Path, log: Callable[[str], None], **options: Any):
         self.root, self.out, self.log, self.options = root, out, log, options
+        self.cache = BuildCache()  # unchanged goals are not re-rendered or re-scanned
         self.number = 0
         self.error: str | None = None
         self.changed = threading.Event()
@@ -40,7 +42,7 @@ class Builder:
     def rebuild(self) -> bool:
         started = time.perf_counter()
         try:
-            result = build(self.root, self.out, **self.options)
+            result = build(self.root, self.out, cache=self.cache, **self.options)
         except LoopxError as err:
             self.error = f"[{err.code}] {err.message}"
             self.log(f"rebuild failed, still serving the last good build: {self.error}")

@@ -29,6 +29,8 @@ class BuildCache:
     audience may see, and validation."""
 
     entries: dict[Unit, tuple[tuple[Any, ...], Result]] = field(default_factory=dict)
+    scanned: dict[str, str] = field(default_factory=dict)  # sha256 → forbidden-set digest
+    written: dict[str, str] = field(default_factory=dict)  # path → sha256 of our last write
     hits: int = 0
     misses: int = 0
 

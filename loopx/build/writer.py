@@ -90,10 +90,24 @@ def _apply(out: Path, staging: Path, write: list[str], remove: list[str]) -> Non
             _target(out, rel).unlink()
 
 
-def write_tree(out: Path, files: dict[str, bytes], previous: set[str]) -> WriteReport:
-    """Make `out` hold exactly `files` (plus anything not in `previous`), all at once."""
+def write_tree(
+    out: Path,
+    files: dict[str, bytes],
+    previous: set[str],
+    *,
+    trusted: frozenset[str] | set[str] = frozenset(),
+) -> WriteReport:
+    """Make `out` hold exactly `files` (plus anything not in `previous`), all at once.
+
+    `trusted` names files this process itself wrote with the same content in its last build
+    (`loopx serve`): they are not read back to compare.
+    """
     report = WriteReport(recovered=recover(out))
-    changed = {rel: data for rel, data in files.items() if not _same(_target(out, rel), data)}
+    changed = {
+        rel: data
+        for rel, data in files.items()
+        if rel not in trusted and not _same(_target(out, rel), data)
+    }
     report.unchanged = len(files) - len(changed)
     stale = sorted(rel for rel in previous - files.keys() if _target(out, rel).exists())
     if not changed and not stale:

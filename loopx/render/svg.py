@@ -84,10 +84,27 @@ def _components(g: dict[str, Any], edges: dict[int, Any]) -> list[tuple[list[str
     return [(nodes, edge_ids.get(root, [])) for root, nodes in members.items()]
 
 
-def layout(g: dict[str, Any]) -> Layout | None:
-    """Node id → centre (x, y) and edge index → routed points, or None when too large."""
+def _grandalf() -> tuple[Any, Any, Any, Any]:
+    """Import grandalf with its optional numpy path switched off: numpy only serves its
+    force-directed layout, costs a third of a second to import, and would make the pure
+    Python geometry the Sugiyama layout uses differ between machines with and without it."""
+    import sys
+
+    if "grandalf.layouts" not in sys.modules and "numpy" not in sys.modules:
+        sys.modules["numpy"] = None  # type: ignore[assignment]
+        try:
+            import grandalf.layouts  # noqa: F401
+        finally:
+            del sys.modules["numpy"]
     from grandalf.graphs import Edge, Vertex, graph_core
     from grandalf.layouts import SugiyamaLayout
+
+    return Edge, Vertex, graph_core, SugiyamaLayout
+
+
+def layout(g: dict[str, Any]) -> Layout | None:
+    """Node id → centre (x, y) and edge index → routed points, or None when too large."""
+    Edge, Vertex, graph_core, SugiyamaLayout = _grandalf()  # noqa: N806
 
     nodes = g["nodes"]
     if not nodes or len(nodes) > MAX_NODES:
