@@ -7,6 +7,7 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from loopx.importers.loopy_loop import ImportReport, import_path
 from loopx.projections.handoff import handoff_digest
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention
+from loopx.store import fsio
 from loopx.store.filestore import FileStore
 from tests.conftest import run_cli
 
@@ -26,6 +28,22 @@ NOW = "2027-01-01T00:00:00Z"
 GOAL_012 = "001_write-file-hello-txt-containing-word"
 PARENT = "20260115_101500_ab12cd34_9f8e7d6c"
 CHILD = "20260115_103000_cd34ef56_1a2b3c4d"
+
+
+class _NoSync(fsio.FileSystem):
+    """These tests exercise the mapping, not durability: skip fsync so they stay fast."""
+
+    def fsync(self, fd: int) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def _no_fsync() -> Iterator[None]:
+    previous = fsio.install(_NoSync())
+    try:
+        yield
+    finally:
+        fsio.install(previous)
 
 
 def _store(tmp_path: Path, name: str = "loopx") -> FileStore:
