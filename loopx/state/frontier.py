@@ -113,4 +113,10 @@ def attention(state: GoalState, now: str) -> dict[str, Any]:
         }
     if any(t.is_open for t in state.todos.values()):
         return {"state": "blocked", "reason": "open todos but none is ready"}
-    return {"state": "done", "reason": "no open todos"}
+    # An active goal with nothing open is not done until someone closes it (or adds work).
+    return {
+        "state": "needs_user",
+        "reason": "no open todos: add work or close the goal",
+        "gate_ids": [],
+        "todo_ids": [],
+    }
