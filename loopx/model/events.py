@@ -199,7 +199,8 @@ class Actor(_Data):
 class Envelope(BaseModel):
     """One ledger line. `seq`, `event_id`, `prev` and `sum` are stamped by the store."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict, like the JSON Schema: a ledger line with "seq": "1" is not a valid line.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     seq: int = Field(ge=1)
     event_id: Annotated[str, StringConstraints(pattern=r"^evt-[0-9a-f]{16}$")]
