@@ -47,9 +47,11 @@ from loopx.engine import evidence as ev
 from loopx.engine import goals, todos
 from loopx.engine.clock import add_seconds
 from loopx.engine.core import Context, Result
+from loopx.engine.evidence import MAX_BODY_BYTES
 from loopx.engine.handoff import check_note, prepare_handoff
 from loopx.importers.loopy_model import Iteration, Problem, Session
 from loopx.importers.sanitize import clip, first_line, has_local_path, scrub, short_hash, slug
+from loopx.model.errors import InvalidInput
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState
 
@@ -214,6 +216,9 @@ class SessionPlan:
         phase: int = 1,
     ) -> str:
         check_id(evidence_id, "evidence_id")
+        if body is not None and len(body) > MAX_BODY_BYTES:
+            note = f"\n[cut by loopx import: {len(body)} bytes in all]\n".encode()
+            body = body[: MAX_BODY_BYTES - len(note)] + note
         text = summary if visibility == "private" else _inline(summary, SUMMARY_MAX)
         text = clip(text, SUMMARY_MAX)
         safe = _safe_refs(refs or [])
@@ -691,7 +696,18 @@ class SessionPlan:
             "open_questions": [_inline(i, 1000) for i in h.risks[:30]],
             "source_refs": _safe_refs(h.refs)[:50],
         }
-        note = check_note(note)  # refused here, before anything of the session is written
+        try:
+            note = check_note(note)  # checked before anything of the session is written
+        except InvalidInput as err:
+            self.s.problems.append(
+                Problem(
+                    f"{self.s.rel}/project_state/handoff.json",
+                    f"handoff revision {h.revision} was not imported: {err.message}",
+                    "error",
+                    self.s.session_id,
+                )
+            )
+            return
         mark = next(
             (
                 it.git_after

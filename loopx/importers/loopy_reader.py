@@ -222,6 +222,11 @@ def _outer_json(path: Path) -> tuple[dict[str, Any], bytes] | None:
 def _read_control(s: Session, f: SessionFiles) -> None:
     path = s.directory / "control.json"
     if not path.exists():
+        f.problem(
+            "control.json",
+            "control.json is missing; the stop state comes from state.json",
+            "warning",
+        )
         return
     got = f.json(path, "control.json")
     if got is None:

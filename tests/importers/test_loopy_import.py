@@ -571,15 +571,28 @@ def test_a_bad_item_leaves_out_only_that_item(tmp_path: Path) -> None:
     (folder / "notes-from-the-agent.bin").write_bytes(b"\x00\x01")  # unknown files: ignored
     (s.dir / "scratch.txt").write_text("anything")
     s.write_events(extra=b"not json at all\n")
+    (s.dir / "control.json").unlink()
     store = _store(tmp_path)
     report = import_path(store, s.dir)
     assert _problems(report) == [
+        "s1/control.json: control.json is missing; the stop state comes from state.json",
         "s1/events.jsonl: line 4 is not a JSON object; skipped",
         "s1/iterations/0001_goal_check/goal_check.json: goal_check.json is not valid JSON "
         "(line 1, column 2)",
     ]
     state = _state(store, "s1")
     assert "iter-0001" in state.runs and "it-0001-check" not in state.evidence
+
+
+def test_an_oversized_prompt_is_cut_not_lost(tmp_path: Path) -> None:
+    s = _one_session(tmp_path)
+    folder = s.iteration("planner")
+    (folder / "prompt.txt").write_bytes(b"x" * (6 * 1024 * 1024))
+    store = _store(tmp_path)
+    assert import_path(store, s.dir).ok
+    state = _state(store, "s1")
+    assert state.evidence["it-0001-prompt"].body_bytes == 5 * 1024 * 1024
+    assert state.runs["iter-0001"].evidence_ids == ["it-0001-prompt", "it-0001-result"]
 
 
 def test_goal_id_collision_and_override(tmp_path: Path) -> None:
