@@ -8,6 +8,8 @@ file, kind and position, never the matched text.
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from loopx.build.artifacts import Site
@@ -30,9 +32,27 @@ def _texts(value: Any, read_blob: BlobReader | None) -> list[str]:
     return [str(value)]
 
 
-def non_public_strings(goals: dict[str, GoalState], read_blob: BlobReader | None) -> set[str]:
+@dataclass(frozen=True)
+class Forbidden:
+    """What the ledger marks non-public: exact texts, and ids matched as whole ids."""
+
+    texts: frozenset[str]
+    ids: frozenset[str]
+
+    def digest(self) -> str:
+        body = "\0".join(sorted(self.texts)) + "\1" + "\0".join(sorted(self.ids))
+        return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def scanner(self) -> Any:
+        from loopx.privacy.scanner import Scanner
+
+        return Scanner(sorted(self.texts), forbidden_ids=sorted(self.ids))
+
+
+def non_public_strings(goals: dict[str, GoalState], read_blob: BlobReader | None) -> Forbidden:
     """The exact strings the ledger marks non-public: must never appear in public output."""
     found: set[str] = set()
+    ids: set[str] = set()
     public_text: set[str] = set()
     for state in goals.values():
         goal_private = state.visibility != "public"
@@ -63,13 +83,14 @@ def non_public_strings(goals: dict[str, GoalState], read_blob: BlobReader | None
                 continue
             found.update(texts)
             if visibility == "private":
-                found.add(entity_id)
+                ids.add(entity_id)
         if state.visibility == "private":
-            found.add(state.goal_id)
+            ids.add(state.goal_id)
     # Text that is also public (the same words on a public item) or part of the templates
     # themselves cannot leak anything; matching it would only cry wolf.
     boilerplate = _template_text()
-    return {s for s in found if s.strip() and s not in public_text and s not in boilerplate}
+    kept = {s for s in found if s.strip() and s not in public_text and s not in boilerplate}
+    return Forbidden(frozenset(kept), frozenset(ids))
 
 
 def _template_text() -> str:
@@ -78,20 +99,15 @@ def _template_text() -> str:
 
 
 def scan_public(
-    site: Site, forbidden: set[str], cache: dict[str, str] | None = None
+    site: Site, forbidden: Forbidden, cache: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """Scan every public artifact; return findings (without the matched text).
 
     `cache` maps an artifact's sha256 to the digest of the forbidden set it was found clean
     against; such artifacts are not scanned again while that set is unchanged.
     """
-    import hashlib
-
-    from loopx.privacy.scanner import Scanner
-
-    ordered = sorted(forbidden)
-    digest = hashlib.sha256("\0".join(ordered).encode("utf-8")).hexdigest()
-    scanner: Scanner | None = None
+    digest = forbidden.digest()
+    scanner = None
     findings: list[dict[str, Any]] = []
     for path in sorted(site.artifacts):
         artifact = site.artifacts[path]
@@ -99,7 +115,7 @@ def scan_public(
             continue
         if cache is not None and cache.get(artifact.sha256) == digest:
             continue
-        scanner = scanner or Scanner(ordered)
+        scanner = scanner or forbidden.scanner()
         found = [f.to_dict() for f in scanner.scan_bytes(artifact.data, path)]
         findings.extend(found)
         if cache is not None and not found:

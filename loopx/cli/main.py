@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "log": ("loopx.cli.ledger", "log_cmd", "List a goal's events."),
     "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
     "build": ("loopx.cli.build", "build_cmd", "Build every projection into a folder."),
+    "scan": ("loopx.cli.scan", "scan_cmd", "Scan files for anything that must stay private."),
     "diff": ("loopx.cli.build", "diff_cmd", "Explain what changed between two builds."),
     "publish": ("loopx.cli.build", "publish_cmd", "Ship the public partition only."),
     "serve": ("loopx.cli.build", "serve_cmd", "Preview the build on 127.0.0.1, live."),
