@@ -202,6 +202,9 @@ def _import_session(
     sr.imported = True
     refused_after_close = 0
     for op in ops:
+        if op.settled and state is not None and op.op_id in state.operations:
+            sr.replayed += 1  # already imported from a file that never changes
+            continue
         ctx = Context(
             store, FixedClock(op.at or EPOCH), agent_id=op.agent, session_id=plan.session_slug
         )

@@ -60,6 +60,9 @@ EPOCH = "1970-01-01T00:00:00Z"
 SESSION_TODO = "loopy-session"
 TITLE_MAX = 200
 SUMMARY_MAX = 500
+# Entities from an iteration's files, protocol failures and eval reports: written once by
+# loopy-loop and never rewritten, so an operation already in the ledger needs no replay.
+SETTLED = ("it-", "iter-", "pf-", "eval-")
 USER_STOPS = frozenset({"stopped", "user_stop", "stop_requested", "user_requested", "operator"})
 
 
@@ -73,6 +76,7 @@ class Op:
     label: str
     call: Callable[[Context, str], Result]
     phase: int = 1  # 0: goal set-up, 1: the session's history, 2: its stop state
+    settled: bool = False  # from files loopy-loop never rewrites: once imported, skip it
 
 
 # -- the stop state -------------------------------------------------------------------------
@@ -197,7 +201,9 @@ class SessionPlan:
         agent: str = AGENT,
         phase: int = 1,
     ) -> None:
-        self.ops.append(Op(f"loopy:{self.key}:{entity}:{verb}", at, agent, label, call, phase))
+        op_id = f"loopy:{self.key}:{entity}:{verb}"
+        settled = entity.startswith(SETTLED)
+        self.ops.append(Op(op_id, at, agent, label, call, phase, settled))
 
     def evidence(
         self,
