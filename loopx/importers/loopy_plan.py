@@ -53,6 +53,7 @@ from loopx.importers.loopy_model import Iteration, Problem, Session
 from loopx.importers.sanitize import clip, first_line, has_local_path, scrub, short_hash, slug
 from loopx.model.errors import InvalidInput
 from loopx.model.ids import check_id
+from loopx.privacy.redact import redact
 from loopx.state.entities import GoalState
 
 AGENT = "loopy-loop"
@@ -142,8 +143,9 @@ def _safe_refs(refs: list[str]) -> list[str]:
 
 
 def _inline(text: str, limit: int) -> str:
-    """Text fit for the shared ledger: local paths scrubbed, cut to `limit`."""
-    return clip(scrub(text), limit)
+    """Text fit for the shared ledger: local paths scrubbed, anything credential- or
+    personal-looking redacted (loopx's own rules, the same on every machine), cut to `limit`."""
+    return clip(redact(scrub(text))[0], limit)
 
 
 def _json_body(*parts: tuple[str, bytes | None]) -> bytes:

@@ -331,6 +331,19 @@ def _one_session(tmp_path: Path, session_id: str = "s1") -> SessionBuilder:
     return SessionBuilder(tmp_path / "proj" / ".loopy_loop" / "sessions", session_id)
 
 
+def test_secrets_and_local_paths_in_shared_text_stay_private(tmp_path: Path) -> None:
+    key = "sk-ant-api03-" + "a1B2c3D4e5F6g7H8i9J0" * 3
+    goal = f"Deploy with key {key} from {HOME}/deploy"
+    s = SessionBuilder(tmp_path / "proj" / ".loopy_loop" / "sessions", "s1", goal)
+    store = _store(tmp_path)
+    assert import_path(store, s.dir).ok
+    state = _state(store, "s1")
+    assert state.objective == "Deploy with key [redacted:anthropic-api-key] from [local path]"
+    assert _blob(store, state.evidence["goal-text"].body) == goal  # the original, privately
+    ledger = store.raw("s1")
+    assert key.encode() not in ledger and HOME.encode() not in ledger
+
+
 def test_operator_stop_abandons_the_goal(tmp_path: Path) -> None:
     s = _one_session(tmp_path)
     s.iteration("executor")
