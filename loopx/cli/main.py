@@ -108,6 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("loopx: aborted", err=True)
         sys.exit(130)
+    except _NO_ARGS as err:  # `loopx` or `loopx todo` alone: a request for help
+        if err.ctx is not None:
+            click.echo(err.ctx.get_help())
+        sys.exit(0)
     except click.ClickException as err:
         if debug:
             raise
@@ -127,6 +131,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         report(internal, as_json)
         sys.exit(1)
+
+
+# click >= 8.2 raises this for a group called without a command (8.1 prints help itself).
+_NO_ARGS: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def _click_message(err: click.ClickException) -> str:

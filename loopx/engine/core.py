@@ -18,7 +18,7 @@ import orjson
 
 from loopx import __version__
 from loopx.engine.clock import Clock, SystemClock
-from loopx.model.errors import Conflict, InvalidInput, NotFound
+from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
 from loopx.model.ids import check_id, check_operation_id
 from loopx.state.entities import GoalState, decode_state, encode_state
 from loopx.state.fold import apply
@@ -56,12 +56,28 @@ class Context:
     clock: Clock = field(default_factory=SystemClock)
     agent_id: str = "user"
     session_id: str = "cli"
+    # Private content waiting for the write that refers to it: stored just before the append,
+    # so a refused write leaves nothing behind, not even a blob.
+    pending: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    def blob(self, data: bytes) -> str:
+        """The `sha256:` reference of `data`, stored with the next successful append."""
+        from loopx.store.blobs import blob_ref
+
+        ref = blob_ref(data)
+        self.pending[ref] = data
+        return ref
 
     def private_text(self, text: str, visibility: str) -> Any:
         """Text as the ledger may hold it: inline, or a blob reference when it is private."""
         if visibility == "private":
-            return {"blob": self.store.put_blob(text.encode("utf-8"))}
+            return {"blob": self.blob(text.encode("utf-8"))}
         return text
+
+    def flush_blobs(self) -> None:
+        while self.pending:
+            _, data = self.pending.popitem()
+            self.store.put_blob(data)
 
 
 @dataclass
@@ -213,83 +229,93 @@ def execute(
     fingerprint = op_hash({"request": request, "agent_id": ctx.agent_id})
     cached, cursor = _load_snapshot(ctx.store, goal_id)
     with ctx.store.writing(goal_id, cursor) as writer:
-        tail = writer.tail
-        if tail is None:
-            raise RuntimeError("store writer has no tail scan")
-        from_cache = cursor is not None and tail.start == cursor
-        state = cached if from_cache else None
-        with gc_paused():
-            for event in tail.events:
-                state = apply(state, event)
-        repair = writer.repair.to_dict() if writer.repair else None
+        try:
+            tail = writer.tail
+            if tail is None:
+                raise RuntimeError("store writer has no tail scan")
+            from_cache = cursor is not None and tail.start == cursor
+            state = cached if from_cache else None
+            with gc_paused():
+                for event in tail.events:
+                    state = apply(state, event)
+            repair = writer.repair.to_dict() if writer.repair else None
 
-        if state is not None and operation_id:  # a generated id is new by construction
-            record = state.operations.get(op_id)
-            if record is not None:
-                if record[0] != fingerprint:
-                    raise Conflict(
-                        "operation id was already used for a different request",
-                        code="operation_id_reused",
-                        operation_id=op_id,
-                    )
-                return Result("replayed", receipt_for(goal_id, op_id, record), repair)
-        if state is None and not creates_goal:
-            raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
-        if state is not None and creates_goal:
-            raise Conflict("goal already exists", code="goal_exists", goal_id=goal_id)
-        if state is not None and state.is_terminal:
-            raise Conflict(
-                f"goal is {state.status}; it accepts no further events "
-                "(start a new goal with --predecessor)",
-                code="goal_terminal",
-                goal_id=goal_id,
-                status=state.status,
-            )
-        if expected_revision is not None:
-            current = 0 if state is None else (revision_of or _goal_revision)(state)
-            if current != expected_revision:
+            if state is not None and operation_id:  # a generated id is new by construction
+                record = state.operations.get(op_id)
+                if record is not None:
+                    if record[0] != fingerprint:
+                        raise Conflict(
+                            "operation id was already used for a different request",
+                            code="operation_id_reused",
+                            operation_id=op_id,
+                        )
+                    ctx.pending.clear()
+                    return Result("replayed", receipt_for(goal_id, op_id, record), repair)
+            if state is None and not creates_goal:
+                raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
+            if state is not None and creates_goal:
+                raise Conflict("goal already exists", code="goal_exists", goal_id=goal_id)
+            if state is not None and state.is_terminal:
                 raise Conflict(
-                    f"expected revision {expected_revision} but it is {current}",
-                    code="revision_conflict",
-                    expected_revision=expected_revision,
-                    current_revision=current,
+                    f"goal is {state.status}; it accepts no further events "
+                    "(start a new goal with --predecessor)",
+                    code="goal_terminal",
+                    goal_id=goal_id,
+                    status=state.status,
                 )
+            if expected_revision is not None:
+                current = 0 if state is None else (revision_of or _goal_revision)(state)
+                if current != expected_revision:
+                    raise Conflict(
+                        f"expected revision {expected_revision} but it is {current}",
+                        code="revision_conflict",
+                        expected_revision=expected_revision,
+                        current_revision=current,
+                    )
 
-        now = ctx.clock.now()
-        changes = plan(state, now)
-        actor = {"agent_id": ctx.agent_id, "session_id": ctx.session_id}
-        envelopes = []
-        for change in changes:
-            try:
-                data = _validate(change.type, change.data)
-            except ValueError as err:  # DataError or pydantic's; neither echoes the input
-                raise InvalidInput(
-                    f"invalid {change.type} data: {_describe(err)}", code="invalid_input"
-                ) from None
-            envelopes.append(
-                {
-                    "operation_id": op_id,
-                    "op_hash": fingerprint,
-                    "type": change.type,
-                    "v": EVENT_VERSION,
-                    "goal_id": goal_id,
-                    "actor": actor,
-                    "recorded_at": now,
-                    "visibility": change.visibility,
-                    "data": data,
-                }
-            )
-        if not envelopes:
-            raise InvalidInput("nothing to change", code="no_change")
-        stamped = writer.append(envelopes)
-        for event in stamped:
-            state = apply(state, event)
-        assert state is not None
-        record = state.operations[op_id]
-        behind = len(tail.events) + len(stamped) if from_cache else state.revision
-        if snapshot_due(behind, state.revision):
-            save_snapshot(ctx.store, state, writer.cursor)
-        return Result("applied", receipt_for(goal_id, op_id, record), repair)
+            now = ctx.clock.now()
+            changes = plan(state, now)
+            actor = {"agent_id": ctx.agent_id, "session_id": ctx.session_id}
+            envelopes = []
+            for change in changes:
+                try:
+                    data = _validate(change.type, change.data)
+                except ValueError as err:  # DataError or pydantic's; neither echoes the input
+                    raise InvalidInput(
+                        f"invalid {change.type} data: {_describe(err)}", code="invalid_input"
+                    ) from None
+                envelopes.append(
+                    {
+                        "operation_id": op_id,
+                        "op_hash": fingerprint,
+                        "type": change.type,
+                        "v": EVENT_VERSION,
+                        "goal_id": goal_id,
+                        "actor": actor,
+                        "recorded_at": now,
+                        "visibility": change.visibility,
+                        "data": data,
+                    }
+                )
+            if not envelopes:
+                raise InvalidInput("nothing to change", code="no_change")
+            ctx.flush_blobs()
+            stamped = writer.append(envelopes)
+            for event in stamped:
+                state = apply(state, event)
+            assert state is not None
+            record = state.operations[op_id]
+            behind = len(tail.events) + len(stamped) if from_cache else state.revision
+            if snapshot_due(behind, state.revision):
+                save_snapshot(ctx.store, state, writer.cursor)
+            return Result("applied", receipt_for(goal_id, op_id, record), repair)
+        except LoopxError as err:
+            # A refusal after the tail was repaired still says so (the cut bytes are kept).
+            if writer.repair is not None:
+                err.details.setdefault("repair", writer.repair.to_dict())
+            raise
+        finally:
+            ctx.pending.clear()  # a refused write stores no private content either
 
 
 def _validate(event_type: str, data: dict[str, Any]) -> dict[str, Any]:

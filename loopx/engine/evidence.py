@@ -11,6 +11,7 @@ from loopx.engine.git import head_revision
 from loopx.model.errors import InvalidInput, NotFound
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState
+from loopx.store.blobs import blob_ref
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
 _REV = re.compile(r"^[0-9a-f]{7,64}$")
@@ -62,7 +63,7 @@ def add_evidence(
         raise InvalidInput("evidence body is too large", code="file_too_large")
     if revision is None and workspace is not None:
         revision = head_revision(workspace)
-    body_ref = ctx.store.put_blob(body) if body is not None else None
+    body_ref = blob_ref(body) if body is not None else None
     request = {
         "cmd": "evidence.add",
         "kind": kind,
@@ -86,7 +87,7 @@ def add_evidence(
             "refs": refs,
             "revision": revision,
             "todo_id": todo_id,
-            "body": {"blob": body_ref} if body_ref else None,
+            "body": {"blob": ctx.blob(body)} if body is not None else None,
             "body_bytes": len(body) if body is not None else None,
         }
         return [Change("evidence.added", data, vis)]
