@@ -83,12 +83,15 @@ def loopy_loop_cmd(
 def _watch(store: Any, path: Path, goal_id: str | None, debounce: float, fmt: str) -> None:
     from loopx.importers.loopy_watch import watch
 
+    first = [True]
+
     def show(report: Any) -> None:
+        shown, first[0] = first[0], False  # the first pass always says where things stand
         if fmt == "json":
             sys.stdout.buffer.write(orjson.dumps(report.to_dict(), option=orjson.OPT_SORT_KEYS))
             sys.stdout.buffer.write(b"\n")
             sys.stdout.flush()
-        elif report.applied or report.problems or not report.replayed:
+        elif shown or report.applied or report.problems:
             click.echo(_text(report))
 
     if fmt != "json":
