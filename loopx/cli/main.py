@@ -8,6 +8,7 @@ documented exit code; anything unexpected is exit 1 without a traceback unless `
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from typing import Any
 
@@ -133,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
 
 
+_OPTION_NAME = re.compile(r"--?[a-z][a-z-]{0,24}")
 # click >= 8.2 raises this for a group called without a command (8.1 prints help itself).
 _NO_ARGS: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
@@ -148,7 +150,10 @@ def _click_message(err: click.ClickException) -> str:
             return f"invalid value for {name}: choose from {', '.join(map(str, choices))}"
         return f"invalid value for {name} (expected {err.param.type.name})"
     if isinstance(err, click.NoSuchOption):
-        return f"no such option: {err.option_name}"
+        # Name the option only when it looks like one (a pasted token is not echoed).
+        if _OPTION_NAME.fullmatch(err.option_name or ""):
+            return f"no such option: {err.option_name} (see --help)"
+        return "no such option (see --help)"
     if isinstance(err, click.UsageError):
         message = err.format_message()
         if message.startswith("No such command"):

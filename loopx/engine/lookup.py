@@ -33,11 +33,25 @@ def gate(state: GoalState, gate_id: str) -> Gate:
     return found
 
 
+SHOWN_IDS = 20  # an error names at most this many ids (and counts the rest)
+
+
+def _unknown(what: str, missing: list[str]) -> str:
+    shown = ", ".join(missing[:SHOWN_IDS])
+    more = f" and {len(missing) - SHOWN_IDS} more" if len(missing) > SHOWN_IDS else ""
+    return f"unknown {what} ids: {shown}{more}"
+
+
 def existing_todos(state: GoalState, ids: Iterable[str], code: str = "todo_not_found") -> list[str]:
     ids = [check_id(i, "todo_id") for i in ids]
     missing = sorted({i for i in ids if i not in state.todos})
     if missing:
-        raise NotFound(f"unknown todo ids: {', '.join(missing)}", code=code, todo_ids=missing)
+        raise NotFound(
+            _unknown("todo", missing),
+            code=code,
+            todo_ids=missing[:SHOWN_IDS],
+            missing_count=len(missing),
+        )
     return list(dict.fromkeys(ids))
 
 
@@ -46,9 +60,10 @@ def existing_evidence(state: GoalState, ids: Iterable[str]) -> list[str]:
     missing = sorted({i for i in ids if i not in state.evidence})
     if missing:
         raise NotFound(
-            f"unknown evidence ids: {', '.join(missing)}",
+            _unknown("evidence", missing),
             code="evidence_not_found",
-            evidence_ids=missing,
+            evidence_ids=missing[:SHOWN_IDS],
+            missing_count=len(missing),
         )
     return list(dict.fromkeys(ids))
 
