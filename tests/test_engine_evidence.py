@@ -132,7 +132,7 @@ def test_evidence_ids_are_unique(goal: Any) -> None:
     evidence.add_evidence(ctx, G, kind="test", summary="a", evidence_id="ev-a")
     refused(
         goal,
-        "ev_exists",
+        "evidence_exists",
         lambda: evidence.add_evidence(ctx, G, kind="test", summary="b", evidence_id="ev-a"),
     )
 

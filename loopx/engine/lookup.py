@@ -73,7 +73,8 @@ def new_id(prefix: str, existing: dict[str, Any], given: str | None, what: str) 
     if given:
         check_id(given, what)
         if given in existing:
-            raise Conflict(f"{what} already exists", code=f"{prefix}_exists", **{what: given})
+            code = what.removesuffix("_id") + "_exists"  # todo_exists, evidence_exists, …
+            raise Conflict(f"{what} already exists", code=code, **{what: given})
         return given
     n = len(existing) + 1
     while f"{prefix}-{n}" in existing:
