@@ -22,9 +22,15 @@ HANDLERS: dict[str, Handler] = {}
 SUBJECT_KEYS = ("todo_id", "gate_id", "evidence_id", "run_id", "note_id", "handoff_id", "agent_id")
 
 
+_OWN_KEYS: dict[str, str] = {}  # event type → the id key named after its noun (a cache)
+
+
 def subject_of(event: Event) -> Any:
-    data = event["data"]
-    own = data.get(event["type"].split(".", 1)[0] + "_id")
+    data, event_type = event["data"], event["type"]
+    key = _OWN_KEYS.get(event_type)
+    if key is None:
+        key = _OWN_KEYS[event_type] = event_type.split(".", 1)[0] + "_id"
+    own = data.get(key)
     return own if own is not None else next((data[k] for k in SUBJECT_KEYS if k in data), None)
 
 

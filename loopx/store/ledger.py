@@ -155,10 +155,10 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
     deleted, reordered or copied in, and cutting it could drop an acknowledged event.
     """
     out = Scan(start=start, cursor=start)
-    seq, head, pos = start.seq, start.head, 0
+    events, seq, head, pos = _scan_intact(buf, start, goal_id)
+    out.events = events
     n = len(buf)
-    events = out.events
-    while pos < n:
+    while pos < n:  # the careful path: classify the first problem (or finish a torn tail)
         nl = buf.find(b"\n", pos)
         end = n if nl < 0 else nl
         line = buf[pos:end]
@@ -195,6 +195,45 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
         seq=seq, head=head, offset=start.offset + pos if out.damage is None else out.damage.offset
     )
     return out
+
+
+def _scan_intact(
+    buf: bytes, start: Cursor, goal_id: str | None
+) -> tuple[list[dict[str, Any]], int, str, int]:
+    """The fast path of `scan`: the run of intact, chained lines from the start of `buf`.
+
+    The same checks as `parse_line` plus the chain, inlined for a bulk replay (a cold
+    replay of 50,000 lines spends most of its time here); it stops at the first line that
+    fails any of them and leaves that line to the careful path, which says what is wrong.
+    Returns the events, the last seq and sum, and the position after the last good line.
+    """
+    events: list[dict[str, Any]] = []
+    seq, head, pos = start.seq, start.head, 0
+    sha256, loads, prefix, suffix = hashlib.sha256, orjson.loads, _SUM_PREFIX, _SUFFIX_LEN
+    plen = len(prefix)
+    for line in buf.split(b"\n")[:-1]:  # the part after the last newline is never intact
+        cut = len(line) - suffix
+        if cut < 1 or line[cut : cut + plen] != prefix or line[-2:] != b'"}':
+            break
+        line_sum = sha256(line[:cut] + b"}").hexdigest()
+        if line_sum.encode() != line[cut + plen : -2]:
+            break
+        try:
+            event = loads(line)
+        except orjson.JSONDecodeError:
+            break
+        if (
+            type(event) is not dict
+            or (line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth(event) > MAX_DEPTH)
+            or type(event.get("seq")) is not int
+            or event["seq"] != seq + 1
+            or event.get("prev") != head
+            or (goal_id is not None and event.get("goal_id") != goal_id)
+        ):
+            break
+        events.append(event)
+        seq, head, pos = seq + 1, line_sum, pos + len(line) + 1
+    return events, seq, head, pos
 
 
 def _has_intact_line(buf: bytes, pos: int, base: int) -> bool:

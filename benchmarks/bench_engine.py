@@ -1,0 +1,220 @@
+"""State engine benchmark: a goal of 5,000 todos and 50,000 events.
+
+    python -m benchmarks.bench_engine [--todos 5000] [--events 50000] [--runs 7] [--keep DIR]
+
+Every CLI figure is a whole fresh process (the installed `loopx` entry point, run with
+subprocess), the median of --runs calls on a warm snapshot cache; one cold call (no cache)
+of status and next is reported too. The cold replay of the ledger (no cache) is compared
+with merely reading and orjson-parsing the same file, in the same run, interleaved.
+Results go to stdout and to benchmarks/out/bench_engine.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchmarks.synth import make_goal
+from loopx.engine.clock import add_seconds
+from loopx.engine.core import load_state
+from loopx.state.frontier import frontier
+from loopx.store.filestore import FileStore
+
+GOAL = "bench"
+AGENT = "bench-agent"
+TARGETS = {"status": 0.25, "next": 0.25, "todo add": 0.25, "todo claim": 0.25}
+TARGETS |= {"todo complete": 0.25, "--help": 0.15}
+
+
+def entry_point() -> list[str]:
+    """The installed console script beside this interpreter (what a user runs), else -m."""
+    script = Path(sys.executable).with_name("loopx")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "loopx"]
+
+
+class Runner:
+    def __init__(self, root: Path, now: str):
+        self.cmd = entry_point()
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPX_")}
+        self.env.update({"LOOPX_ROOT": str(root), "LOOPX_NOW": now})
+
+    def once(self, args: list[str]) -> float:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*self.cmd, *args], env=self.env, capture_output=True, text=True, check=False
+        )
+        elapsed = time.perf_counter() - start
+        if done.returncode != 0:
+            raise SystemExit(f"loopx {' '.join(args)} failed: {done.stderr or done.stdout}")
+        return elapsed
+
+
+def summary(times: list[float]) -> dict[str, Any]:
+    return {
+        "median_s": round(statistics.median(times), 4),
+        "min_s": round(min(times), 4),
+        "max_s": round(max(times), 4),
+        "runs": len(times),
+    }
+
+
+def interleaved(tasks: dict[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """Time each task `rounds` times, alternating, so machine noise hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in tasks}
+    for _ in range(rounds):
+        for name, task in tasks.items():
+            gc.collect()
+            start = time.perf_counter()
+            task()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def replay_vs_parse(root: Path, rounds: int) -> dict[str, Any]:
+    store = FileStore(root)
+    path = store.ledger_path(GOAL)
+
+    def parse() -> Any:
+        # Merely read and parse every line: no checksum, no chain, no fold.
+        return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+    def parse_gc_paused() -> Any:
+        gc.disable()
+        try:
+            return parse()
+        finally:
+            gc.enable()
+
+    def replay() -> Any:
+        # Verify every line's checksum and the chain, then fold all 50,000 events.
+        loaded = load_state(store, GOAL, cache=False)
+        assert loaded.state is not None
+        return loaded.state
+
+    times = interleaved(
+        {"parse": parse, "parse_gc_paused": parse_gc_paused, "replay": replay}, rounds
+    )
+    out = {name: summary(values) for name, values in times.items()}
+    best_parse = min(out["parse"]["median_s"], out["parse_gc_paused"]["median_s"])
+    out["ratio_vs_fastest_parse"] = round(out["replay"]["median_s"] / best_parse, 2)
+    out["ratio_vs_plain_parse"] = round(out["replay"]["median_s"] / out["parse"]["median_s"], 2)
+    out["ledger_bytes"] = path.stat().st_size
+    return out
+
+
+def ready_todos(root: Path, now: str, count: int) -> list[str]:
+    state = load_state(FileStore(root), GOAL).state
+    assert state is not None
+    ready = [t.todo_id for t in frontier(state, now, AGENT, role="agent")]
+    if len(ready) < count:
+        raise SystemExit(f"only {len(ready)} ready todos; need {count}")
+    return ready[:count]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_engine")
+    parser.add_argument("--todos", type=int, default=5000)
+    parser.add_argument("--events", type=int, default=50000)
+    parser.add_argument("--runs", type=int, default=7, help="calls per figure (median)")
+    parser.add_argument("--keep", type=Path, default=None, help="build the goal here, keep it")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/out/bench_engine.json"))
+    args = parser.parse_args(argv)
+    if args.runs < 5:
+        parser.error("--runs must be at least 5")
+
+    root = args.keep or Path(tempfile.mkdtemp(prefix="loopx-bench-"))
+    if (root / ".loopx").exists():
+        shutil.rmtree(root / ".loopx")
+    started = time.perf_counter()
+    made = make_goal(root, GOAL, todos=args.todos, events=args.events)
+    built = time.perf_counter() - started
+    now = add_seconds(made["end"], 60)
+    run = Runner(root, now)
+    print(
+        f"goal {GOAL}: {made['todos']} todos, {made['events']} events, "
+        f"{made['bytes'] / 1e6:.1f} MB ledger (generated in {built:.1f} s) in {root}"
+    )
+    print(
+        f"entry point: {' '.join(run.cmd)}; {platform.python_implementation()} "
+        f"{platform.python_version()}, {os.cpu_count()} CPUs"
+    )
+
+    results: dict[str, Any] = {"goal": made, "now": now, "entry_point": run.cmd}
+    cache = root / ".loopx" / "cache"
+
+    # Cold calls: no snapshot, so each replays the whole ledger (and writes the snapshot).
+    status_args = ["status", "--goal-id", GOAL, "--format", "json"]
+    next_args = ["next", "--goal-id", GOAL]
+    shutil.rmtree(cache, ignore_errors=True)
+    results["cold"] = {"status": round(run.once(status_args), 4)}
+    shutil.rmtree(cache, ignore_errors=True)
+    results["cold"]["next"] = round(run.once(next_args), 4)
+
+    warm: dict[str, list[float]] = {}
+    warm["status"] = [run.once(status_args) for _ in range(args.runs)]
+    warm["next"] = [run.once(next_args) for _ in range(args.runs)]
+    ids = ready_todos(root, now, args.runs)
+    warm["todo add"] = [
+        run.once(["todo", "add", "--goal-id", GOAL, "--title", f"Bench todo {i}"])
+        for i in range(args.runs)
+    ]
+    actor = ["--agent-id", AGENT, "--session-id", "bench"]
+    warm["todo claim"] = [
+        run.once(["todo", "claim", "--goal-id", GOAL, "--todo-id", t, *actor]) for t in ids
+    ]
+    warm["todo complete"] = [
+        run.once(["todo", "complete", "--goal-id", GOAL, "--todo-id", t, *actor]) for t in ids
+    ]
+    warm["--help"] = [run.once(["--help"]) for _ in range(args.runs)]
+    results["warm"] = {name: summary(times) for name, times in warm.items()}
+
+    results["replay_vs_parse"] = replay_vs_parse(root, args.runs)
+    verify = FileStore(root).verify(GOAL)
+    assert verify.ok, verify.damage
+    results["events_after"] = verify.events
+
+    print(f"\nwhole-process calls, warm cache (median of {args.runs}; min-max):")
+    for name, fig in results["warm"].items():
+        target = TARGETS.get(name)
+        mark = "" if target is None else ("  ok" if fig["median_s"] < target else "  MISSED")
+        print(
+            f"  {name:<14} {fig['median_s']:.3f} s  ({fig['min_s']:.3f}-{fig['max_s']:.3f})"
+            f"  target < {target} s{mark}"
+        )
+    print(
+        f"cold (no cache): status {results['cold']['status']:.3f} s, "
+        f"next {results['cold']['next']:.3f} s"
+    )
+    rp = results["replay_vs_parse"]
+    print(
+        f"cold replay of {made['events']} events: {rp['replay']['median_s']:.3f} s; "
+        f"read+orjson parse {rp['parse']['median_s']:.3f} s "
+        f"({rp['parse_gc_paused']['median_s']:.3f} s with gc paused); "
+        f"replay/parse = {rp['ratio_vs_fastest_parse']}x of the faster parse, "
+        f"{rp['ratio_vs_plain_parse']}x of the plain one (target <= 3x)"
+    )
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwrote {args.out}")
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
