@@ -98,13 +98,12 @@ class Result:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a bulk load, then freeze what it loaded.
+    """Pause the cyclic garbage collector around a bulk load.
 
     Loading a snapshot or replaying a ledger allocates hundreds of thousands of small
     containers and no cycles; left on, the collector's repeated full passes over them cost
-    more than the load itself, and re-enabled it would pass over them all once more on the
-    next allocation. `gc.freeze()` moves them out of its sight (they are still freed by
-    reference counting when dropped: folded state holds no cycles).
+    more than the load itself. (A CLI call keeps it off for its whole short life: see
+    `loopx.cli.main`.)
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -112,7 +111,6 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
-            gc.freeze()
             gc.enable()
 
 
