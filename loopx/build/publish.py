@@ -11,7 +11,7 @@ from typing import Any
 from loopx.build.boundary import enforce, non_public_strings, scan_public
 from loopx.build.pipeline import AUTO, make_site, previous_files, resolve_head
 from loopx.build.writer import write_tree
-from loopx.model.errors import LoopxError
+from loopx.model.errors import Conflict, LoopxError
 
 PUBLIC = "public/"
 
@@ -72,10 +72,8 @@ def _git(
         ["git", "-C", str(repo), *args], capture_output=True, env=env, input=input, check=False
     )
     if proc.returncode != 0:
-        raise LoopxError(
-            f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}",
-            code="git_failed",
-        )
+        first = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
+        raise Conflict(f"git {args[0]} failed: {first}", code="git_failed")
     return proc.stdout.decode().strip()
 
 

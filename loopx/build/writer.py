@@ -6,14 +6,16 @@ the previous build that are gone are removed, and the staging folder is dropped.
 before the journal leaves the old folder untouched; an error after it is finished by rolling
 forward, immediately or by the next writer (`recover`). Unchanged files are never rewritten.
 Only files the previous manifest listed are ever deleted: user files in the folder are safe.
-Every file operation goes through `loopx.store.fsio`, so fault tests can break any of them.
+Every file operation goes through `loopx.store.fsio`, so fault tests can break any of them;
+an `OSError` comes out as `StorageError` (`io_error`). Durability costs two syncs per write,
+not one per file: the staged bytes are flushed before the journal lands (so a power cut can
+never roll forward an empty file), and the renames before the journal is removed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,16 +56,26 @@ def _same(path: Path, data: bytes) -> bool:
 def recover(out: Path) -> bool:
     """Finish (roll forward) or discard an interrupted write. True when it rolled forward."""
     staging = out / STAGING
-    if not staging.is_dir():
-        return False
-    journal = staging / JOURNAL
-    rolled = False
-    if journal.is_file():
-        plan = orjson.loads(journal.read_bytes())
-        _apply(out, staging, plan["write"], plan["remove"])
-        rolled = True
-    shutil.rmtree(staging, ignore_errors=True)
+    fs = fsio.current()
+    with fsio.guard("finish an interrupted write of the output folder"):
+        if not staging.is_dir():
+            return False
+        journal = staging / JOURNAL
+        rolled = False
+        if journal.is_file():
+            plan = orjson.loads(fs.read_file(journal))
+            _apply(out, staging, plan["write"], plan["remove"])
+            fs.sync_all(out)
+            rolled = True
+        _discard(fs, staging)
     return rolled
+
+
+def _discard(fs: fsio.FileSystem, staging: Path) -> None:
+    """Drop the staging folder, its journal first: without a journal it is only litter."""
+    with contextlib.suppress(FileNotFoundError):
+        fs.unlink(staging / JOURNAL)
+    fs.remove_tree(staging)
 
 
 def _write(fs: fsio.FileSystem, path: Path, data: bytes) -> None:
@@ -82,12 +94,12 @@ def _apply(out: Path, staging: Path, write: list[str], remove: list[str]) -> Non
         if src.exists():  # already moved by an earlier, interrupted roll-forward
             dst = _target(out, rel)
             if dst.parent not in made:
-                dst.parent.mkdir(parents=True, exist_ok=True)
+                fs.makedirs(dst.parent)
                 made.add(dst.parent)
             fs.replace(src, dst)
     for rel in remove:
         with contextlib.suppress(FileNotFoundError):
-            _target(out, rel).unlink()
+            fs.unlink(_target(out, rel))
 
 
 def write_tree(
@@ -102,6 +114,13 @@ def write_tree(
     `trusted` names files this process itself wrote with the same content in its last build
     (`loopx serve`): they are not read back to compare.
     """
+    with fsio.guard("write the output folder"):
+        return _write_tree(out, files, previous, trusted)
+
+
+def _write_tree(
+    out: Path, files: dict[str, bytes], previous: set[str], trusted: frozenset[str] | set[str]
+) -> WriteReport:
     report = WriteReport(recovered=recover(out))
     changed = {
         rel: data
@@ -119,28 +138,31 @@ def write_tree(
         for rel in sorted(changed):
             path = staging / "files" / rel
             if path.parent not in made:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                fs.makedirs(path.parent)
                 made.add(path.parent)
             _write(fs, path, changed[rel])  # staging is discarded unless the journal lands
         plan = {"write": sorted(changed), "remove": stale}
+        fs.sync_all(staging)  # every staged byte is durable before the commit point
         fs.write_atomic(staging / JOURNAL, orjson.dumps(plan), sync=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)  # nothing replaced yet: all-old
+    except Exception:
+        with contextlib.suppress(OSError):
+            _discard(fs, staging)  # nothing replaced yet: all-old
         raise
     _apply(out, staging, plan["write"], stale)  # after the journal: roll forward
-    shutil.rmtree(staging, ignore_errors=True)
-    _prune_empty_dirs(out, stale)
+    fs.sync_all(out)  # the renames are durable before the journal goes
+    _discard(fs, staging)
+    _prune_empty_dirs(fs, out, stale)
     report.written = sorted(changed)
     report.removed = stale
     return report
 
 
-def _prune_empty_dirs(out: Path, removed: list[str]) -> None:
+def _prune_empty_dirs(fs: fsio.FileSystem, out: Path, removed: list[str]) -> None:
     for rel in removed:
         parent = _target(out, rel).parent
         while parent != out and parent.is_dir():
             try:
-                os.rmdir(parent)
+                fs.rmdir(parent)
             except OSError:
                 break
             parent = parent.parent

@@ -20,7 +20,17 @@ def _head(value: str | None) -> str | None:
 
     if value is None:
         return AUTO
-    return None if value.lower() == "none" else value
+    if value.lower() == "none":
+        return None
+    import re
+
+    from loopx.model.errors import InvalidInput
+
+    if not re.fullmatch(r"[0-9a-f]{7,64}", value):
+        raise InvalidInput(
+            "--head must be a git commit hash (7-64 hex digits) or 'none'", code="invalid_revision"
+        )
+    return value
 
 
 def _root(root: Path | None) -> Path:

@@ -177,7 +177,7 @@ def review_cmd(
 @common(formats=("mermaid", "dot", "svg", "json", "text"))
 def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: bool) -> None:
     """A goal's task graph as Mermaid (default for text), DOT, SVG or JSON."""
-    from loopx.model.errors import LoopxError
+    from loopx.model.errors import InvalidInput
     from loopx.projections import graph as graph_mod
     from loopx.projections.single import task_graph
     from loopx.render.svg import to_svg
@@ -191,7 +191,7 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
     elif fmt == "svg":
         svg = to_svg(gr)
         if svg is None:
-            raise LoopxError(
+            raise InvalidInput(
                 "graph is too large to lay out; use --format dot or mermaid", code="graph_too_large"
             )
         click.echo(svg)

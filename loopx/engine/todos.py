@@ -29,10 +29,15 @@ def _check_deps(state: GoalState, todo_id: str, depends_on: list[str]) -> list[s
     deps = lookup.existing_todos(state, depends_on, code="dependency_not_found")
     cycle = lookup.dependency_cycle(state, todo_id, deps)
     if cycle:
+        # A cycle can run through thousands of todos: show its ends, keep the error readable.
+        shown = (
+            cycle if len(cycle) <= 12 else [*cycle[:6], f"… {len(cycle) - 11} more …", *cycle[-5:]]
+        )
         raise Conflict(
-            "dependencies would form a cycle: " + " -> ".join(cycle),
+            "dependencies would form a cycle: " + " -> ".join(shown),
             code="dependency_cycle",
-            cycle=cycle,
+            cycle=cycle[:50],
+            cycle_length=len(cycle),
         )
     return deps
 

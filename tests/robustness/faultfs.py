@@ -1,7 +1,8 @@
 """A `FileSystem` that fails on purpose: the fault-injection half of `loopx.store.fsio`.
 
 `FaultFS(fail_at=N, mode=…)` counts every primitive call (open, pread, size, write, fsync,
-truncate, replace, unlink, mkdir, lock, close) and, on call number N (0-based):
+truncate, replace, unlink, mkdir, rmdir, sync_all, lock, close) and, on call number N (0-based,
+or the first call of the primitive named by `name=`):
 
 - ``eio`` / ``enospc``: raises that `OSError`;
 - ``short``: a write stores only `keep` bytes and reports it; every later write is ENOSPC
@@ -33,9 +34,12 @@ class PowerCut(BaseException):
 
 
 class FaultFS(FileSystem):
-    def __init__(self, fail_at: int | None = None, mode: str = "eio", keep: int = 0) -> None:
+    def __init__(
+        self, fail_at: int | None = None, mode: str = "eio", keep: int = 0, *, name: str = ""
+    ) -> None:
         assert mode in MODES, mode
         self.fail_at = fail_at
+        self.fail_name = name  # or: fail the first call of this primitive
         self.mode = mode
         self.keep = keep
         self.calls: list[str] = []
@@ -53,7 +57,8 @@ class FaultFS(FileSystem):
             raise PowerCut(name)
         index = len(self.calls)
         self.calls.append(name)
-        if index != self.fail_at:
+        named = self.fail_name == name and self.failed is None
+        if index != self.fail_at and not named:
             return False
         self.failed = name
         return True
@@ -167,6 +172,20 @@ class FaultFS(FileSystem):
         if self._due("mkdir"):
             self._fail("mkdir")
         super().mkdir(path)
+
+    def rmdir(self, path: Path) -> None:
+        if self._due("rmdir"):
+            self._fail("rmdir")
+        super().rmdir(path)
+
+    def sync_all(self, path: Path) -> None:
+        if self._due("sync_all"):
+            self._fail("sync_all")
+        super().sync_all(path)
+        for dirty in list(self.dirty):  # everything written so far is durable now
+            with contextlib.suppress(OSError):
+                self.synced[dirty] = dirty.stat().st_size
+            self.dirty.discard(dirty)
 
     def lock(self, fd: int, *, shared: bool = False) -> None:
         if self._due("lock"):

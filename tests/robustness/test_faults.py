@@ -290,7 +290,7 @@ def test_repairs_at_one_offset_never_overwrite_each_other(base: Path, tmp_path: 
 
 _STRAY = re.compile(
     r"\bos\.(open|write|pwrite|fsync|fdatasync|ftruncate|truncate|replace|rename|unlink|remove"
-    r"|mkdir|makedirs|rmdir)\(|\bfcntl\.(flock|lockf)\(|(?<![\w.])open\(|\.(write_bytes|write_text"
+    r"|mkdir|makedirs|rmdir)\(|\bfcntl\.(flock|lockf)\(|(?<![\w.])open\(|(?<!\bfs)\.(write_bytes|write_text"
     r"|read_bytes|read_text|mkdir|unlink|rename|replace|touch|rmdir)\(|\bshutil\."
 )
 
