@@ -86,11 +86,13 @@ def frontier(
 ATTENTION_STATES = ("needs_user", "ready_for_agent", "waiting", "blocked", "done")
 
 
-def attention(state: GoalState, now: str) -> dict[str, Any]:
-    """What the goal needs next, as one state with the facts behind it."""
+def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> dict[str, Any]:
+    """What the goal needs next, as one state with the facts behind it (`ready`: the
+    frontier for no particular agent, when the caller has it already)."""
     if state.is_terminal:
         return {"state": "done", "reason": f"goal {state.status}"}
-    ready = frontier(state, now)
+    if ready is None:
+        ready = frontier(state, now)
     pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
     user_ready = [t.todo_id for t in ready if t.role == "user"]
     if pending or user_ready:

@@ -183,7 +183,7 @@ def status_view(state: GoalState, now: str, text: TextFn, *, limit: int = 20) ->
         "title": text(state.title),
         "status": state.status,
         "revision": state.revision,
-        "attention": attention(state, now),
+        "attention": attention(state, now, ready),
         "counts": counts(state),
         "frontier": [todo_view(t, text) for t in ready[:limit]],
         "frontier_total": len(ready),
