@@ -293,7 +293,7 @@ def _sas_check(match: re.Match[str]) -> bool:
     return any(f"{p}=" in before for p in ("sv", "se", "sp", "sr", "skoid", "spr"))
 
 
-_URL_USERINFO = re.compile(r"://(?:[^\s/?#@:\"'<>]+:)?$")
+_URL_USERINFO = re.compile(r"://(?:[^\s/?#@:\"'<>]+:)?\Z")
 
 
 def _email_check(match: re.Match[str]) -> bool:

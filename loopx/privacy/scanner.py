@@ -347,12 +347,11 @@ class Scanner:
         allow: Iterable[str] = (),
     ) -> None:
         tagged: dict[str, set[str]] = {}
-        for text in forbidden:
-            if len(text) >= MIN_FORBIDDEN_LENGTH:
-                tagged.setdefault(text, set()).add(NON_PUBLIC_TEXT)
-        for text in forbidden_ids:
-            if len(text) >= MIN_FORBIDDEN_LENGTH:
-                tagged.setdefault(text, set()).add(NON_PUBLIC_ID)
+        for kind, texts in ((NON_PUBLIC_TEXT, forbidden), (NON_PUBLIC_ID, forbidden_ids)):
+            for text in texts:
+                if len(text) >= MIN_FORBIDDEN_LENGTH:
+                    # lone surrogates cannot be matched as UTF-8; scanned text gets the same fix
+                    tagged.setdefault(_SURROGATES.sub("\ufffd", text), set()).add(kind)
         self._allow = frozenset(allow)
         if machine:
             for kind, names in machine_names().items():

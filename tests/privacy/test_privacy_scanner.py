@@ -133,6 +133,8 @@ def test_surrogates_and_odd_text_do_not_break_the_scan() -> None:
     found = scanner.scan_text("\ud800 team-only objective text")
     assert [f.offset for f in found] == [2]
     assert scanner.scan_text("") == []
+    odd = Scanner(["odd \udc00 text"], machine=False)
+    assert [f.offset for f in odd.scan_text("an odd \udc00 text")] == [3]
 
 
 def test_scan_bytes_decodes_utf8_with_replacement() -> None:
