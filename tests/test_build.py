@@ -18,7 +18,7 @@ from loopx.build.pipeline import build, check
 from loopx.build.validate import problems
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.demo import REV_NEW, create_demo
-from loopx.model.errors import BoundaryViolation
+from loopx.model.errors import BoundaryViolation, LoopxError
 from loopx.store import fsio
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
@@ -397,8 +397,9 @@ def test_a_failed_write_leaves_the_folder_all_old_or_all_new(
     todos.add_todo(ctx, "launch", title="Announce", todo_id="announce", visibility="public")
     previous = fsio.install(_FailOn(op, n))
     try:
-        with pytest.raises(OSError):
+        with pytest.raises(LoopxError) as err:
             build(demo, out, head=REV_NEW)
+        assert err.value.code == "io_error"
     finally:
         fsio.install(previous)
     now = _tree(out)
