@@ -114,20 +114,20 @@ class OpIndex:
     A goal of 50,000 events has 50,000 entries, which a write with an explicit operation id
     needs and no read does. So the snapshot keeps them as one block of bytes, records of
     `|<op id> <hash> <first> <last> <subject>` (never parsed as a whole: a lookup searches
-    it), and entries added since live in a dict. Ids and hashes contain no space or `|`.
+    it), and entries added since live in `entries`. Ids and hashes contain no space or `|`.
     """
 
-    __slots__ = ("_blob", "_new", "last")
+    __slots__ = ("_blob", "entries", "last")
 
     def __init__(self, blob: bytes = b"", entries: dict[str, list[Any]] | None = None):
         self._blob = blob
-        self._new: dict[str, list[Any]] = dict(entries or {})
+        self.entries: dict[str, list[Any]] = dict(entries or {})
         # The operation of the latest event: events of one operation are consecutive, so
         # the fold extends a record only when the next event continues this one.
-        self.last = next(reversed(self._new), "") if self._new else _last_id(blob)
+        self.last = next(reversed(self.entries), "") if self.entries else _last_id(blob)
 
     def get(self, op_id: str) -> list[Any] | None:
-        found = self._new.get(op_id)
+        found = self.entries.get(op_id)
         if found is not None or not self._blob:
             return found
         start = self._blob.rfind(b"|" + op_id.encode() + b" ")  # the latest record wins
@@ -145,7 +145,7 @@ class OpIndex:
         return found
 
     def __setitem__(self, op_id: str, record: list[Any]) -> None:
-        self._new[op_id] = record
+        self.entries[op_id] = record
         self.last = op_id
 
     def __contains__(self, op_id: object) -> bool:
@@ -154,7 +154,8 @@ class OpIndex:
     def dump(self) -> bytes:
         """The compact form the snapshot stores."""
         added = "".join(
-            f"|{k} {h} {a} {b} {s if _plain(s) else '-'}" for k, (h, a, b, s) in self._new.items()
+            f"|{k} {h} {a} {b} {s if _plain(s) else '-'}"
+            for k, (h, a, b, s) in self.entries.items()
         )
         return self._blob + added.encode()
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopx.model.errors import LedgerDamage
-from loopx.model.upgrade import upgrade
+from loopx.model.upgrade import EVENT_VERSION, upgrade
 from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
 
 Event = dict[str, Any]
@@ -44,7 +44,8 @@ def handles(event_type: str) -> Callable[[Handler], Handler]:
 
 def apply(state: GoalState | None, event: Event) -> GoalState:
     """Fold one event into `state` (mutated in place and returned)."""
-    event = upgrade(event)
+    if event.get("v") != EVENT_VERSION:
+        event = upgrade(event)
     seq = event["seq"]
     if state is None:
         if event["type"] != "goal.created":
@@ -58,12 +59,14 @@ def apply(state: GoalState | None, event: Event) -> GoalState:
     state.revision = seq
     state.head = event["sum"]
     state.updated_at = event["recorded_at"]
+    # The idempotency index (inlined: this runs for every event of a replay).
     ops, op_id = state.operations, event["operation_id"]
     if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
         op = ops[op_id]
-        ops[op_id] = [op[0], op[1], seq, op[3]]
+        ops.entries[op_id] = [op[0], op[1], seq, op[3]]
     else:
-        ops[op_id] = [event["op_hash"], seq, seq, subject_of(event)]
+        ops.entries[op_id] = [event["op_hash"], seq, seq, subject_of(event)]
+        ops.last = op_id
     return state
 
 

@@ -210,21 +210,30 @@ def _scan_intact(
     events: list[dict[str, Any]] = []
     seq, head, pos = start.seq, start.head, 0
     sha256, loads, prefix, suffix = hashlib.sha256, orjson.loads, _SUM_PREFIX, _SUFFIX_LEN
-    plen = len(prefix)
-    for line in buf.split(b"\n")[:-1]:  # the part after the last newline is never intact
-        cut = len(line) - suffix
-        if cut < 1 or line[cut : cut + plen] != prefix or line[-2:] != b'"}':
+    plen, find, count = len(prefix), buf.find, buf.count
+    view = memoryview(buf)  # slices of a view copy nothing: each line is read in place
+    while True:
+        end = find(b"\n", pos)
+        if end < 0:  # what follows the last newline is never intact
             break
-        line_sum = sha256(line[:cut] + b"}").hexdigest()
-        if line_sum.encode() != line[cut + plen : -2]:
+        cut = end - suffix  # where `,"sum":"` starts
+        if cut <= pos or buf[cut : cut + plen] != prefix or buf[end - 2 : end] != b'"}':
+            break
+        hasher = sha256(view[pos:cut])
+        hasher.update(b"}")
+        line_sum = hasher.hexdigest()
+        if line_sum.encode() != buf[cut + plen : end - 2]:
             break
         try:
-            event = loads(line)
+            event = loads(view[pos:end])
         except orjson.JSONDecodeError:
             break
         if (
             type(event) is not dict
-            or (line.count(b"{") + line.count(b"[") > MAX_DEPTH and depth(event) > MAX_DEPTH)
+            or (
+                count(b"{", pos, end) + count(b"[", pos, end) > MAX_DEPTH
+                and depth(event) > MAX_DEPTH
+            )
             or type(event.get("seq")) is not int
             or event["seq"] != seq + 1
             or event.get("prev") != head
@@ -232,7 +241,8 @@ def _scan_intact(
         ):
             break
         events.append(event)
-        seq, head, pos = seq + 1, line_sum, pos + len(line) + 1
+        seq, head, pos = seq + 1, line_sum, end + 1
+    view.release()
     return events, seq, head, pos
 
 
