@@ -112,6 +112,9 @@ def replay_vs_parse(root: Path, rounds: int) -> dict[str, Any]:
     best_parse = min(out["parse"]["median_s"], out["parse_gc_paused"]["median_s"])
     out["ratio_vs_fastest_parse"] = round(out["replay"]["median_s"] / best_parse, 2)
     out["ratio_vs_plain_parse"] = round(out["replay"]["median_s"] / out["parse"]["median_s"], 2)
+    # Best case against best case: the figure least disturbed by other work on the machine.
+    best_min = min(out["parse"]["min_s"], out["parse_gc_paused"]["min_s"])
+    out["ratio_of_minimums"] = round(out["replay"]["min_s"] / best_min, 2)
     out["ledger_bytes"] = path.stat().st_size
     return out
 
@@ -205,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         f"read+orjson parse {rp['parse']['median_s']:.3f} s "
         f"({rp['parse_gc_paused']['median_s']:.3f} s with gc paused); "
         f"replay/parse = {rp['ratio_vs_fastest_parse']}x of the faster parse, "
-        f"{rp['ratio_vs_plain_parse']}x of the plain one (target <= 3x)"
+        f"{rp['ratio_vs_plain_parse']}x of the plain one, {rp['ratio_of_minimums']}x "
+        "best to best (target <= 3x)"
     )
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
