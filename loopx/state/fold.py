@@ -42,8 +42,25 @@ def handles(event_type: str) -> Callable[[Handler], Handler]:
     return register
 
 
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
 def apply(state: GoalState | None, event: Event) -> GoalState:
-    """Fold one event into `state` (mutated in place and returned)."""
+    """Fold one event into `state` (mutated in place and returned).
+
+    The store already refused lines that are not event envelopes; an event whose data does
+    not have the shape of its type (a forged or hand-made line) is refused as `LedgerDamage`
+    here, never folded into a half-valid state.
+    """
+    try:
+        return _apply(state, event)
+    except _SHAPE_ERRORS as err:  # chained: --debug still shows where it broke
+        raise LedgerDamage(
+            "ledger event does not have the shape of its type", seq=event.get("seq")
+        ) from err
+
+
+def _apply(state: GoalState | None, event: Event) -> GoalState:
     if event.get("v") != EVENT_VERSION:
         event = upgrade(event)
     seq = event["seq"]

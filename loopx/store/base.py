@@ -112,7 +112,7 @@ def verify_buffer(goal_id: str, buf: bytes) -> VerifyReport:
                 {"kind": "corrupt", "offset": err.details.get("offset"), "reason": err.message}
             ],
         )
-    damage: list[dict[str, Any]] = []
+    damage: list[dict[str, Any]] = _data_problems(result.events, buf)
     if result.damage is not None:
         damage.append({"kind": "tail", **result.damage.to_dict()})
     return VerifyReport(
@@ -123,6 +123,41 @@ def verify_buffer(goal_id: str, buf: bytes) -> VerifyReport:
         ok=not damage,
         damage=damage,
     )
+
+
+def _data_problems(events: list[dict[str, Any]], buf: bytes) -> list[dict[str, Any]]:
+    """Events whose data does not match their type's schema.
+
+    The checksum and chain prove a line was not damaged, not that loopx wrote it: a
+    hand-made line can be intact and still carry data no write path would accept. Reads
+    do not re-validate every event (a replay must stay cheap); `verify` does.
+    """
+    from loopx.model.jsoncheck import DataError, check_data
+
+    problems: list[dict[str, Any]] = []
+    offset = 0
+    for event in events:
+        start, offset = offset, buf.index(b"\n", offset) + 1
+        event_type = event["type"]
+        try:
+            if check_data(event_type, event["data"]) is None:
+                from loopx.model.events import EVENT_MODELS, validate_data
+
+                if event_type in EVENT_MODELS:  # unknown types (a newer loopx) are carried
+                    validate_data(event_type, event["data"])
+        except ValueError as err:  # DataError names the field; pydantic's would echo values
+            where = f": {err}" if isinstance(err, DataError) else ""
+            problems.append(
+                {
+                    "kind": "invalid",
+                    "offset": start,
+                    "seq": event["seq"],
+                    "reason": f"{event_type} data does not match its schema{where}",
+                }
+            )
+            if len(problems) == 20:
+                break
+    return problems
 
 
 def stamp(

@@ -70,6 +70,29 @@ def parse_line(line: bytes, offset: int = 0) -> dict[str, Any]:
     return event
 
 
+_VISIBILITIES = ("public", "team", "private")  # a tuple: a forged value may be unhashable
+
+
+def envelope_ok(event: dict[str, Any]) -> bool:
+    """The envelope fields every reader relies on have their types (cheap: no schema).
+
+    A line whose checksum and chain hold can still be hand-made; this keeps such a line
+    from reaching the fold or a view with, say, no `data` or an `actor` that is a number.
+    """
+    actor = event.get("actor")
+    return (
+        type(event.get("type")) is str
+        and type(event.get("data")) is dict
+        and type(event.get("operation_id")) is str
+        and type(event.get("op_hash")) is str
+        and type(event.get("recorded_at")) is str
+        and event.get("visibility") in _VISIBILITIES
+        and type(actor) is dict
+        and type(actor.get("agent_id")) is str
+        and type(actor.get("session_id")) is str
+    )
+
+
 def depth(value: Any) -> int:
     """How deeply `value` nests lists and objects (iterative: no recursion limit)."""
     deepest = 0
@@ -175,6 +198,8 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
                 raise LedgerDamage("ledger hash chain is broken", offset=offset)
             if goal_id is not None and event.get("goal_id") != goal_id:
                 raise LedgerDamage("ledger line belongs to another goal", offset=offset)
+            if not envelope_ok(event):
+                raise LedgerDamage("ledger line is not an event envelope", offset=offset)
         except LedgerDamage as err:
             if intact:
                 raise LedgerDamage(
@@ -238,6 +263,7 @@ def _scan_intact(
             or event["seq"] != seq + 1
             or event.get("prev") != head
             or (goal_id is not None and event.get("goal_id") != goal_id)
+            or not envelope_ok(event)
         ):
             break
         events.append(event)
