@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     results: dict[str, Any] = {"goal": made, "now": now, "entry_point": run.cmd}
+    results["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
     cache = root / ".loopx" / "cache"
 
     # Cold calls: no snapshot, so each replays the whole ledger (and writes the snapshot).
@@ -212,6 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         "best to best (target <= 3x)"
     )
 
+    results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(
+        f"load average (1, 5, 15 min) before {results['load_average_before']}, "
+        f"after {results['load_average_after']}: other work on the machine slows every figure"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwrote {args.out}")

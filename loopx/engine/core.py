@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import uuid
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -226,7 +226,7 @@ def execute(
     check_id(goal_id, "goal_id")
     check_id(ctx.agent_id, "agent_id")
     check_id(ctx.session_id, "session_id")
-    op_id = check_operation_id(operation_id) if operation_id else f"op-{uuid.uuid4().hex}"
+    op_id = check_operation_id(operation_id) if operation_id else f"op-{os.urandom(16).hex()}"
     fingerprint = op_hash({"request": request, "agent_id": ctx.agent_id})
     cached, cursor = _load_snapshot(ctx.store, goal_id)
     with ctx.store.writing(goal_id, cursor) as writer:
