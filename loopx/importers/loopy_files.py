@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import posixpath
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,10 @@ class SessionFiles:
         self.s = session
 
     def rel(self, path: Path) -> str:
-        return f"{self.s.rel}/{path.relative_to(self.s.directory).as_posix()}"
+        """`path` relative to the import's base, never absolute (the project's goal file
+        lies outside the session folder)."""
+        inside = os.path.relpath(path, self.s.directory)
+        return posixpath.normpath(f"{self.s.rel}/{Path(inside).as_posix()}")
 
     def problem(self, path: Path | str, message: str, severity: str = "error") -> None:
         where = self.rel(path) if isinstance(path, Path) else f"{self.s.rel}/{path}"

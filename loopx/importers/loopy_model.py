@@ -12,13 +12,15 @@ from loopx.importers.loopy_finished import FinishedEntry
 
 @dataclass
 class Problem:
-    """One thing that could not be read. `error`: something was not imported; `warning`:
-    tolerated, nothing lost."""
+    """One thing that could not be read or written. `error`: something was not imported;
+    `warning`: tolerated, nothing lost. `code` is stable for the problems a program may act
+    on (a whole session left out: `goal_exists`, `goal_id_clash`, `session_unreadable`)."""
 
     path: str
     message: str
     severity: str = "error"
     session_id: str | None = None
+    code: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -26,6 +28,7 @@ class Problem:
             "message": self.message,
             "severity": self.severity,
             "session_id": self.session_id,
+            "code": self.code,
         }
 
 

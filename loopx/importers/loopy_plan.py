@@ -1,7 +1,10 @@
 """Plan the writes that import one loopy-loop session: source facts → engine calls.
 
-Nothing is written here: `SessionPlan.build()` returns `Op`s, each an engine call with an
-operation id derived from the source, the source's own time and an actor.
+Nothing is written here: `SessionPlan(...).build()` returns `Op`s (see `loopy_ops`), each an
+engine call with an operation id derived from the source, the source's own time and an actor.
+What each op asks for is a function of the source alone. The ledger (`Imported`) only decides
+which reconciling ops are added: closing a user update loopy-loop has since cleared, and
+whether a met goal is closed or left for the user to review.
 
 The mapping, per session → one goal (id from the session id, or `--goal-id`), `team` visibility:
 
@@ -16,9 +19,8 @@ The mapping, per session → one goal (id from the session id, or `--goal-id`), 
   success: the goal's status comes only from the session's stop state (below). The prompt and
   the result text become private `log` evidence, `goal_check.json` a `review` evidence with its
   verdict (the judge's reason stays private), a HEAD move between git receipts a `commit`.
-- `project_state/handoff.json` (0.12) → the session todo's handoff note, prepared by the
-  orchestrating role (`loopy-<workflow>`) after claiming the todo, as the engine requires.
-- `protocol_failures/` and `control_rejected/` → private `log` evidence.
+- `protocol_failures/` and `control_rejected/` → private `log` evidence, after the run of the
+  attempt they name.
 - `eval_results/<run>/report.json` and `eval_receipts/` → `test` evidence.
 - each `project_state/finished.md` entry → a done todo `fin-NNN` with an `review` evidence
   (the entry, body private) and one evidence per delivery fact: `pr`, `branch`, `commit`, `ci`.
@@ -27,291 +29,101 @@ The mapping, per session → one goal (id from the session id, or `--goal-id`), 
 - child sessions → goals of their own, linked both ways: the parent gets a todo `child-…`
   (kind `child`, done with a `goal` evidence citing `loopx:goal/<child>` once the child meets
   its goal, blocked if it stops short) and the child a note naming its parent goal.
-- the stop state, from `state.json` (the source of truth), `session_outcome.json` and
-  `control.json` (v1–v3): goal met *with evidence* (control or outcome evidence refs, a
-  passing goal check or eval) → `achieved`, when no todo is left open; goal met without
-  evidence → active with a user todo to confirm; stopped by its operator → `abandoned`;
-  stopped short (max_turns, failures, caps) or on an unresolvable error → active, the session
-  todo blocked, and a user todo to decide how to continue; running → active.
+- `project_state/handoff.json` (0.12) → the session todo's handoff note: the orchestrating
+  role (`loopy-<workflow>`) claims the todo and prepares the note after the session's history
+  and before its stop state, so the note is recorded while the todo is open. That role then
+  holds the todo, so it is also the one that closes it.
+- the stop state (`loopy_stop`): goal met *with evidence* → `achieved`, when no todo is left
+  open; goal met without evidence → active with a user todo to confirm; stopped by its
+  operator → `abandoned`; stopped short (max_turns, failures, caps) or on an unresolvable
+  error → active, the session todo blocked, and a user todo to decide how to continue;
+  running → active.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from loopx.engine import evidence as ev
 from loopx.engine import goals, todos
-from loopx.engine.clock import add_seconds
 from loopx.engine.core import Context, Result
-from loopx.engine.evidence import MAX_BODY_BYTES
 from loopx.engine.handoff import check_note, prepare_handoff
-from loopx.importers.loopy_model import Iteration, Problem, Session
-from loopx.importers.sanitize import clip, first_line, has_local_path, scrub, short_hash, slug
+from loopx.importers.loopy_model import Iteration, Problem, ProtocolFailure, Session
+from loopx.importers.loopy_ops import (
+    AGENT,
+    EPOCH,
+    TITLE_MAX,
+    Op,
+    Ops,
+    inline,
+    json_body,
+    safe_refs,
+)
+from loopx.importers.loopy_stop import goal_evidence, stop_state
+from loopx.importers.sanitize import clip, first_line, has_local_path, short_hash, slug
 from loopx.model.errors import InvalidInput
-from loopx.model.ids import check_id
-from loopx.privacy.redact import redact
 from loopx.state.entities import GoalState
 
-AGENT = "loopy-loop"
-EPOCH = "1970-01-01T00:00:00Z"
 SESSION_TODO = "loopy-session"
-TITLE_MAX = 200
-SUMMARY_MAX = 500
-# Entities from an iteration's files, protocol failures and eval reports: written once by
-# loopy-loop and never rewritten, so an operation already in the ledger needs no replay.
-SETTLED = ("it-", "iter-", "pf-", "eval-")
-USER_STOPS = frozenset({"stopped", "user_stop", "stop_requested", "user_requested", "operator"})
+OPEN = ("open", "active")
 
 
-@dataclass
-class Op:
-    """One planned write: an engine call with its operation id, clock time and actor."""
+@dataclass(frozen=True)
+class Imported:
+    """What the goal's ledger holds that planning may look at: each todo's status.
 
-    op_id: str
-    at: str | None
-    agent: str
-    label: str
-    call: Callable[[Context, str], Result]
-    phase: int = 1  # 0: goal set-up, 1: the session's history, 2: its stop state
-    settled: bool = False  # from files loopy-loop never rewrites: once imported, skip it
+    It decides only which reconciling writes a plan adds, never what a write asks for."""
 
+    todos: Mapping[str, str] = field(default_factory=dict)
 
-# -- the stop state -------------------------------------------------------------------------
-
-
-@dataclass
-class Stop:
-    """How a session stands: `running`, `achieved`, `unevidenced`, `user_stopped`, `blocker`
-    or `stopped_early`, with loopy-loop's own reason."""
-
-    state: str
-    reason: str
+    @classmethod
+    def of(cls, state: GoalState | None) -> Imported:
+        if state is None:
+            return cls()
+        return cls({t.todo_id: t.status for t in state.todos.values()})
 
 
-def stop_state(s: Session) -> Stop:
-    st, control, outcome = s.state, s.control, s.outcome
-    if st is not None:
-        status, reason = st.status, st.stop_reason or st.status
-        claims_met = status == "goal_met" or st.goal_met
-        terminal = status != "running" or claims_met
-    elif outcome is not None and outcome.lifecycle == "terminal":
-        reason = outcome.stop_reason or outcome.terminal_status or "stopped"
-        status, claims_met, terminal = reason, reason == "goal_met", True
-    elif control is not None and control.state == "stopped":
-        reason = control.stop_reason or "stopped"
-        status, claims_met, terminal = reason, reason == "goal_met", True
-    elif s.events.stopped is not None:
-        reason = str(s.events.stopped.get("stop_reason") or s.events.stopped.get("status"))
-        status, claims_met, terminal = reason, reason == "goal_met", True
-    else:
-        return Stop("running", "session active")
-    if not terminal:
-        return Stop("running", "session active")
-    if claims_met:
-        return Stop("achieved" if goal_evidence(s) else "unevidenced", "goal_met")
-    if reason == "unresolvable_error" or (st is not None and st.unresolvable_error):
-        return Stop("blocker", "unresolvable_error")
-    if (st is not None and st.stop_requested) or reason in USER_STOPS or status == "stopped":
-        return Stop("user_stopped", reason)
-    return Stop("stopped_early", reason)
+def session_key(s: Session) -> str:
+    """The session's identity in operation ids: its uuid, else a hash of its id."""
+    return s.uuid[:12].lower() if s.uuid else short_hash(s.session_id, 12)
 
 
-def goal_evidence(s: Session) -> list[str]:
-    """What backs a goal_met claim: control/outcome refs, passing goal checks or evals."""
-    refs: list[str] = []
-    if s.control is not None and s.control.stop_reason == "goal_met":
-        refs += s.control.evidence_refs + s.control.eval_refs
-    if s.outcome is not None and (s.outcome.terminal_status or s.outcome.stop_reason) == "goal_met":
-        refs += s.outcome.evidence_refs
-    refs += [
-        f"goal_check:{it.number}" for it in s.iterations if it.goal_check and it.goal_check.goal_met
-    ]
-    refs += [f"eval:{e.report_id}" for e in s.evals if e.passed]
-    return list(dict.fromkeys(refs))
-
-
-# -- planning -------------------------------------------------------------------------------
-
-
-def _safe_refs(refs: list[str]) -> list[str]:
-    out = [clip(r, 2000) for r in refs if r.strip() and not has_local_path(r)]
-    return list(dict.fromkeys(out))[:100]
-
-
-def _inline(text: str, limit: int) -> str:
-    """Text fit for the shared ledger: local paths scrubbed, anything credential- or
-    personal-looking redacted (loopx's own rules, the same on every machine), cut to `limit`."""
-    return clip(redact(scrub(text))[0], limit)
-
-
-def _json_body(*parts: tuple[str, bytes | None]) -> bytes:
-    """Several raw files as one private body (each kept as text when it decodes)."""
-    doc = {name: data.decode("utf-8", "replace") for name, data in parts if data is not None}
-    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
-
-
-class SessionPlan:
+class SessionPlan(Ops):
     """The writes for one session, decided before any of them is made."""
 
     def __init__(
         self,
         s: Session,
         goal_id: str,
-        state: GoalState | None,
-        goal_ids: dict[str, str],
-        sessions: dict[str, Session],
+        goal_ids: Mapping[str, str],
+        sessions: Mapping[str, Session],
         parent_goal: str | None,
+        imported: Imported | None = None,
     ):
+        super().__init__(goal_id, session_key(s))
         self.s = s
-        self.goal_id = goal_id
-        self.key = s.uuid[:12].lower() if s.uuid else short_hash(s.session_id, 12)
-        self.state = state
         self.goal_ids = goal_ids
         self.sessions = sessions
         self.parent_goal = parent_goal
-        self.ops: list[Op] = []
-        self.todos: dict[str, str] = (
-            {t.todo_id: t.status for t in state.todos.values()} if state else {}
-        )
-        self.agents: set[str] = set(state.agents) if state else set()
+        self.imported = imported or Imported()
         self.session_slug = slug(s.session_id)
-        self.lease = int(state.policy.get("lease_seconds", 1800)) if state else 1800
-        held = state.todos.get(SESSION_TODO) if state else None
-        self.claim: tuple[str, str] | None = (
-            (held.claim["agent_id"], held.claim["lease_expires_at"])
-            if held is not None and held.claim
-            else None
-        )
+        self.holder = AGENT  # who holds the session todo (the handoff's role, once it claims)
         times = s.times
         self.start = times[0] if times else None
         self.last = times[-1] if times else None
 
-    # -- helpers ---------------------------------------------------------------------
-
-    def op(
-        self,
-        entity: str,
-        verb: str,
-        call: Callable[[Context, str], Result],
-        *,
-        at: str | None,
-        label: str,
-        agent: str = AGENT,
-        phase: int = 1,
-    ) -> None:
-        op_id = f"loopy:{self.key}:{entity}:{verb}"
-        settled = entity.startswith(SETTLED)
-        self.ops.append(Op(op_id, at, agent, label, call, phase, settled))
-
-    def evidence(
-        self,
-        evidence_id: str,
-        *,
-        kind: str,
-        summary: str,
-        at: str | None,
-        label: str,
-        visibility: str = "team",
-        body: bytes | None = None,
-        refs: list[str] | None = None,
-        revision: str | None = None,
-        todo_id: str | None = None,
-        agent: str = AGENT,
-        phase: int = 1,
-    ) -> str:
-        check_id(evidence_id, "evidence_id")
-        if body is not None and len(body) > MAX_BODY_BYTES:
-            note = f"\n[cut by loopx import: {len(body)} bytes in all]\n".encode()
-            body = body[: MAX_BODY_BYTES - len(note)] + note
-        text = summary if visibility == "private" else _inline(summary, SUMMARY_MAX)
-        text = clip(text, SUMMARY_MAX)
-        safe = _safe_refs(refs or [])
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return ev.add_evidence(
-                ctx,
-                goal,
-                kind=kind,
-                summary=text,
-                refs=safe,
-                body=body,
-                revision=revision,
-                todo_id=todo_id,
-                evidence_id=evidence_id,
-                visibility=visibility,
-                operation_id=op_id,
-            )
-
-        self.op(evidence_id, "add", call, at=at, label=label, agent=agent, phase=phase)
-        return evidence_id
-
-    def add_todo(
-        self,
-        todo_id: str,
-        title: str,
-        *,
-        at: str | None,
-        role: str = "agent",
-        kind: str = "task",
-        phase: int = 1,
-    ) -> None:
-        check_id(todo_id, "todo_id")
-        text = _inline(title, TITLE_MAX)
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return todos.add_todo(
-                ctx, goal, title=text, todo_id=todo_id, role=role, kind=kind, operation_id=op_id
-            )
-
-        self.op(todo_id, "add", call, at=at, label=f"todo {todo_id}", phase=phase)
-        self.todos.setdefault(todo_id, "open")
-
-    def close_todo(
-        self,
-        todo_id: str,
-        verb: str,
-        *,
-        at: str | None,
-        reason: str | None = None,
-        evidence_ids: list[str] | None = None,
-        phase: int = 1,
-        agent: str = AGENT,
-    ) -> None:
-        """Complete, block or cancel a todo (once: the op id names the transition)."""
-        goal = self.goal_id
-        why = _inline(reason, 2000) if reason else None
-
-        def call(ctx: Context, op_id: str) -> Result:
-            if verb == "complete":
-                return todos.complete_todo(
-                    ctx, goal, todo_id, evidence_ids=evidence_ids, operation_id=op_id
-                )
-            fn = todos.block_todo if verb == "block" else todos.cancel_todo
-            return fn(ctx, goal, todo_id, reason=why, operation_id=op_id)
-
-        self.op(
-            todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", agent=agent, phase=phase
-        )
-        self.todos[todo_id] = {"complete": "done", "block": "blocked", "cancel": "cancelled"}[verb]
-
-    def register(self, agent_id: str, name: str, *, at: str | None, phase: int = 1) -> None:
-        if agent_id in self.agents:
-            return
-        self.agents.add(agent_id)
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return goals.register_agent(
-                ctx, goal, agent_id, name=name, kind="loopy-loop", operation_id=op_id
-            )
-
-        self.op(agent_id, "register", call, at=at, label=f"agent {agent_id}", phase=phase)
+    def status(self, todo_id: str) -> str | None:
+        """A todo's status once the plan is written: closed by the plan, else as the ledger
+        has it, else open when the plan adds it."""
+        if todo_id in self.closed:
+            return self.closed[todo_id]
+        if todo_id in self.imported.todos:
+            return self.imported.todos[todo_id]
+        return "open" if todo_id in self.added else None
 
     # -- the session -----------------------------------------------------------------
 
@@ -326,7 +138,7 @@ class SessionPlan:
         self.children()
         self.handoff()
         self.stop()
-        return self._ordered()
+        return self.ordered(self.start)
 
     def goal(self) -> None:
         s = self.s
@@ -336,9 +148,9 @@ class SessionPlan:
             if items:
                 parts.append(f"{heading}:\n" + "\n".join(f"- {i}" for i in items))
         original = "\n\n".join(parts)
-        objective = _inline(original, 20_000)
-        title = _inline(first_line(s.goal_text, TITLE_MAX), TITLE_MAX) or s.session_id
-        acceptance = [_inline(c, 2000) for c in s.criteria][:100]
+        objective = inline(original, 20_000)
+        title = inline(first_line(s.goal_text, TITLE_MAX), TITLE_MAX) or s.session_id
+        acceptance = [inline(c, 2000) for c in s.criteria][:100]
         goal, at = self.goal_id, self.start
 
         def create(ctx: Context, op_id: str) -> Result:
@@ -375,7 +187,7 @@ class SessionPlan:
         if self.parent_goal is not None:
             text = (
                 f"Child of goal {self.parent_goal} (loopy-loop session "
-                f"{_inline(s.parent_session_id or '?', 200)})."
+                f"{inline(s.parent_session_id or '?', 200)})."
             )
 
             def note(ctx: Context, op_id: str) -> Result:
@@ -419,7 +231,7 @@ class SessionPlan:
                 at=at,
                 label="user update text",
             )
-        for todo_id, status in sorted(self.todos.items()):
+        for todo_id, status in sorted(self.imported.todos.items()):
             if todo_id.startswith("user-update-") and todo_id != current and status == "open":
                 self.close_todo(todo_id, "complete", at=at)  # loopy-loop cleared the file
         for item in s.user_inputs:
@@ -545,13 +357,19 @@ class SessionPlan:
         self.op(run_id, "record", run, at=at, agent=agent, label=f"run {run_id}")
         for failure in s.protocol_failures:
             if failure.attempt_id and failure.attempt_id == it.attempt_id:
-                self.failure(failure, f" after {where}")
+                self.failure(failure)
 
-    def failure(self, failure: Any, context: str) -> None:
+    def failure(self, failure: ProtocolFailure) -> None:
+        """A protocol failure, described from its own file only (whether its attempt is
+        recorded yet decides where it goes in the plan, never what it says)."""
+        by = ""
+        if failure.attempt_id:
+            role = f" ({failure.workflow_id})" if failure.workflow_id else ""
+            by = f" after attempt {failure.attempt_id}{role}"
         self.evidence(
             slug(failure.failure_id, "pf-"),
             kind="log",
-            summary=f"loopy-loop {failure.kind.replace('_', ' ')}{context} ({failure.path})",
+            summary=f"loopy-loop {failure.kind.replace('_', ' ')}{by} ({failure.path})",
             body=failure.raw,
             visibility="private",
             at=failure.created_at,
@@ -562,7 +380,7 @@ class SessionPlan:
         attempts = {it.attempt_id for it in self.s.iterations if it.attempt_id}
         for failure in self.s.protocol_failures:
             if not (failure.attempt_id and failure.attempt_id in attempts):
-                self.failure(failure, "")
+                self.failure(failure)
 
     def evals(self) -> None:
         for report in self.s.evals:
@@ -587,7 +405,7 @@ class SessionPlan:
         for entry in self.s.finished:
             todo_id = f"fin-{entry.index:03d}"
             at = entry.timestamp
-            title = _inline(entry.title, TITLE_MAX) or f"Finished work {entry.index}"
+            title = inline(entry.title, TITLE_MAX) or f"Finished work {entry.index}"
             self.add_todo(todo_id, title, at=at)
             d = entry.delivery
             revision = next((sha for label, sha in d.commits if label == "merge commit"), None)
@@ -676,33 +494,26 @@ class SessionPlan:
 
     def handoff(self) -> None:
         """The orchestrator's `project_state/handoff.json` → a handoff note on the session
-        todo, prepared by that role after claiming the todo (as the engine requires)."""
+        todo, prepared by that role after claiming the todo (as the engine requires).
+
+        Planned after the session's history and before its stop state, so the note is
+        recorded while the todo is open and bound to its latest revision. Whether the todo is
+        open is the engine's to check, not the plan's: on a reimport both writes replay."""
         h = self.s.handoff
         if h is None:
-            return
-        if self.todos.get(SESSION_TODO) not in ("open", "active"):
-            self.s.problems.append(
-                Problem(
-                    f"{self.s.rel}/project_state/handoff.json",
-                    f"handoff revision {h.revision} was not imported: the session todo is "
-                    "already closed",
-                    "warning",
-                    self.s.session_id,
-                )
-            )
             return
         agent = slug(h.workflow, "loopy-")
         at = h.updated_at or self.last or self.start or EPOCH
         summary = h.summary or f"loopy-loop handoff revision {h.revision}"
         note: dict[str, Any] = {
-            "work_summary": _inline(summary, 4000),
+            "work_summary": inline(summary, 4000),
             "approaches_tried": [
-                {"approach": _inline(a, 500), "outcome": "accepted"} for a in h.accepted[:30]
+                {"approach": inline(a, 500), "outcome": "accepted"} for a in h.accepted[:30]
             ],
-            "next_steps": [_inline(i, 1000) for i in h.open_work[:30]],
-            "key_decisions": [_inline(i, 1000) for i in h.decisions[:30]],
-            "open_questions": [_inline(i, 1000) for i in h.risks[:30]],
-            "source_refs": _safe_refs(h.refs)[:50],
+            "next_steps": [inline(i, 1000) for i in h.open_work[:30]],
+            "key_decisions": [inline(i, 1000) for i in h.decisions[:30]],
+            "open_questions": [inline(i, 1000) for i in h.risks[:30]],
+            "source_refs": safe_refs(h.refs)[:50],
         }
         try:
             note = check_note(note)  # checked before anything of the session is written
@@ -743,21 +554,14 @@ class SessionPlan:
             )
 
         label = f"handoff revision {h.revision}"
-        self.op(entity, "claim", claim, at=at, agent=agent, label=f"{label} (claim)")
-        self.op(entity, "prepare", prepare, at=at, agent=agent, label=label)
-        self.todos[SESSION_TODO] = "active"
-        self.claim = (agent, add_seconds(at, self.lease))
-
-    def _session_actor(self, at: str | None) -> str:
-        """Who may change the session todo at `at`: its claim holder while the lease lives."""
-        if self.claim and at and at < self.claim[1]:
-            return self.claim[0]
-        return AGENT
+        self.op(entity, "claim", claim, at=at, agent=agent, label=label, group=entity)
+        self.op(entity, "prepare", prepare, at=at, agent=agent, label=label, group=entity)
+        self.holder = agent  # its claim stands until the todo closes: the holder closes it
 
     def stop(self) -> None:
         s, stop = self.s, stop_state(self.s)
         if stop.state == "running":
-            if self.todos.get(SESSION_TODO, "open") not in ("open", "active"):
+            if self.imported.todos.get(SESSION_TODO, "open") not in OPEN:
                 s.problems.append(
                     Problem(
                         f"{s.rel}/state.json",
@@ -788,7 +592,7 @@ class SessionPlan:
             "outcome",
             kind="review",
             summary=f"loopy-loop {words}{by}",
-            body=_json_body(
+            body=json_body(
                 ("control.json", control.raw if control else None),
                 ("session_outcome.json", outcome.raw if outcome else None),
             ),
@@ -811,11 +615,12 @@ class SessionPlan:
                 evidence_ids=[outcome_id, *passing],
                 at=at,
                 phase=2,
-                agent=self._session_actor(at),
+                agent=self.holder,
             )
             # Once the user was asked to confirm, closing the goal is theirs to do.
-            asked = "confirm-goal-met" in self.todos
-            still_open = [t for t, st in self.todos.items() if st in ("open", "active", "blocked")]
+            asked = "confirm-goal-met" in self.imported.todos
+            known = sorted(set(self.imported.todos) | self.added)
+            still_open = [t for t in known if self.status(t) in (*OPEN, "blocked")]
             if asked or still_open:
                 self.add_todo(
                     "confirm-goal-met",
@@ -826,7 +631,7 @@ class SessionPlan:
                     phase=2,
                 )
                 return
-            reason = _inline(control.reason, 2000) if control and control.reason else None
+            reason = inline(control.reason, 2000) if control and control.reason else None
             goal = self.goal_id
 
             def close(ctx: Context, op_id: str) -> Result:
@@ -842,7 +647,7 @@ class SessionPlan:
                 reason="stopped by its operator",
                 at=at,
                 phase=2,
-                agent=self._session_actor(at),
+                agent=self.holder,
             )
             goal = self.goal_id
 
@@ -866,7 +671,7 @@ class SessionPlan:
                 reason=f"loopy-loop {words}",
                 at=at,
                 phase=2,
-                agent=self._session_actor(at),
+                agent=self.holder,
             )
             todo_id, title = {
                 "unevidenced": (
@@ -885,16 +690,6 @@ class SessionPlan:
             }[stop.state]
             self.add_todo(todo_id, title, role="user", at=at, phase=2)
 
-    def _ordered(self) -> list[Op]:
-        """Set-up first and the stop state last, in plan order; a write without a time of
-        its own takes the time of the write before it."""
-        ordered = sorted(self.ops, key=lambda op: op.phase)
-        previous = self.start or EPOCH
-        for op in ordered:
-            op.at = op.at or previous
-            previous = op.at
-        return ordered
-
 
 def _run_summary(it: Iteration, where: str) -> str:
     if it.success:
@@ -902,7 +697,7 @@ def _run_summary(it: Iteration, where: str) -> str:
     else:
         text = f"{where.capitalize()}: the harness call failed"
         if it.failure_kind:
-            text += f" ({_inline(it.failure_kind, 60)})"
+            text += f" ({inline(it.failure_kind, 60)})"
     facts = []
     if it.duration_s is not None:
         facts.append(f"{it.duration_s:.2f} s")

@@ -104,7 +104,18 @@ def discover(path: Path) -> tuple[Path, Path | None, list[Path]]:
 
 def read_source(path: Path) -> Source:
     base, root, folders = discover(path)
-    return Source(base, root, [read_session(folder, base, root) for folder in folders])
+    sessions = [read_session(folder, base, root) for folder in folders]
+    _link_nested(sessions)
+    return Source(base, root, sessions)
+
+
+def _link_nested(sessions: list[Session]) -> None:
+    """A session under `children/` that names no parent belongs to the session around it."""
+    by_dir = {s.directory: s for s in sessions}
+    for s in sessions:
+        if s.parent_session_id is None and s.directory.parent.name == "children":
+            parent = by_dir.get(s.directory.parent.parent)
+            s.parent_session_id = parent.session_id if parent else None
 
 
 # -- one session --------------------------------------------------------------------------

@@ -254,3 +254,180 @@ def documented_project(root: Path) -> dict[str, SessionBuilder]:
     )
     child.stop("goal_met", "goal_met", "2026-01-15T10:35:00Z", goal_met=True)
     return {"parent": parent, "child": child}
+
+
+# -- named sources, each with the problems a first import must report (and no others) --------
+
+GOAL_MET_SESSION = "001_write-file-hello-txt-containing-word"
+
+
+def _sessions(root: Path) -> Path:
+    return root / "proj" / ".loopy_loop" / "sessions"
+
+
+def _documented(root: Path) -> tuple[Path, list[str]]:
+    documented_project(root / "proj")
+    parent = "20260115_101500_ab12cd34_9f8e7d6c"
+    torn = (
+        f".loopy_loop/sessions/{parent}/events.jsonl: the final line is incomplete "
+        "(a torn write); ignored"
+    )
+    return root / "proj", [torn]
+
+
+def _operator_stop(root: Path) -> tuple[Path, list[str]]:
+    s = SessionBuilder(_sessions(root), "s1")
+    s.iteration("executor")
+    s.stop("stopped", "stop_requested", "2026-01-15T11:00:00Z", stop_requested=True)
+    return s.dir, []
+
+
+def _unevidenced(root: Path) -> tuple[Path, list[str]]:
+    s = SessionBuilder(_sessions(root), "s1")
+    s.iteration("executor")
+    s.control({"state": "stopped", "reason": "done, trust me", "stop_reason": "goal_met"})
+    s.stop("goal_met", "goal_met", "2026-01-15T11:00:00Z", goal_met=True)
+    return s.dir, []
+
+
+def _met_with_open_update(root: Path) -> tuple[Path, list[str]]:
+    s = SessionBuilder(_sessions(root), "s1")
+    s.iteration("goal_check", goal_check={"goal_met": True, "reason": "all good"})
+    s.updates("One more thing: add a logout button.")
+    s.control({"state": "stopped", "reason": "goal met", "stop_reason": "goal_met"})
+    s.stop("goal_met", "goal_met", "2026-01-15T11:00:00Z", goal_met=True)
+    return s.dir, []
+
+
+def _blocker(root: Path) -> tuple[Path, list[str]]:
+    s = SessionBuilder(_sessions(root), "s1")
+    s.iteration("executor", success=False)
+    s.control(
+        {
+            "state": "stopped",
+            "reason": "the API key is revoked",
+            "stop_reason": "unresolvable_error",
+        }
+    )
+    s.stop("failed", "unresolvable_error", "2026-01-15T11:00:00Z", unresolvable_error=True)
+    return s.dir, []
+
+
+def _max_turns(root: Path) -> tuple[Path, list[str]]:
+    s = SessionBuilder(_sessions(root), "s1", max_turns=2)
+    s.iteration("planner")
+    s.iteration("executor")
+    s.control({"state": "stopped", "reason": "turn budget spent", "stop_reason": "max_turns"})
+    s.stop("max_turns", "max_turns", "2026-01-15T11:00:00Z")
+    return s.dir, []
+
+
+def _nested_child(root: Path) -> tuple[Path, list[str]]:
+    parent = SessionBuilder(_sessions(root), "001_parent", "Parent goal")
+    child = SessionBuilder(parent.dir / "children", "002_child", "Child goal")
+    child.iteration("executor")
+    return root / "proj", []
+
+
+def _no_state_json(root: Path) -> tuple[Path, list[str]]:
+    s = SessionBuilder(_sessions(root), "s1")
+    s.iteration("executor", goal_check={"goal_met": True, "reason": "tests pass"})
+    s.control({"state": "stopped", "reason": "verified", "stop_reason": "goal_met"})
+    (s.dir / "state.json").unlink()
+    missing = (
+        "s1/state.json: state.json is missing; the status is taken from control.json and "
+        "events.jsonl"
+    )
+    return s.dir, [missing]
+
+
+def _many_files(root: Path) -> tuple[Path, list[str]]:
+    """Several files of each kind the reader lists from a folder: eval reports, protocol
+    failures, rejected controls, iterations."""
+    s = SessionBuilder(_sessions(root), "s1")
+    for workflow in ("planner", "executor", "executor"):
+        s.iteration(workflow)
+    for run, passed in (("eb-003", True), ("eb-001", False), ("eb-002", True)):
+        s.eval_report(run, {"run_passed": passed, "checks": [{"id": "a", "status": "passed"}]})
+    for n in (3, 1, 2):
+        failure = {
+            "schema_version": 1,
+            "failure_id": f"handoff-currency-{n}",
+            "kind": "stale_handoff",
+            "finishing_attempt": {"workflow_id": "outer", "attempt_id": f"attempt-{n}"},
+            "created_at": f"2026-01-15T10:4{n}:00Z",
+        }
+        _write(s.dir / "protocol_failures" / f"handoff-currency-{n}.json", failure)
+        _write(s.dir / "control_rejected" / f"control-{n}.json", {"state": "stopped"})
+    return s.dir, []
+
+
+def _real(name: str) -> Any:
+    def make(root: Path) -> tuple[Path, list[str]]:
+        return copy_012(name, root), []
+
+    return make
+
+
+def _goal_met_at_iteration_2(root: Path) -> tuple[Path, list[str]]:
+    return rewind_goal_met(copy_012("goal-met", root)), []
+
+
+# name → builder(root) → (the path to import, the problems its first import reports)
+SOURCES: dict[str, Any] = {
+    "coordinator-only": _real("coordinator-only"),
+    "noop-max-turns": _real("noop-max-turns"),
+    "goal-met": _real("goal-met"),
+    "goal-met-at-iteration-2": _goal_met_at_iteration_2,
+    "documented": _documented,
+    "operator-stop": _operator_stop,
+    "unevidenced": _unevidenced,
+    "met-with-open-update": _met_with_open_update,
+    "blocker": _blocker,
+    "max-turns": _max_turns,
+    "nested-child": _nested_child,
+    "many-files": _many_files,
+    "no-state-json": _no_state_json,
+}
+
+
+def rewind_goal_met(project: Path) -> Path:
+    """Turn a copy of the real `goal-met` project back into the session as it stood after
+    iteration 2: running, handoff revision 1 published by the outer role, nothing finished.
+    Returns the project; copying the real files back over it replays the session's growth."""
+    session = project / ".loopy_loop" / "sessions" / GOAL_MET_SESSION
+    state = json.loads((session / "state.json").read_text())
+    state.update(
+        status="running",
+        goal_met=False,
+        stop_reason=None,
+        iteration_count=2,
+        history=state["history"][:2],
+    )
+    state.pop("terminal_at", None)
+    _write(session / "state.json", state)
+    _write(
+        session / "control.json",
+        {"schema_version": 1, "state": "running", "reason": "session active", "stop_reason": None},
+    )
+    (session / "session_outcome.json").unlink()
+    events = (session / "events.jsonl").read_bytes().splitlines(keepends=True)
+    _write(session / "events.jsonl", b"".join(events[:8]))
+    for number in (3, 4):
+        for path in [
+            *session.glob(f"iterations/{number:04d}_*"),
+            *session.glob(f"receipts/{number:04d}_*"),
+        ]:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    _write(session / "project_state" / "finished.md", "# Finished Work\n")
+    handoff = json.loads((session / "project_state" / "handoff.json").read_text())
+    handoff.update(
+        revision=1,
+        producer={"workflow_id": "outer", "attempt_id": "12c1c268f509"},
+        summary="Planned T001: write hello.txt containing hello",
+        accepted_outcomes=[],
+        open_work=["T001: write hello.txt containing hello"],
+        evidence_refs=["session:/project_state/plan.md"],
+    )
+    _write(session / "project_state" / "handoff.json", handoff)
+    return project

@@ -7,7 +7,6 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from loopx.importers.loopy_loop import ImportReport, import_path
 from loopx.projections.handoff import handoff_digest
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention
-from loopx.store import fsio
 from loopx.store.filestore import FileStore
 from tests.conftest import run_cli
 
@@ -28,22 +26,6 @@ NOW = "2027-01-01T00:00:00Z"
 GOAL_012 = "001_write-file-hello-txt-containing-word"
 PARENT = "20260115_101500_ab12cd34_9f8e7d6c"
 CHILD = "20260115_103000_cd34ef56_1a2b3c4d"
-
-
-class _NoSync(fsio.FileSystem):
-    """These tests exercise the mapping, not durability: skip fsync so they stay fast."""
-
-    def fsync(self, fd: int) -> None:
-        pass
-
-
-@pytest.fixture(autouse=True)
-def _no_fsync() -> Iterator[None]:
-    previous = fsio.install(_NoSync())
-    try:
-        yield
-    finally:
-        fsio.install(previous)
 
 
 def _store(tmp_path: Path, name: str = "loopx") -> FileStore:
@@ -138,7 +120,9 @@ def test_session_stopped_at_max_turns_needs_the_user(tmp_path: Path) -> None:
     ]
     for item in failures.values():
         assert (item.kind, item.visibility) == ("log", "private")
-        assert "stale handoff after iteration" in _blob(store, item.summary)
+        summary = _blob(store, item.summary)  # from the failure's own file, nothing else
+        assert summary.startswith("loopy-loop stale handoff after attempt "), summary
+        assert summary.endswith(" (outer) (protocol_failures/" + item.evidence_id[3:] + ".json)")
     prompt = state.evidence["it-0002-prompt"]
     assert (prompt.kind, prompt.visibility) == ("log", "private")
     assert "/home/dev/hello-project" in _blob(store, prompt.body)  # kept, but only privately
@@ -595,6 +579,25 @@ def test_a_bad_item_leaves_out_only_that_item(tmp_path: Path) -> None:
     ]
     state = _state(store, "s1")
     assert "iter-0001" in state.runs and "it-0001-check" not in state.evidence
+
+
+def test_an_unreadable_project_goal_file_is_reported_by_its_relative_path(
+    tmp_path: Path,
+) -> None:
+    s = _one_session(tmp_path)
+    (s.dir / "goal.md").unlink()
+    s.goal = ""
+    s.save_state()
+    (tmp_path / "proj" / "loopy_loop_goal.txt").write_bytes(b"\xff\xfe not UTF-8")
+    store = _store(tmp_path)
+    report = import_path(store, tmp_path / "proj")
+    assert _problems(report) == [
+        "loopy_loop_goal.txt: is not UTF-8 text",
+        ".loopy_loop/sessions/s1/goal.md: no goal: goal.md is missing or empty and neither "
+        "goal_contract.json nor state.json names one; the session was not imported",
+        ".loopy_loop/sessions/s1: the session was not imported (see the problems above)",
+    ]
+    assert store.goal_ids() == []
 
 
 def test_an_oversized_prompt_is_cut_not_lost(tmp_path: Path) -> None:
