@@ -4,8 +4,9 @@
 
 Builds a synthetic goal (benchmarks/synth.py), has the agent holding one of its claimed todos
 prepare a handoff through the real CLI, then times whole `loopx handoff inspect` processes
-(interpreter start, imports, snapshot load, git facts, render) for the digest, the JSON and a
-budgeted digest, plus `handoff prepare` and `handoff list`. Target: digest under 0.25 s.
+(interpreter start, imports, snapshot load, git facts, render) for the digest — rendered
+afresh, and reused from the render cache as on an agent's next turn — the JSON and a budgeted
+digest, plus `handoff prepare` and `handoff list`. Target: the digest under 0.25 s.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,10 +38,23 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]
     return wall, cpu
 
 
-def _median(args: list[str], env: dict[str, str], cwd: Path, runs: int) -> tuple[float, float]:
+def _measure(
+    args: list[str], env: dict[str, str], cwd: Path, runs: int, cold_render: bool = False
+) -> tuple[float, float, float]:
+    """Median wall, best wall (the least disturbed by other load) and median CPU seconds.
+
+    With `cold_render`, the rendered-digest cache is removed before each run (untimed), so
+    every run renders with Jinja2 as the first inspect after a change does.
+    """
     _run(args, env, cwd)  # warm the caches (bytecode, compiled templates, OS pages) once
-    samples = [_run(args, env, cwd) for _ in range(runs)]
-    return statistics.median(w for w, _ in samples), statistics.median(c for _, c in samples)
+    samples = []
+    for _ in range(runs):
+        if cold_render:
+            for sub in ("cache", "private/cache"):
+                shutil.rmtree(cwd / ".loopx" / sub / "handoff", ignore_errors=True)
+        samples.append(_run(args, env, cwd))
+    walls = [w for w, _ in samples]
+    return statistics.median(walls), min(walls), statistics.median(c for _, c in samples)
 
 
 def _git_checkout(root: Path) -> None:
@@ -99,26 +114,30 @@ def main(argv: list[str] | None = None) -> None:
         prepare_s = _run(prepare, dict(env, LOOPX_NOW=now), root)
         inspect = [*loopx, "handoff", "inspect", *ids, "--agent-id", "agent-next"]
         inspect += ["--session-id", "bench", "--workspace", "."]
+        digest = [*inspect, "--format", "digest"]
+        budget = [*inspect, "--max-chars", "2000"]
         rows = [
-            ("handoff inspect --format digest", [*inspect, "--format", "digest"]),
-            ("handoff inspect --format json", [*inspect, "--format", "json"]),
-            ("handoff inspect --max-chars 2000", [*inspect, "--max-chars", "2000"]),
-            ("handoff list", [*loopx, "handoff", "list"]),
-            ("python -c pass (interpreter start)", [sys.executable, "-c", "pass"]),
+            ("inspect --format digest (rendered)", digest, True),
+            ("inspect --format digest (reused)", digest, False),
+            ("inspect --format json", [*inspect, "--format", "json"], False),
+            ("inspect --max-chars 2000 (rendered)", budget, True),
+            ("handoff list", [*loopx, "handoff", "list"], False),
+            ("python -c pass (interpreter start)", [sys.executable, "-c", "pass"], False),
         ]
-        results = [(name, *_median(args, env, root, opts.runs)) for name, args in rows]
+        results = [(name, *_measure(args, env, root, opts.runs, cold)) for name, args, cold in rows]
 
     print(
         f"goal: {opts.todos} todos, {made['events']} events, {made['bytes'] / 1e6:.1f} MB "
         f"(built in {built:.1f} s); median of {opts.runs} whole processes each"
     )
-    print(f"  {'command':<36} {'wall':>7} {'cpu':>7}")
-    print(f"  {'handoff prepare (first write)':<36} {prepare_s[0]:6.3f}s {prepare_s[1]:6.3f}s")
-    for name, wall, cpu in results:
-        print(f"  {name:<36} {wall:6.3f}s {cpu:6.3f}s")
-    digest = results[0][1]
-    verdict = "meets" if digest < TARGET_SECONDS else "MISSES"
-    print(f"digest {digest:.3f} s wall {verdict} the {TARGET_SECONDS} s target")
+    print(f"  {'command':<36} {'median':>7} {'best':>7} {'cpu':>7}")
+    wall, cpu = prepare_s
+    print(f"  {'handoff prepare (first write)':<36} {wall:6.3f}s {wall:6.3f}s {cpu:6.3f}s")
+    for name, median, best, cpu in results:
+        print(f"  {name:<36} {median:6.3f}s {best:6.3f}s {cpu:6.3f}s")
+    rendered = results[0][1]
+    verdict = "meets" if rendered < TARGET_SECONDS else "MISSES"
+    print(f"rendered digest: median {rendered:.3f} s wall {verdict} the {TARGET_SECONDS} s target")
     print(f"load average while measuring: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 

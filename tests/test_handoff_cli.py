@@ -524,3 +524,23 @@ def test_demo_has_a_pending_handoff(tmp_path: Path) -> None:
         ]
     )
     assert digest.exit_code == 0 and "loopx/engine/handoff.py" in digest.stdout
+
+
+def test_rendered_digests_are_reused_until_the_digest_changes(repo: Path) -> None:
+    assert prepare(repo, "--work-summary", "w", "--next-step", "first step").exit_code == 0
+    first = inspect(repo).stdout
+    cached = list((repo / ".loopx" / "private" / "cache" / "handoff" / "demo").iterdir())
+    assert [p.name for p in cached] == ["todo_a.digest.full.md"]
+    assert inspect(repo).stdout == first
+    cached[0].write_text("0" * 64 + "\nforged\n")  # a file whose key does not match is ignored
+    assert inspect(repo).stdout == first
+    assert inspect(repo, "--audience", "team").stdout == first  # nothing private here …
+    # … but only the team rendering is cached outside the private partition.
+    assert (repo / ".loopx" / "cache" / "handoff" / "demo" / "todo_a.digest.full.md").exists()
+    renew = cli(
+        repo,
+        *("todo", "renew", "--goal-id", "demo", "--todo-id", "todo_a"),
+        *("--agent-id", "agent-a"),
+    )
+    assert renew.exit_code == 0
+    assert "stale" in inspect(repo).stdout and "stale" not in first

@@ -379,3 +379,13 @@ def test_demo_digest_is_schema_valid(tmp_path: Path, schema: Any) -> None:
         note = digests["handoff"]["handoff"]["note"]
         assert any(f["path"] == "loopx/engine/handoff.py" for f in note["files_touched"])
         assert digests["handoff"]["adoption"]["possible"] is True
+
+
+@pytest.mark.parametrize("template", ["digest", "markdown"])
+def test_templates_do_not_show_now(template: str) -> None:
+    """The CLI's render cache leaves `now` out of its key: no template may show it."""
+    digest = Goal().digest()
+    later = {**digest, "now": "2030-01-01T00:00:00Z"}
+    assert render_digest_markdown(digest, template=template) == render_digest_markdown(
+        later, template=template
+    )

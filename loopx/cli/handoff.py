@@ -254,11 +254,7 @@ def inspect(
     markdown the full report, json the loopx.handoff/v1 document.
     """
     from loopx.engine.clock import from_env
-    from loopx.projections.handoff import (
-        fit_digest,
-        render_digest_json,
-        render_digest_markdown,
-    )
+    from loopx.projections.handoff import fit_digest, render_digest_json
 
     store = open_store(root)
     digest = inspect_handoff(
@@ -277,9 +273,58 @@ def inspect(
         out = render_digest_json(digest)
     else:
         template = "markdown" if fmt == "markdown" else "digest"
-        out = render_digest_markdown(digest, max_chars, template=template)
+        out = render_cached(store, digest, template, max_chars)
     sys.stdout.write(out)
     sys.stdout.flush()
+
+
+def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
+    """The digest as Markdown, reused from `.loopx/cache/` when this digest was rendered before.
+
+    Rendering imports Jinja2, about a fifth of an inspect call; an agent that inspects the same
+    note on every turn gets the stored text instead. One cache file per goal, todo, template
+    and budget, holding its key: the digest (all but `now`, which no template shows; a test
+    holds them to that), the template's source and the loopx version. Private-audience output
+    is cached under `.loopx/private/`, the partition that never leaves this host.
+    """
+    import hashlib
+
+    import orjson
+
+    from loopx import __version__
+    from loopx.projections.handoff import TEMPLATES, render_digest_markdown
+    from loopx.resources import resource_dir
+
+    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes()
+    keyed = {k: v for k, v in digest.items() if k != "now"}
+    key = hashlib.sha256(
+        orjson.dumps([__version__, template, max_chars], option=orjson.OPT_SORT_KEYS)
+        + source
+        + orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS)
+    ).hexdigest()
+    path = None
+    state_dir = getattr(store, "state_dir", None)
+    if state_dir is not None:
+        # A private-audience digest may hold private text: it is kept in the private partition.
+        base = state_dir / "private" if digest["audience"] == "private" else state_dir
+        name = f"{digest['todo']['todo_id']}.{template}.{max_chars or 'full'}.md"
+        path = base / "cache" / "handoff" / digest["source"]["goal_id"] / name
+        try:
+            cached = path.read_text("utf-8")
+            if cached.startswith(key + "\n"):
+                return cached[len(key) + 1 :]
+        except (OSError, UnicodeDecodeError):
+            pass
+    out = render_digest_markdown(digest, max_chars, template=template)
+    if path is not None:
+        try:
+            from loopx.store import fsio
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fsio.current().write_atomic(path, (key + "\n" + out).encode("utf-8"))
+        except OSError:
+            pass  # the cache is an optimisation; failing to write it is never an error
+    return out
 
 
 # -- adopt --------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ FRONTIER_LIMIT = 5
 NOT_ON_HOST = "[private content not on this host]"
 HIDDEN = "[private]"
 
+TEMPLATES = {"digest": "handoff/digest.md.j2", "markdown": "handoff/handoff.md.j2"}
+
 TextFn = Callable[[Any], Any]
 
 
@@ -724,8 +726,7 @@ def render_digest_markdown(
     `template` is `digest` (compact, to paste into any agent) or `markdown` (the full
     report, with provenance and tables).
     """
-    name = {"digest": "handoff/digest.md.j2", "markdown": "handoff/handoff.md.j2"}[template]
-    render = _markdown_renderer(name)
+    render = _markdown_renderer(TEMPLATES[template])
     if max_chars is None:
         return render(digest)
     return render(fit_digest(digest, max_chars, render))
