@@ -70,6 +70,38 @@ def _nested(session_dir: Path) -> list[Path]:
     return out
 
 
+def _named_children(session_dir: Path) -> list[str]:
+    """The child session ids `children.json` names, read leniently (the reader reports a bad
+    file); only plain folder names."""
+    try:
+        data = orjson.loads((session_dir / "children.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return []
+    records = data.get("children") if isinstance(data, dict) else data
+    if not isinstance(records, list):
+        return []
+    ids = {r.get("session_id") for r in records if isinstance(r, dict)}
+    return sorted(i for i in ids if isinstance(i, str) and i not in (".", "..") and "/" not in i)
+
+
+def _family(session_dir: Path) -> list[Path]:
+    """A session folder with every child it has: nested under it, or named in its
+    `children.json` and kept beside it. A session's writes depend on its children, so they
+    are read with it whatever PATH names it."""
+    out: list[Path] = []
+    pending = [session_dir]
+    while pending:
+        for folder in _nested(pending.pop(0)):
+            if folder in out:
+                continue
+            out.append(folder)
+            for sid in _named_children(folder):
+                sibling = folder.parent / sid
+                if sibling not in out and is_session_dir(sibling):
+                    pending.append(sibling)
+    return out
+
+
 def discover(path: Path) -> tuple[Path, Path | None, list[Path]]:
     """(base, project root, session folders) for a project root, `.loopy_loop` or session."""
     path = path.expanduser().resolve()
@@ -84,7 +116,7 @@ def discover(path: Path) -> tuple[Path, Path | None, list[Path]]:
         base, root, sessions_dir = path, path.parent.parent, path
     elif is_session_dir(path):
         anchor = next((p for p in path.parents if p.name == LOOPY_DIR), None)
-        return path.parent, anchor.parent if anchor else None, _nested(path)
+        return path.parent, anchor.parent if anchor else None, _family(path)
     else:
         raise NotFound(
             "no loopy-loop sessions found (expected a project root holding .loopy_loop/, "
@@ -105,15 +137,21 @@ def discover(path: Path) -> tuple[Path, Path | None, list[Path]]:
 def read_source(path: Path) -> Source:
     base, root, folders = discover(path)
     sessions = [read_session(folder, base, root) for folder in folders]
-    _link_nested(sessions)
+    _link_children(sessions)
     return Source(base, root, sessions)
 
 
-def _link_nested(sessions: list[Session]) -> None:
-    """A session under `children/` that names no parent belongs to the session around it."""
+def _link_children(sessions: list[Session]) -> None:
+    """A session that names no parent belongs to the session whose `children.json` names it,
+    else to the session it is nested under (`children/<id>/`)."""
     by_dir = {s.directory: s for s in sessions}
+    named = {c.session_id: s.session_id for s in reversed(sessions) for c in s.children}
     for s in sessions:
-        if s.parent_session_id is None and s.directory.parent.name == "children":
+        if s.parent_session_id is not None:
+            continue
+        if named.get(s.session_id, s.session_id) != s.session_id:
+            s.parent_session_id = named[s.session_id]
+        elif s.directory.parent.name == "children":
             parent = by_dir.get(s.directory.parent.parent)
             s.parent_session_id = parent.session_id if parent else None
 

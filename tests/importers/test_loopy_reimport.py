@@ -17,6 +17,8 @@ from loopy_checks import blobs, ledgers, new_store, problem_lines
 from loopx.engine.core import load_state
 from loopx.importers.loopy_loop import import_path
 
+CHILD = "20260115_103000_cd34ef56_1a2b3c4d"
+
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_first_import_reports_only_genuine_problems(tmp_path: Path, name: str) -> None:
@@ -126,6 +128,8 @@ def test_the_ledger_depends_on_the_source_alone(
 _IMPORT = """
 import sys
 from loopx.importers.loopy_loop import import_path
+
+CHILD = "20260115_103000_cd34ef56_1a2b3c4d"
 from loopx.store.filestore import FileStore
 store = FileStore(sys.argv[1])
 store.init()
@@ -149,3 +153,22 @@ def test_the_ledger_does_not_depend_on_set_order(tmp_path: Path) -> None:
         )
         outs.append({p.parent.name: p.read_bytes() for p in target.rglob("ledger.jsonl")})
     assert outs[0] == outs[1] and len(outs[0]) == 2
+
+
+def test_a_session_folder_brings_its_children_whatever_the_path(tmp_path: Path) -> None:
+    """The parent's `child-…` todo is written from the child session too: importing the
+    parent's own folder reads the child its children.json names beside it, so importing the
+    whole project afterwards finds nothing new and nothing changed."""
+    source, expected = SOURCES["documented"](tmp_path)
+    parent = source / ".loopy_loop" / "sessions" / "20260115_101500_ab12cd34_9f8e7d6c"
+    store = new_store(tmp_path / "loopx")
+    alone = import_path(store, parent)
+    assert [s.session_id for s in alone.sessions] == [parent.name, CHILD]
+    assert [p.message for p in alone.problems] == [e.split(": ", 1)[1] for e in expected]
+    project = import_path(store, source)
+    assert (problem_lines(project), project.applied) == (expected, 0)
+    whole = new_store(tmp_path / "loopx-2")
+    import_path(whole, source)
+    assert ledgers(store) == ledgers(whole)
+    named = import_path(new_store(tmp_path / "loopx-3"), parent, goal_id="login")
+    assert [s.goal_id for s in named.sessions] == ["login", CHILD]  # the parent is the one root
