@@ -215,6 +215,9 @@ class Envelope(BaseModel):
     data: dict[str, Any]
     prev: Hash
     sum: Hash
+    # On every event of a multi-event operation but its last (stamped by the store): a
+    # ledger that ends on one was cut mid-operation, so the store treats it as a torn tail.
+    more: Literal[True] | None = None
 
 
 def validate_data(event_type: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ ENVELOPE_DOCS = {
     "data": "The event's payload; its shape is fixed by `type` (see $defs).",
     "prev": "The previous line's sum (64 zeros for seq 1): the hash chain.",
     "sum": "sha256 of this line's canonical JSON without `sum`.",
+    "more": "true on each event of a multi-event operation but its last (absent otherwise).",
 }
 _SCHEMA_KEYS = ("properties", "$defs")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")

@@ -136,9 +136,20 @@ def _data_problems(events: list[dict[str, Any]], buf: bytes) -> list[dict[str, A
 
     problems: list[dict[str, Any]] = []
     offset = 0
-    for event in events:
+    for i, event in enumerate(events):
         start, offset = offset, buf.index(b"\n", offset) + 1
         event_type = event["type"]
+        if event.get("more") is True and (
+            i + 1 == len(events) or events[i + 1]["operation_id"] != event["operation_id"]
+        ):
+            problems.append(
+                {
+                    "kind": "invalid",
+                    "offset": start,
+                    "seq": event["seq"],
+                    "reason": "an operation's events stop before its last one",
+                }
+            )
         try:
             if check_data(event_type, event["data"]) is None:
                 from loopx.model.events import EVENT_MODELS, validate_data
@@ -163,15 +174,24 @@ def _data_problems(events: list[dict[str, Any]], buf: bytes) -> list[dict[str, A
 def stamp(
     envelopes: list[dict[str, Any]], cursor: Cursor
 ) -> tuple[bytes, list[dict[str, Any]], Cursor]:
-    """Give each envelope its seq, event id and chain link; return the encoded bytes."""
+    """Give each envelope its seq, event id and chain link; return the encoded bytes.
+
+    An event followed by another of the same operation is marked `more`, so a ledger cut
+    between them (a power cut mid-write) reads as a torn tail, not as half an operation.
+    """
     from loopx.store.ledger import digest, encode_line
 
     seq, head, offset = cursor.seq, cursor.head, cursor.offset
     chunks: list[bytes] = []
     stamped: list[dict[str, Any]] = []
-    for env in envelopes:
+    following = [e.get("operation_id") for e in envelopes[1:]] + [None]
+    for env, next_op in zip(envelopes, following, strict=False):
         seq += 1
         env = dict(env, seq=seq, prev=head)
+        if next_op is not None and next_op == env.get("operation_id"):
+            env["more"] = True
+        else:
+            env.pop("more", None)
         env["event_id"] = "evt-" + digest(f"{env['goal_id']}:{seq}".encode())[:16]
         line, head = encode_line(env)
         env["sum"] = head

@@ -216,10 +216,31 @@ def scan(buf: bytes, start: Cursor, *, goal_id: str | None = None) -> Scan:
         events.append(event)
         seq, head = event["seq"], line[-66:-2].decode()
         pos = end + 1
+    if events and events[-1].get("more") is True:
+        seq, head, pos = _cut_open_operation(buf, events, out, pos)
     out.cursor = Cursor(
         seq=seq, head=head, offset=start.offset + pos if out.damage is None else out.damage.offset
     )
     return out
+
+
+def _cut_open_operation(
+    buf: bytes, events: list[dict[str, Any]], out: Scan, pos: int
+) -> tuple[int, str, int]:
+    """The ledger ends inside a multi-event operation (its last event never landed): the
+    operation's events are part of the torn tail. Returns the seq, head and position before
+    them."""
+    while events and events[-1].get("more") is True:
+        events.pop()
+        pos = buf.rfind(b"\n", 0, pos - 1) + 1
+    seq = events[-1]["seq"] if events else out.start.seq
+    head = events[-1]["sum"] if events else out.start.head
+    out.damage = TailDamage(
+        offset=out.start.offset + pos,
+        length=len(buf) - pos,
+        reason="the last operation's events are incomplete (torn write)",
+    )
+    return seq, head, pos
 
 
 def _scan_intact(

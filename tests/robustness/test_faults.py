@@ -286,6 +286,84 @@ def test_repairs_at_one_offset_never_overwrite_each_other(base: Path, tmp_path: 
     assert sorted(quarantined(root, GOAL)) == [b"first torn tail", b"second torn tail"]
 
 
+# -- a two-event operation (handoff adopt: handoff.adopted + todo.claimed) -------------
+
+
+@pytest.fixture(scope="module")
+def handoff_base(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from loopx.engine.handoff import prepare_handoff
+    from loopx.engine.todos import claim_todo
+
+    root = clone(base, tmp_path_factory.mktemp("handoff"))
+    store = FileStore(root)
+    claim_todo(make_ctx(store, agent="agent-a"), GOAL, "todo-1", operation_id="op-claim")
+    note = {"work_summary": "half done", "next_steps": ["finish it"]}
+    prepare_handoff(make_ctx(store, agent="agent-a"), GOAL, "todo-1", note=note)
+    return root
+
+
+def adopt(store: FileStore) -> Any:
+    from loopx.engine.handoff import adopt_handoff
+
+    ctx = make_ctx(store, agent="agent-b", session="s2")
+    return adopt_handoff(ctx, GOAL, "todo-1", operation_id="op-adopt")
+
+
+def test_every_call_of_a_two_event_operation_is_all_or_nothing(
+    handoff_base: Path, tmp_path: Path
+) -> None:
+    calls = count_calls(handoff_base, tmp_path, adopt)
+    before, _ = events(handoff_base, GOAL)
+    probe = clone(handoff_base, tmp_path / "lines")
+    adopt(FileStore(probe))
+    new_lines = FileStore(probe).raw(GOAL)[len(FileStore(handoff_base).raw(GOAL)) :]
+    first_line = len(new_lines.split(b"\n")[0]) + 1
+    # torn exactly after the first event's newline: the nastiest cut for a 2-event write
+    faults = [*FAULTS, ("cut", first_line), ("cut_lose", first_line), ("short", first_line)]
+    for index in range(len(calls)):
+        for mode, keep in faults:
+            root = clone(handoff_base, tmp_path / f"adopt-{index}-{mode}-{keep}")
+            out = run_with(FaultFS(index, mode, keep), adopt, root)
+            after, damage = events(root, GOAL)
+            ops = [e["operation_id"] for e in after[len(before) :]]
+            assert ops in ([], ["op-adopt", "op-adopt"]), f"{mode}@{index}: half an operation"
+            assert after[: len(before)] == before
+            if out.error is None:
+                assert ops == ["op-adopt", "op-adopt"]
+            elif not isinstance(out.error, PowerCut):
+                assert isinstance(out.error, StorageError) and not ops
+            store = FileStore(root)
+            retry = adopt(store)
+            assert retry.status == ("replayed" if ops else "applied")
+            final = store.read(GOAL).events
+            assert [e["operation_id"] for e in final].count("op-adopt") == 2
+            assert final[-1]["type"] == "todo.claimed" and "more" not in final[-1]
+            assert final[-2]["type"] == "handoff.adopted" and final[-2]["more"] is True
+            assert store.verify(GOAL).ok
+
+
+def test_a_ledger_ending_inside_an_operation_reads_as_a_torn_tail(
+    handoff_base: Path, tmp_path: Path
+) -> None:
+    root = clone(handoff_base, tmp_path / "open-op")
+    store = FileStore(root)
+    intact = store.raw(GOAL)
+    adopt(store)
+    full = store.raw(GOAL)
+    first = full[: full.index(b"\n", len(intact)) + 1]  # goal so far + handoff.adopted only
+    store.ledger_path(GOAL).write_bytes(first)
+    scan_ = store.read(GOAL)
+    assert scan_.damage is not None and scan_.damage.offset == len(intact)
+    assert "incomplete" in scan_.damage.reason
+    assert [e["operation_id"] for e in scan_.events].count("op-adopt") == 0
+    report = store.verify(GOAL)
+    assert not report.ok and report.damage[-1]["kind"] == "tail"
+    retry = adopt(store)  # the repair quarantines the half operation; the retry applies it
+    assert retry.status == "applied" and retry.repair is not None
+    assert quarantined(root, GOAL) == [first[len(intact) :]]
+    assert store.verify(GOAL).ok
+
+
 # -- the seam itself ----------------------------------------------------------------------
 
 _STRAY = re.compile(
