@@ -122,6 +122,7 @@ def _import_session(
     except LoopxError as err:  # a value the engine would refuse: write nothing at all
         s.problems.append(Problem(s.rel, f"not imported: {err.message}", "error", s.session_id))
         return
+    s.problems.extend(plan.problems)
     sr.imported = True
     done = apply_ops(
         store,

@@ -23,6 +23,7 @@ from loopx.model.ids import check_id
 from loopx.privacy.redact import redact
 
 AGENT = "loopy-loop"
+SESSION_TODO = "loopy-session"  # the todo standing for loopy-loop working the goal
 EPOCH = "1970-01-01T00:00:00Z"
 TITLE_MAX = 200
 SUMMARY_MAX = 500
@@ -67,9 +68,10 @@ def json_body(*parts: tuple[str, bytes | None]) -> bytes:
 class Ops:
     """The writes planned for one goal, in plan order, and what they do to its todos."""
 
-    def __init__(self, goal_id: str, key: str):
+    def __init__(self, goal_id: str, key: str, session_slug: str):
         self.goal_id = goal_id
         self.key = key  # the session's identity in every operation id
+        self.session_slug = session_slug  # the actor's session in every write
         self.ops: list[Op] = []
         self.added: set[str] = set()  # todos this plan adds
         self.closed: dict[str, str] = {}  # todo → the status this plan leaves it in

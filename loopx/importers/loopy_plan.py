@@ -19,9 +19,9 @@ The mapping, per session → one goal (id from the session id, or `--goal-id`), 
   success: the goal's status comes only from the session's stop state (below). The prompt and
   the result text become private `log` evidence, `goal_check.json` a `review` evidence with its
   verdict (the judge's reason stays private), a HEAD move between git receipts a `commit`.
-- `protocol_failures/` and `control_rejected/` → private `log` evidence, after the run of the
-  attempt they name.
-- `eval_results/<run>/report.json` and `eval_receipts/` → `test` evidence.
+  `protocol_failures/` and `control_rejected/` → private `log` evidence, after the run of the
+  attempt they name; `eval_results/<run>/report.json` and `eval_receipts/` → `test` evidence.
+  (All three in `loopy_runs`.)
 - each `project_state/finished.md` entry → a done todo `fin-NNN` with an `review` evidence
   (the entry, body private) and one evidence per delivery fact: `pr`, `branch`, `commit`, `ci`.
 - non-empty `updates_from_user.md` and pending `inputs/user_updates.jsonl` inputs → user todos
@@ -46,16 +46,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from loopx.engine import evidence as ev
 from loopx.engine import goals, todos
 from loopx.engine.core import Context, Result
 from loopx.engine.handoff import check_note, prepare_handoff
-from loopx.importers.loopy_model import Iteration, Problem, ProtocolFailure, Session
+from loopx.importers.loopy_model import Problem, Session
 from loopx.importers.loopy_ops import (
     AGENT,
     EPOCH,
+    SESSION_TODO,
     TITLE_MAX,
     Op,
     Ops,
@@ -63,12 +61,12 @@ from loopx.importers.loopy_ops import (
     json_body,
     safe_refs,
 )
+from loopx.importers.loopy_runs import plan_evals, plan_iteration, plan_orphan_failures
 from loopx.importers.loopy_stop import goal_evidence, stop_state
-from loopx.importers.sanitize import clip, first_line, has_local_path, short_hash, slug
+from loopx.importers.sanitize import clip, first_line, short_hash, slug
 from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 
-SESSION_TODO = "loopy-session"
 OPEN = ("open", "active")
 
 
@@ -104,13 +102,13 @@ class SessionPlan(Ops):
         parent_goal: str | None,
         imported: Imported | None = None,
     ):
-        super().__init__(goal_id, session_key(s))
+        super().__init__(goal_id, session_key(s), slug(s.session_id))
         self.s = s
         self.goal_ids = goal_ids
         self.sessions = sessions
         self.parent_goal = parent_goal
         self.imported = imported or Imported()
-        self.session_slug = slug(s.session_id)
+        self.problems: list[Problem] = []  # found while planning (a handoff note refused)
         self.holder = AGENT  # who holds the session todo (the handoff's role, once it claims)
         times = s.times
         self.start = times[0] if times else None
@@ -131,9 +129,9 @@ class SessionPlan(Ops):
         self.goal()
         self.user_updates()
         for it in self.s.iterations:
-            self.iteration(it)
-        self.orphan_failures()
-        self.evals()
+            plan_iteration(self, self.s, it)
+        plan_orphan_failures(self, self.s)
+        plan_evals(self, self.s)
         self.finished()
         self.children()
         self.handoff()
@@ -256,151 +254,6 @@ class SessionPlan(Ops):
             if item.acknowledged:
                 self.close_todo(todo_id, "complete", at=item.acknowledged_at or item.created_at)
 
-    def iteration(self, it: Iteration) -> None:
-        s = self.s
-        agent = slug(it.workflow, "loopy-")
-        at = it.finished_at or it.started_at
-        self.register(agent, f"loopy-loop {it.workflow} role", at=at)
-        suffix = f"-r{it.attempt}" if it.attempt > 1 else ""
-        prefix = f"it-{it.number:04d}{suffix}"
-        where = f"iteration {it.number} ({it.workflow})"
-        ids: list[str] = []
-        if it.prompt:
-            ids.append(
-                self.evidence(
-                    f"{prefix}-prompt",
-                    kind="log",
-                    summary=f"Prompt of {where}",
-                    body=it.prompt,
-                    revision=it.git_before.head if it.git_before else None,
-                    visibility="private",
-                    at=at,
-                    agent=agent,
-                    todo_id=SESSION_TODO,
-                    label=f"{where} prompt",
-                )
-            )
-        body = it.result_text if it.result_text and it.result_text.strip() else it.result_json
-        if body is None and (it.error or it.failure_kind):
-            body = orjson.dumps({"error": it.error, "failure_kind": it.failure_kind})
-        if body:
-            ids.append(
-                self.evidence(
-                    f"{prefix}-result",
-                    kind="log",
-                    summary=f"Result of {where}",
-                    body=body,
-                    revision=it.git_after.head if it.git_after else None,
-                    visibility="private",
-                    at=at,
-                    agent=agent,
-                    todo_id=SESSION_TODO,
-                    label=f"{where} result",
-                )
-            )
-        head = it.git_after.head if it.git_after else None
-        if it.goal_check is not None:
-            check = it.goal_check
-            refs = [check.eval_receipt_ref] if check.eval_receipt_ref else []
-            ids.append(
-                self.evidence(
-                    f"{prefix}-check",
-                    kind="review",
-                    summary=f"Goal check after {where}: goal "
-                    + ("met" if check.goal_met else "not met"),
-                    body=check.raw,
-                    refs=refs,
-                    revision=head,
-                    at=at,
-                    agent=agent,
-                    todo_id=SESSION_TODO,
-                    label=f"{where} goal check",
-                )
-            )
-        before = it.git_before.head if it.git_before else None
-        if head and before and head != before:
-            branch = it.git_after.branch if it.git_after else None
-            on = f" on {branch}" if branch and not has_local_path(branch) else ""
-            ids.append(
-                self.evidence(
-                    f"{prefix}-commit",
-                    kind="commit",
-                    summary=f"{where.capitalize()} moved HEAD from {before[:12]} "
-                    f"to {head[:12]}{on}",
-                    revision=head,
-                    at=at,
-                    agent=agent,
-                    todo_id=SESSION_TODO,
-                    label=f"{where} commit",
-                )
-            )
-        goal, outcome = self.goal_id, "progress" if it.success else "failed"
-        summary = _run_summary(it, where)
-        run_id = f"iter-{it.number:04d}{suffix}"
-
-        def run(ctx: Context, op_id: str) -> Result:
-            return ev.record_run(
-                ctx,
-                goal,
-                outcome=outcome,
-                agent_id=agent,
-                session_id=self.session_slug,
-                todo_id=SESSION_TODO,
-                summary=summary,
-                evidence_ids=ids,
-                quota_spent=1,
-                run_id=run_id,
-                visibility="team",
-                operation_id=op_id,
-            )
-
-        self.op(run_id, "record", run, at=at, agent=agent, label=f"run {run_id}")
-        for failure in s.protocol_failures:
-            if failure.attempt_id and failure.attempt_id == it.attempt_id:
-                self.failure(failure)
-
-    def failure(self, failure: ProtocolFailure) -> None:
-        """A protocol failure, described from its own file only (whether its attempt is
-        recorded yet decides where it goes in the plan, never what it says)."""
-        by = ""
-        if failure.attempt_id:
-            role = f" ({failure.workflow_id})" if failure.workflow_id else ""
-            by = f" after attempt {failure.attempt_id}{role}"
-        self.evidence(
-            slug(failure.failure_id, "pf-"),
-            kind="log",
-            summary=f"loopy-loop {failure.kind.replace('_', ' ')}{by} ({failure.path})",
-            body=failure.raw,
-            visibility="private",
-            at=failure.created_at,
-            label=f"protocol failure {failure.failure_id}",
-        )
-
-    def orphan_failures(self) -> None:
-        attempts = {it.attempt_id for it in self.s.iterations if it.attempt_id}
-        for failure in self.s.protocol_failures:
-            if not (failure.attempt_id and failure.attempt_id in attempts):
-                self.failure(failure)
-
-    def evals(self) -> None:
-        for report in self.s.evals:
-            if report.passed is None:
-                verdict = "verdict not recorded"
-            else:
-                verdict = "passed" if report.passed else "failed"
-            if report.checks_total is not None:
-                verdict += f" ({report.checks_passed}/{report.checks_total} checks)"
-            name = "eval receipt" if report.source == "eval_receipts" else "eval-banana run"
-            self.evidence(
-                slug(report.report_id, "eval-"),
-                kind="test",
-                summary=f"{name} {slug(report.report_id)}: {verdict}",
-                body=report.raw,
-                revision=report.revision,
-                at=report.created_at,
-                label=f"eval {report.report_id}",
-            )
-
     def finished(self) -> None:
         for entry in self.s.finished:
             todo_id = f"fin-{entry.index:03d}"
@@ -518,7 +371,7 @@ class SessionPlan(Ops):
         try:
             note = check_note(note)  # checked before anything of the session is written
         except InvalidInput as err:
-            self.s.problems.append(
+            self.problems.append(
                 Problem(
                     f"{self.s.rel}/project_state/handoff.json",
                     f"handoff revision {h.revision} was not imported: {err.message}",
@@ -562,7 +415,7 @@ class SessionPlan(Ops):
         s, stop = self.s, stop_state(self.s)
         if stop.state == "running":
             if self.imported.todos.get(SESSION_TODO, "open") not in OPEN:
-                s.problems.append(
+                self.problems.append(
                     Problem(
                         f"{s.rel}/state.json",
                         "the session runs again after it was imported as stopped; its "
@@ -689,20 +542,3 @@ class SessionPlan(Ops):
                 ),
             }[stop.state]
             self.add_todo(todo_id, title, role="user", at=at, phase=2)
-
-
-def _run_summary(it: Iteration, where: str) -> str:
-    if it.success:
-        text = f"{where.capitalize()}: the harness call returned"
-    else:
-        text = f"{where.capitalize()}: the harness call failed"
-        if it.failure_kind:
-            text += f" ({inline(it.failure_kind, 60)})"
-    facts = []
-    if it.duration_s is not None:
-        facts.append(f"{it.duration_s:.2f} s")
-    if it.prompt_tokens is not None:
-        facts.append(f"{it.prompt_tokens} prompt + {it.completion_tokens or 0} completion tokens")
-    if facts:
-        text += " (" + "; ".join(facts) + ")"
-    return text + "."
