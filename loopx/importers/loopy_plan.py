@@ -42,6 +42,7 @@ The mapping, per session → one goal (id from the session id, or `--goal-id`), 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +69,9 @@ from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 
 OPEN = ("open", "active")
+_UUID = re.compile(
+    r"[0-9A-Fa-f]{8}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{4}-?[0-9A-Fa-f]{12}"
+)
 
 
 @dataclass(frozen=True)
@@ -86,8 +90,11 @@ class Imported:
 
 
 def session_key(s: Session) -> str:
-    """The session's identity in operation ids: its uuid, else a hash of its id."""
-    return s.uuid[:12].lower() if s.uuid else short_hash(s.session_id, 12)
+    """The session's identity in operation ids: its uuid, else a hash of its id (or of an
+    uuid that is not one, which could not go into an operation id as it is)."""
+    if s.uuid and _UUID.fullmatch(s.uuid):
+        return s.uuid[:12].lower()
+    return short_hash(s.uuid or s.session_id, 12)
 
 
 class SessionPlan(Ops):

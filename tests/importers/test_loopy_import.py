@@ -600,6 +600,21 @@ def test_an_unreadable_project_goal_file_is_reported_by_its_relative_path(
     assert store.goal_ids() == []
 
 
+def test_a_malformed_session_uuid_still_gives_valid_operation_ids(tmp_path: Path) -> None:
+    s = _one_session(tmp_path)
+    s.iteration("planner")
+    manifest = json.loads((s.dir / "session.json").read_text())
+    (s.dir / "session.json").write_text(json.dumps({**manifest, "session_uuid": "not a/uuid"}))
+    store = _store(tmp_path)
+    report = import_path(store, s.dir)
+    assert report.problems == [] and "iter-0001" in _state(store, "s1").runs
+    uuid = "3F2A1B4C-5D6E-4F70-8192-A3B4C5D6E7F8"
+    (s.dir / "session.json").write_text(json.dumps({**manifest, "session_uuid": uuid}))
+    other = _store(tmp_path, "other")
+    assert import_path(other, s.dir).problems == []
+    assert "loopy:3f2a1b4c-5d6:goal:create" in _state(other, "s1").operations
+
+
 def test_an_oversized_prompt_is_cut_not_lost(tmp_path: Path) -> None:
     s = _one_session(tmp_path)
     folder = s.iteration("planner")
