@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from loopx.importers.loopy_discover import LOOPY_DIR, discover
 from loopx.importers.loopy_loop import ImportReport, import_path
-from loopx.importers.loopy_reader import LOOPY_DIR, Problem, discover
+from loopx.importers.loopy_model import Problem
 from loopx.model.errors import LoopxError
 
 CHANGES = frozenset({"created", "modified", "deleted", "moved", "closed"})
