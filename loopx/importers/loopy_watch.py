@@ -23,10 +23,12 @@ CHANGES = frozenset({"created", "modified", "deleted", "moved", "closed"})
 
 
 def watch_root(path: Path) -> Path:
-    """The folder to observe for PATH: the session folder, else its `.loopy_loop` folder."""
+    """The folder to observe for PATH: the session folder (the folder holding it when it
+    brings child sessions kept beside it), else its `.loopy_loop` folder."""
     base, project_root, sessions = discover(path)
-    if sessions[0] == path.expanduser().resolve():
-        return sessions[0]
+    top = sessions[0]
+    if top == path.expanduser().resolve():
+        return top if all(s == top or top in s.parents for s in sessions) else base
     if project_root is not None and (project_root / LOOPY_DIR).is_dir():
         return project_root / LOOPY_DIR
     return base

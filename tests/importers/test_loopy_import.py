@@ -716,6 +716,16 @@ def test_watch_imports_new_iterations(tmp_path: Path) -> None:
     assert _state(store, "s1").runs["iter-0002"].agent_id == "loopy-executor"
 
 
+def test_watch_observes_what_the_import_reads(tmp_path: Path) -> None:
+    from loopx.importers.loopy_watch import watch_root
+
+    documented_project(tmp_path / "proj")
+    sessions = tmp_path / "proj" / ".loopy_loop" / "sessions"
+    assert watch_root(tmp_path / "proj") == tmp_path / "proj" / ".loopy_loop"
+    assert watch_root(sessions / CHILD) == sessions / CHILD
+    assert watch_root(sessions / PARENT) == sessions  # its child sits beside it
+
+
 # -- projections ----------------------------------------------------------------------------
 
 
