@@ -100,9 +100,8 @@ def test_every_call_of_a_build_write_leaves_all_old_or_all_new(tmp_path: Path) -
 
 
 def test_a_failed_build_write_is_io_error_through_the_cli(tmp_path: Path) -> None:
-    from conftest import run_cli
-
     from loopx.engine.demo import create_demo
+    from tests.conftest import run_cli
 
     create_demo(tmp_path / "proj")
     out = tmp_path / "site"

@@ -22,11 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import make_ctx
-
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
 from loopx.store.filestore import FileStore
+from tests.conftest import make_ctx
 
 WORKER = Path(__file__).with_name("worker.py")
 ROUNDS = int(os.environ.get("LOOPX_CRASH_ROUNDS", "100"))

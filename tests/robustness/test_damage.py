@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_ctx, run_cli
 from scratch import scratch
 
 from loopx.engine.core import load_state
@@ -24,6 +23,7 @@ from loopx.model.errors import LedgerDamage
 from loopx.store.base import stamp
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import Cursor, encode_line, scan
+from tests.conftest import make_ctx, run_cli
 
 GOAL = "g"
 

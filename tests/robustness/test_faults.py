@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_ctx, run_cli
 from faultfs import FaultFS, PowerCut
 
 from loopx.engine.goals import create_goal
@@ -24,6 +23,7 @@ from loopx.model.errors import StorageError
 from loopx.store import fsio
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import Cursor, scan
+from tests.conftest import make_ctx, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 GOAL = "g"

@@ -34,7 +34,6 @@ from pathlib import Path
 
 import click
 import pytest
-from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scratch import scratch
@@ -42,6 +41,7 @@ from scratch import scratch
 from loopx.cli.main import COMMANDS
 from loopx.engine.demo import create_demo
 from loopx.store.filestore import FileStore
+from tests.conftest import run_cli
 
 EXCLUDED_GROUPS = {"serve"}  # a server that runs until interrupted
 NEVER = {"debug", "watch"}  # --debug shows tracebacks on purpose; --watch never returns

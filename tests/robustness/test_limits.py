@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import T0, make_ctx, run_cli
 from scratch import scratch
 
 from loopx.engine.core import load_state
@@ -25,6 +24,7 @@ from loopx.model.upgrade import EVENT_VERSION
 from loopx.state.frontier import frontier, readiness
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import MAX_DEPTH, digest, parse_line
+from tests.conftest import T0, make_ctx, run_cli
 
 GOAL = "big"
 

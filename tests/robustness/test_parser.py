@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_ctx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +26,7 @@ from loopx.state.fold import replay
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import Cursor, digest, encode_line, parse_line, scan
 from loopx.store.memorystore import MemoryStore
+from tests.conftest import make_ctx
 
 EXAMPLES = int(os.environ.get("LOOPX_PARSER_EXAMPLES", "5000"))
 SETTINGS = settings(
@@ -241,7 +241,7 @@ READS = [
 @given(forged())
 def test_reads_of_a_forged_ledger_exit_cleanly(event: dict[str, Any]) -> None:
     """Every read command either shows the forged event or refuses the ledger, cleanly."""
-    from conftest import run_cli
+    from tests.conftest import run_cli
 
     last = REAL_EVENTS[-1]
     event = dict(event, seq=last["seq"] + 1, prev=last["sum"], goal_id="g")

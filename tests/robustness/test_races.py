@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_ctx
 from scratch import scratch
 
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import GENESIS
+from tests.conftest import make_ctx
 
 WORKER = Path(__file__).with_name("worker.py")
 GOAL = "race"
