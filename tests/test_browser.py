@@ -565,7 +565,7 @@ def non_relative_references(crawl: Crawl) -> list[str]:
         raws = [link["raw"] for link in info.get("links", [])] + list(info.get("resources", []))
         for raw in raws:
             parts = urlsplit(raw)
-            if parts.scheme in ("https", "mailto"):
+            if parts.scheme in ("https", "mailto", "data"):  # data: is inline, never fetched
                 continue
             if parts.scheme or parts.netloc or raw.startswith(("/", "\\")):
                 problems.append(f"{page}: non-relative reference {raw!r}")
@@ -629,7 +629,9 @@ def test_no_request_leaves_the_machine(crawl: Crawl) -> None:
     assert total >= 2 * len(crawl.pages)  # at least each page and its stylesheet, twice
     assert not (problems := requests_off_machine(crawl)), _report(problems)
     # External links exist on the pages only as links; they are listed, never fetched.
-    assert all(u.startswith(("https:", "mailto:")) for u in crawl.external), sorted(crawl.external)
+    assert all(u.startswith(("https:", "mailto:", "data:")) for u in crawl.external), sorted(
+        crawl.external
+    )
 
 
 def test_every_reference_is_relative_and_works_from_file_urls(crawl: Crawl) -> None:

@@ -565,3 +565,51 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
         observer.join(timeout=2)
         server.shutdown()
         server.server_close()
+
+
+def test_private_ids_that_are_common_words_do_not_cry_wolf(demo: Path, tmp_path: Path) -> None:
+    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    for todo_id in ("index", "status", "graph", "prototype"):
+        todos.add_todo(
+            ctx, "launch", title=f"Private work on {todo_id}", todo_id=todo_id, visibility="private"
+        )
+    result = build(demo, tmp_path / "site", head=REV_NEW)
+    assert result.findings == []
+    status = json.loads((tmp_path / "site/public/goals/launch/status.json").read_text())
+    assert "index" not in {t["todo_id"] for t in status["todos"]}
+
+
+def test_the_incremental_scan_still_catches_a_leak_of_new_text(
+    demo: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    from loopx.build.work import BuildCache
+
+    cache = BuildCache()
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, cache=cache)
+    covered = cache.scan.covered
+    assert covered is not None and cache.scan.clean
+    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    todos.add_todo(ctx, "docs", title="Negotiate the quiet acquisition", todo_id="deal")
+    build(demo, out, head=REV_NEW, cache=cache)  # grows the covered set, no leak
+    assert cache.scan.covered is not None
+    assert "Negotiate the quiet acquisition" in cache.scan.covered.texts
+    assert len(cache.scan.scanners) == 2  # the base scanner and one for the added text
+
+    from loopx.projections import base
+
+    real = base.todo_card
+
+    def leaky(todo: Any, lens: Any, state: Any) -> dict[str, Any]:
+        card = real(todo, lens, state)
+        if todo.todo_id == "pick-license":
+            card["title"] = "Negotiate the quiet acquisition"
+        return card
+
+    monkeypatch.setattr("loopx.projections.status.todo_card", leaky)
+    todos.add_todo(
+        ctx, "launch", title="Touch the public goal", todo_id="touch", visibility="public"
+    )
+    with pytest.raises(BoundaryViolation) as err:
+        build(demo, out, head=REV_NEW, cache=cache)
+    assert {f["kind"] for f in err.value.details["findings"]} == {"non-public-text"}

@@ -9,11 +9,13 @@ file, kind and position, never the matched text.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from loopx.build.artifacts import Site
 from loopx.model.errors import BoundaryViolation
+from loopx.privacy.scanner import Scanner
 from loopx.resources import resource_dir
 from loopx.state.entities import GoalState
 
@@ -44,53 +46,159 @@ class Forbidden:
         return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
     def scanner(self) -> Any:
-        from loopx.privacy.scanner import Scanner
-
         return Scanner(sorted(self.texts), forbidden_ids=sorted(self.ids))
 
 
-def non_public_strings(goals: dict[str, GoalState], read_blob: BlobReader | None) -> Forbidden:
-    """The exact strings the ledger marks non-public: must never appear in public output."""
+MIN_TEXT = 12  # shorter team text ("Review", "Fix tests") is too generic to match safely
+
+
+def _handoff_texts(record: dict[str, Any]) -> list[Any]:
+    """The free text of a handoff note (enums such as an approach's outcome left out)."""
+    note = record.get("note")
+    if not isinstance(note, dict) or "blob" in note:
+        return [note]
+    out: list[Any] = [note.get("work_summary")]
+    for key in ("next_steps", "key_decisions", "open_questions", "source_refs"):
+        out += list(note.get(key) or [])
+    for item in note.get("approaches_tried") or []:
+        out += [item.get("approach"), item.get("reason")]
+    for item in note.get("files_touched") or []:
+        out += [item.get("path"), item.get("summary")]
+    return out
+
+
+@dataclass(frozen=True)
+class GoalStrings:
+    """One goal's contribution to the forbidden set (cached per goal head by the build)."""
+
+    texts: frozenset[str]
+    ids: frozenset[str]
+    public: frozenset[str]
+    public_ids: frozenset[str]
+
+
+def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalStrings:
+    """The non-public text and private ids of one goal, and its public text.
+
+    Private text lives in the blob store, not the ledger; it is read (and matched) only when
+    `read_blob` is given (`loopx scan`); the build relies on layer 1 never giving a public
+    projection a blob reader, and matches the blob hashes instead.
+    """
     found: set[str] = set()
     ids: set[str] = set()
-    public_text: set[str] = set()
-    for state in goals.values():
-        goal_private = state.visibility != "public"
-        entities: list[tuple[str, list[Any], str]] = [
-            (
-                state.visibility,
-                [state.title, state.objective, *state.acceptance, state.outcome_reason],
-                state.goal_id,
-            )
-        ]
-        entities += [
-            (t.visibility, [t.title, t.acceptance, t.reason, t.summary], t.todo_id)
-            for t in state.todos.values()
-        ]
-        entities += [
-            (g.visibility, [g.question, g.rationale], g.gate_id) for g in state.gates.values()
-        ]
-        entities += [
-            (e.visibility, [e.summary, *e.refs, e.body], e.evidence_id)
-            for e in state.evidence.values()
-        ]
-        entities += [(n.visibility, [n.text], n.note_id) for n in state.notes.values()]
-        entities += [(r.visibility, [r.summary, r.wait], r.run_id) for r in state.runs.values()]
-        for visibility, values, entity_id in entities:
-            texts = [t for v in values for t in _texts(v, read_blob)]
-            if visibility == "public" and not goal_private:
-                public_text.update(texts)
-                continue
-            found.update(texts)
-            if visibility == "private":
-                ids.add(entity_id)
-        if state.visibility == "private":
-            ids.add(state.goal_id)
+    public: set[str] = set()
+    public_ids: set[str] = set() if state.visibility == "private" else {state.goal_id}
+    goal_private = state.visibility != "public"
+    entities: list[tuple[str, list[Any], str]] = [
+        (
+            state.visibility,
+            [state.title, state.objective, *state.acceptance, state.outcome_reason],
+            state.goal_id,
+        )
+    ]
+    entities += [
+        (t.visibility, [t.title, t.acceptance, t.reason, t.summary], t.todo_id)
+        for t in state.todos.values()
+    ]
+    entities += [(g.visibility, [g.question, g.rationale], g.gate_id) for g in state.gates.values()]
+    entities += [
+        (e.visibility, [e.summary, *e.refs, e.body], e.evidence_id) for e in state.evidence.values()
+    ]
+    entities += [(n.visibility, [n.text], n.note_id) for n in state.notes.values()]
+    entities += [(r.visibility, [r.summary, r.wait], r.run_id) for r in state.runs.values()]
+    entities += [
+        (h.get("visibility", "team"), _handoff_texts(h), hid) for hid, h in state.handoffs.items()
+    ]
+    for visibility, values, entity_id in entities:
+        texts = [t for v in values for t in _texts(v, read_blob)]
+        if visibility == "public" and not goal_private:
+            public.update(texts)
+            public_ids.add(entity_id)
+            continue
+        found.update(t for t in texts if len(t.strip()) >= MIN_TEXT)
+        if visibility == "private":
+            ids.add(entity_id)
+    if state.visibility == "private":
+        ids.add(state.goal_id)
+    return GoalStrings(frozenset(found), frozenset(ids), frozenset(public), frozenset(public_ids))
+
+
+def non_public_strings(
+    goals: dict[str, GoalState],
+    read_blob: BlobReader | None = None,
+    cache: dict[str, tuple[str, GoalStrings]] | None = None,
+) -> Forbidden:
+    """The exact strings the ledger marks non-public: must never appear in public output.
+
+    `cache` (goal id → (head, strings)) spares unchanged goals the walk.
+    """
+    parts: list[GoalStrings] = []
+    for goal_id, state in sorted(goals.items()):
+        hit = cache.get(goal_id) if cache is not None else None
+        if hit is not None and hit[0] == state.head:
+            parts.append(hit[1])
+            continue
+        strings = goal_strings(state, read_blob)
+        if cache is not None:
+            cache[goal_id] = (state.head, strings)
+        parts.append(strings)
+    found = frozenset().union(*(p.texts for p in parts)) if parts else frozenset()
+    public = frozenset().union(*(p.public for p in parts)) if parts else frozenset()
+    ids = frozenset().union(*(p.ids for p in parts)) if parts else frozenset()
+    public_ids = frozenset().union(*(p.public_ids for p in parts)) if parts else frozenset()
     # Text that is also public (the same words on a public item) or part of the templates
-    # themselves cannot leak anything; matching it would only cry wolf.
-    boilerplate = _template_text()
-    kept = {s for s in found if s.strip() and s not in public_text and s not in boilerplate}
-    return Forbidden(frozenset(kept), frozenset(ids))
+    # themselves cannot leak anything; matching it would only cry wolf. Likewise a private
+    # id that is also a public id, a word of the templates or a key of the JSON artifacts
+    # (a private todo called `index` or `status`).
+    boilerplate = _Boilerplate.get()
+    kept = frozenset(s for s in found - public if not boilerplate.contains(s))
+    kept_ids = frozenset(i for i in ids - public_ids if i not in boilerplate.words)
+    return Forbidden(kept, kept_ids)
+
+
+class _Boilerplate:
+    """The static text of the templates, with a word index that answers "is this string in
+    there?" without a substring search for strings whose inner words it has never seen."""
+
+    _instance: _Boilerplate | None = None
+
+    def __init__(self, text: str, keys: frozenset[str] = frozenset()):
+        self.text = text
+        self.words = frozenset(re.findall(r"\w+", text)) | keys
+
+    @classmethod
+    def get(cls) -> _Boilerplate:
+        if cls._instance is None:
+            cls._instance = cls(_template_text(), _schema_keys())
+        return cls._instance
+
+    def contains(self, s: str) -> bool:
+        inner = re.findall(r"\w+", s)[1:-1]  # edge words may be cut inside a longer word
+        if any(w not in self.words for w in inner):
+            return False
+        return s in self.text
+
+
+def _schema_keys() -> frozenset[str]:
+    """Every property name the JSON artifacts may carry (they appear in every public file)."""
+    import orjson
+
+    keys: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            keys.update(
+                node.get("properties", {}) if isinstance(node.get("properties"), dict) else ()
+            )
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for path in sorted(resource_dir("schemas").glob("*.json")):
+        walk(orjson.loads(path.read_bytes()))
+    return frozenset(keys)
 
 
 def _template_text() -> str:
@@ -98,29 +206,71 @@ def _template_text() -> str:
     return "\n".join(p.read_text("utf-8") for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def scan_public(
-    site: Site, forbidden: Forbidden, cache: dict[str, str] | None = None
-) -> list[dict[str, Any]]:
-    """Scan every public artifact; return findings (without the matched text).
+@dataclass
+class ScanCache:
+    """What `loopx serve` remembers between scans: scanners already built, and the artifacts
+    (by sha256) found clean against everything those scanners look for.
 
-    `cache` maps an artifact's sha256 to the digest of the forbidden set it was found clean
-    against; such artifacts are not scanned again while that set is unchanged.
+    The forbidden set mostly grows (a new todo, a new note); then only the added strings are
+    looked for in artifacts already found clean, with a small automaton, instead of building
+    one over tens of thousands of strings and scanning every byte again.
     """
-    digest = forbidden.digest()
-    scanner = None
+
+    covered: Forbidden | None = None  # every string the clean artifacts were checked against
+    scanners: list[Any] = field(default_factory=list)
+    clean: set[str] = field(default_factory=set)
+
+
+def _public(site: Site) -> list[tuple[str, Any]]:
+    return [(p, a) for p, a in sorted(site.artifacts.items()) if a.audience == "public"]
+
+
+def _scan(scanners: list[Any], items: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for path, artifact in items:
+        for scanner in scanners:
+            out.extend(f.to_dict() for f in scanner.scan_bytes(artifact.data, path))
+    return out
+
+
+def scan_public(
+    site: Site, forbidden: Forbidden, cache: ScanCache | None = None
+) -> list[dict[str, Any]]:
+    """Scan every public artifact; return findings (without the matched text)."""
+    items = _public(site)
+    if cache is None:
+        return _scan([forbidden.scanner()], items)
+    covered = cache.covered
+    if covered is None or not (forbidden.texts <= covered.texts or _few(forbidden, covered)):
+        scanner = forbidden.scanner()
+        full = _scan([scanner], items)
+        cache.covered, cache.scanners = forbidden, [scanner]
+        cache.clean = set() if full else {a.sha256 for _, a in items}
+        return full
+    added = Forbidden(forbidden.texts - covered.texts, forbidden.ids - covered.ids)
+    fresh = [(p, a) for p, a in items if a.sha256 not in cache.clean]
+    known = [(p, a) for p, a in items if a.sha256 in cache.clean]
     findings: list[dict[str, Any]] = []
-    for path in sorted(site.artifacts):
-        artifact = site.artifacts[path]
-        if artifact.audience != "public":
-            continue
-        if cache is not None and cache.get(artifact.sha256) == digest:
-            continue
-        scanner = scanner or forbidden.scanner()
-        found = [f.to_dict() for f in scanner.scan_bytes(artifact.data, path)]
-        findings.extend(found)
-        if cache is not None and not found:
-            cache[artifact.sha256] = digest
+    if added.texts or added.ids:
+        delta = Scanner(
+            sorted(added.texts), forbidden_ids=sorted(added.ids), machine=False, rules=False
+        )
+        findings += _scan([delta], known)
+        cache.scanners.append(added.scanner())
+        cache.covered = Forbidden(covered.texts | added.texts, covered.ids | added.ids)
+    findings += _scan(cache.scanners, fresh)
+    if findings:
+        # The incremental scanners may still look for text that is no longer non-public;
+        # before failing a build, decide with a scanner of exactly the current set.
+        cache.covered = None
+        return scan_public(site, forbidden, cache)
+    cache.clean |= {a.sha256 for _, a in items}
     return findings
+
+
+def _few(forbidden: Forbidden, covered: Forbidden) -> bool:
+    """True when the set mostly grew: what left it is a small share (it stays covered)."""
+    return len(covered.texts - forbidden.texts) <= max(100, len(forbidden.texts) // 100)
 
 
 def enforce(findings: list[dict[str, Any]]) -> None:

@@ -166,8 +166,8 @@ def build(
     if "public" in audiences:
         result.findings = scan_public(
             site,
-            non_public_strings(goals, store.get_blob),
-            cache.scanned if cache is not None else None,
+            non_public_strings(goals, cache=cache.strings if cache is not None else None),
+            cache.scan if cache is not None else None,
         )
         enforce(result.findings)
     out.mkdir(parents=True, exist_ok=True)

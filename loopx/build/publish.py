@@ -33,8 +33,8 @@ def publish(
     message: str | None = None,
 ) -> dict[str, Any]:
     head = resolve_head(root, head)
-    site, (goals, store) = make_site(root, ("public",), head)
-    enforce(scan_public(site, non_public_strings(goals, store.get_blob)))
+    site, (goals, _) = make_site(root, ("public",), head)
+    enforce(scan_public(site, non_public_strings(goals)))
     files = _public_files(site)
     sources = ", ".join(
         f"{g}@{s['revision']}"

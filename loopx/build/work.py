@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopx.build.artifacts import Artifact
+from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
 from loopx.state.entities import GoalState
 
@@ -29,8 +30,9 @@ class BuildCache:
     audience may see, and validation."""
 
     entries: dict[Unit, tuple[tuple[Any, ...], Result]] = field(default_factory=dict)
-    scanned: dict[str, str] = field(default_factory=dict)  # sha256 → forbidden-set digest
+    scan: ScanCache = field(default_factory=ScanCache)
     written: dict[str, str] = field(default_factory=dict)  # path → sha256 of our last write
+    strings: dict[str, Any] = field(default_factory=dict)  # goal → (head, GoalStrings)
     hits: int = 0
     misses: int = 0
 

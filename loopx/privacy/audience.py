@@ -71,7 +71,7 @@ class Lens:
         """The omission note: counts by kind, and one sentence saying it."""
         omitted = dict(sorted(self.omitted.items()))
         redacted = dict(sorted(self.redactions.items()))
-        parts = [f"{n} {what} not shown" for what, n in omitted.items()]
+        parts = [", ".join(_count(n, what) for what, n in omitted.items())] if omitted else []
         if redacted:
             total = sum(redacted.values())
             kinds = ", ".join(f"{n} {k}" for k, n in redacted.items())
@@ -79,5 +79,26 @@ class Lens:
         return {
             "omitted": omitted,
             "redacted": redacted,
-            "note": "; ".join(parts) if parts else "nothing omitted",
+            "note": "; ".join(parts) if parts else "nothing",
         }
+
+
+def _count(n: int, what: str) -> str:
+    """ "1 team todo", "3 team todos": the keys are plural; say one in the singular."""
+    if n == 1:
+        for plural, singular in _SINGULAR:
+            if what.endswith(plural) or f"{plural} " in what:
+                what = what.replace(plural, singular, 1)
+                break
+    return f"{n} {what}"
+
+
+_SINGULAR = (
+    ("evidence items", "evidence item"),
+    ("edges", "edge"),
+    ("todos", "todo"),
+    ("gates", "gate"),
+    ("goals", "goal"),
+    ("notes", "note"),
+    ("runs", "run"),
+)

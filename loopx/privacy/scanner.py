@@ -335,7 +335,8 @@ class Scanner:
     ``non-public-id`` and only where not part of a longer id (``todo-1`` is not in ``todo-12``).
     `machine`: also look for this machine's user and host names (see `machine_names`), as whole
     words. `allow`: matched texts that are fine to publish (e.g. a maintainer's public address);
-    they exempt rule and machine-name findings, never forbidden strings.
+    they exempt rule and machine-name findings, never forbidden strings. `rules=False` looks
+    only for the exact strings (the build's incremental scan of text already found clean).
     """
 
     def __init__(
@@ -345,6 +346,7 @@ class Scanner:
         machine: bool = True,
         forbidden_ids: Iterable[str] = (),
         allow: Iterable[str] = (),
+        rules: bool = True,
     ) -> None:
         tagged: dict[str, set[str]] = {}
         for kind, texts in ((NON_PUBLIC_TEXT, forbidden), (NON_PUBLIC_ID, forbidden_ids)):
@@ -357,7 +359,10 @@ class Scanner:
             for kind, names in machine_names().items():
                 for name in names - self._allow:
                     tagged.setdefault(name, set()).add(kind)
-        self._automata = _automata(tagged)
+        self._rules = rules
+        self._automata = (
+            _automata(tagged) if rules else ((_Literals(tagged, {}, dfa=False),) if tagged else ())
+        )
 
     def scan_text(self, text: str, path: str = "<text>") -> list[Finding]:
         """Every finding in `text`, in order of position."""
@@ -390,7 +395,7 @@ class Scanner:
 
     def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
         text = view.text
-        numbers = set(_ALWAYS)
+        numbers = set(_ALWAYS) if self._rules else set()
         anchors: dict[int, list[int]] = {}  # positional rule -> where its anchors start
         for literals in self._automata:
             for index, start, end in literals.find(text):
