@@ -165,6 +165,7 @@ class _Boilerplate:
     def __init__(self, text: str, keys: frozenset[str] = frozenset()):
         self.text = text
         self.words = frozenset(re.findall(r"\w+", text)) | keys
+        self._seen: dict[str, bool] = {}  # answers are remembered: the same strings recur
 
     @classmethod
     def get(cls) -> _Boilerplate:
@@ -173,10 +174,13 @@ class _Boilerplate:
         return cls._instance
 
     def contains(self, s: str) -> bool:
-        inner = re.findall(r"\w+", s)[1:-1]  # edge words may be cut inside a longer word
-        if any(w not in self.words for w in inner):
-            return False
-        return s in self.text
+        known = self._seen.get(s)
+        if known is None:
+            inner = re.findall(r"\w+", s)[1:-1]  # edge words may be cut inside a longer word
+            known = all(w in self.words for w in inner) and s in self.text
+            if len(self._seen) < 1_000_000:
+                self._seen[s] = known
+        return known
 
 
 def _schema_keys() -> frozenset[str]:

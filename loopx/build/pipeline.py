@@ -74,12 +74,24 @@ def resolve_head(root: Path, head: str | None) -> str | None:
     return head_revision(root)
 
 
-def gather(store: FileStore) -> dict[str, GoalState]:
+def gather(store: FileStore, cache: BuildCache | None = None) -> dict[str, GoalState]:
+    """Fold every goal. With a cache, a goal whose ledger file has not changed (same size,
+    mtime and inode) keeps the state folded last time."""
     goals: dict[str, GoalState] = {}
     for goal_id in store.goal_ids():
+        key: tuple[int, ...] | None = None
+        if cache is not None:
+            st = store.ledger_path(goal_id).stat()
+            key = (st.st_size, st.st_mtime_ns, st.st_ino)
+            hit = cache.states.get(goal_id)
+            if hit is not None and hit[0] == key:
+                goals[goal_id] = hit[1]
+                continue
         state = load_state(store, goal_id).state
         if state is not None:
             goals[goal_id] = state
+            if cache is not None and key is not None:
+                cache.states[goal_id] = (key, state)
     return goals
 
 
@@ -94,7 +106,7 @@ def make_site(
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`)."""
     store = FileStore(root)
-    goals = gather(store)
+    goals = gather(store, cache)
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}
     units = [(audience, g) for audience in audiences for g in sorted(split[audience][0])]
