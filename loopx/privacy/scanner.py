@@ -326,6 +326,10 @@ def machine_names() -> dict[str, set[str]]:
 # --- the scanner -------------------------------------------------------------------------------
 
 
+PREFIX = 32
+_PREFIX_KIND = "prefix-of-non-public-text"  # internal: never reported
+
+
 class Scanner:
     """Scans text for everything that must not reach a public artifact.
 
@@ -349,11 +353,20 @@ class Scanner:
         rules: bool = True,
     ) -> None:
         tagged: dict[str, set[str]] = {}
+        # Long forbidden texts go into the automaton by their first PREFIX characters only and
+        # are confirmed where a prefix matches: an automaton over tens of thousands of long
+        # texts costs seconds to build, one over their prefixes a fraction of that.
+        self._long: dict[str, list[str]] = {}
         for kind, texts in ((NON_PUBLIC_TEXT, forbidden), (NON_PUBLIC_ID, forbidden_ids)):
             for text in texts:
                 if len(text) >= MIN_FORBIDDEN_LENGTH:
                     # lone surrogates cannot be matched as UTF-8; scanned text gets the same fix
-                    tagged.setdefault(_SURROGATES.sub("\ufffd", text), set()).add(kind)
+                    clean = _SURROGATES.sub("\ufffd", text)
+                    if kind == NON_PUBLIC_TEXT and len(clean) > PREFIX:
+                        self._long.setdefault(clean[:PREFIX], []).append(clean)
+                        tagged.setdefault(clean[:PREFIX], set()).add(_PREFIX_KIND)
+                    else:
+                        tagged.setdefault(clean, set()).add(kind)
         self._allow = frozenset(allow)
         if machine:
             for kind, names in machine_names().items():
@@ -404,6 +417,19 @@ class Scanner:
                     if number in _POSITIONAL:
                         anchors.setdefault(number, []).append(start)
                 for kind in literals.kinds[index]:
+                    if kind == _PREFIX_KIND:
+                        for full in self._long[text[start:end]]:
+                            if text.startswith(full, start):
+                                self._add(
+                                    found,
+                                    view,
+                                    NON_PUBLIC_TEXT,
+                                    start,
+                                    start + len(full),
+                                    False,
+                                    _EXACT_PRIORITY,
+                                )
+                        continue
                     bounded = _BOUNDED_CHARS.get(kind)
                     if bounded is not None and (
                         (start > 0 and text[start - 1] in bounded)

@@ -244,3 +244,24 @@ def test_binary_data_is_scanned_for_printable_runs_only() -> None:
 def test_tilde_homes_need_a_user_and_a_path(text: str, found: bool) -> None:
     kinds = [f.kind for f in Scanner(machine=False).scan_text(text)]
     assert kinds == (["home-path"] if found else [])
+
+
+def test_long_forbidden_texts_match_by_prefix_then_in_full() -> None:
+    from loopx.privacy.scanner import PREFIX
+
+    long_a = "The quarterly vendor negotiation notes say we should " + "x" * 40
+    long_b = long_a[:PREFIX] + " but a different ending entirely, also long enough"
+    scanner = Scanner([long_a, long_b], machine=False)
+    assert [f.kind for f in scanner.scan_text(f"see: {long_b}!")] == ["non-public-text"]
+    assert scanner.scan_text(f"see: {long_a[:-1]}") == []  # the prefix alone is no finding
+    both = scanner.scan_text(f"{long_a} and {long_b}")
+    assert [f.offset for f in both] == [0, len(long_a) + 5]
+    encoded = scanner.scan_text(long_a.replace(" ", "%20"))
+    assert [(f.kind, f.encoding) for f in encoded] == [("non-public-text", "url")]
+
+
+def test_rules_can_be_left_out_for_an_exact_string_pass() -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    exact = Scanner(["the secret merger plan"], machine=False, rules=False)
+    found = exact.scan_text(f"{token} the secret merger plan")
+    assert [f.kind for f in found] == ["non-public-text"]
