@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, run_cli
 
 from loopx.store.filestore import FileStore
+from tests.conftest import CliResult, run_cli
 
 G = "demo"
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 import pytest
-from conftest import CliResult, run_cli
 
 from loopx.cli.main import COMMANDS, cli
 from loopx.model.errors import EXIT_CODES, LoopxError
+from tests.conftest import CliResult, run_cli
 
 G = "demo"
 SECRET = "ghp_Q7vXk2LmN9pR4sT6uW8yZ1aB3cD5eF7gH9jK"

@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import T0, run_cli
-
 from loopx.store.filestore import FileStore
+from tests.conftest import T0, run_cli
 
 
 def ledgers(root: Path) -> dict[str, bytes]:

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_ctx
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.core import require_goal
 from loopx.engine.git import head_revision, is_ancestor, is_dirty
 from loopx.model.errors import InvalidInput, LoopxError, NotFound
 from loopx.state.views import quota_view
+from tests.conftest import make_ctx
 
 G = "launch"
 SECRET = "s3cr3t-canary-7f1e9a"

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import make_ctx
 
 from loopx.engine import gates, goals, todos
 from loopx.engine.core import require_goal
 from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
+from tests.conftest import make_ctx
 
 G = "launch"
 

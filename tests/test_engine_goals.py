@@ -7,11 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import make_ctx
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.core import load_state, require_goal
 from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
+from tests.conftest import make_ctx
 
 G = "launch"
 

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import T0, make_ctx
 
 from loopx.engine import gates, goals, todos
 from loopx.engine.core import load_state, require_goal
 from loopx.model.errors import Conflict, LoopxError
 from loopx.store.filestore import FileStore
+from tests.conftest import T0, make_ctx
 
 G = "launch"
 

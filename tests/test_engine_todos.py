@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import T0, make_ctx
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock, add_seconds
 from loopx.engine.core import Context, require_goal
 from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
+from tests.conftest import T0, make_ctx
 
 G = "launch"
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import T0, make_ctx
 
 from benchmarks.synth import make_goal
 from loopx.engine import goals, todos
@@ -25,6 +24,7 @@ from loopx.model.errors import LedgerDamage
 from loopx.state.entities import GoalState, decode_state, encode_state, state_from_dict
 from loopx.state.fold import apply, replay
 from loopx.store.filestore import FileStore
+from tests.conftest import T0, make_ctx
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import hashlib
 from typing import Any
 
 import pytest
-from conftest import make_ctx
 
 from loopx.engine.core import load_state
 from loopx.engine.goals import create_goal
@@ -23,6 +22,7 @@ from loopx.store.base import SnapshotStale
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import GENESIS, Cursor, canonical, encode_line, parse_line
 from loopx.store.memorystore import MemoryStore
+from tests.conftest import make_ctx
 
 G = "goal-a"
 
