@@ -61,9 +61,7 @@ def _root(root: Path | None) -> Path:
     is_flag=True,
     help="Write nothing; exit 6 when the folder differs from a fresh build.",
 )
-@click.option(
-    "--validate", is_flag=True, help="Also check every JSON artifact against schemas/."
-)
+@click.option("--validate", is_flag=True, help="Also check every JSON artifact against schemas/.")
 @common()
 def build_cmd(
     out: Path,
