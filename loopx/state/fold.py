@@ -82,7 +82,9 @@ def _apply(state: GoalState | None, event: Event) -> GoalState:
         op = ops[op_id]
         ops.entries[op_id] = [op[0], op[1], seq, op[3]]
     else:
-        ops.entries[op_id] = [event["op_hash"], seq, seq, subject_of(event)]
+        data = event["data"]
+        own = data.get(_OWN_KEYS.get(event["type"], ""))  # subject_of, its common case inline
+        ops.entries[op_id] = [event["op_hash"], seq, seq, subject_of(event) if own is None else own]
         ops.last = op_id
     return state
 
