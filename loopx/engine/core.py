@@ -102,8 +102,10 @@ def gc_paused() -> Iterator[None]:
 
     Loading a snapshot or replaying a ledger allocates hundreds of thousands of small
     containers and no cycles; left on, the collector's repeated full passes over them cost
-    more than the load itself. (A CLI call keeps it off for its whole short life: see
-    `loopx.cli.main`.)
+    more than the load itself. Re-enabled, it would still pass over all of them once, as
+    young objects, on the next allocation: `freeze()` + `unfreeze()` moves them straight to
+    the oldest generation instead (no pass, and no leak: they stay collectable). A CLI call
+    keeps the collector off for its whole short life (see `loopx.cli.main`).
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -111,6 +113,8 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
