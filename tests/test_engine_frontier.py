@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import T0
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock, add_seconds
 from loopx.engine.core import Context, require_goal
 from loopx.state.frontier import attention, frontier, lease_live, readiness
 from loopx.state.views import next_view, status_view
+from tests.conftest import T0
 
 G = "launch"
 
