@@ -19,6 +19,17 @@ from loopx.store.memorystore import MemoryStore
 T0 = "2026-03-01T12:00:00Z"
 
 
+def pytest_collectstart(collector: Any) -> None:
+    """Keep `from conftest import …` meaning this file in every test module.
+
+    A conftest.py in a subfolder (tests/importers/) is imported under the same module name
+    and would otherwise shadow this one for every module collected after it.
+    """
+    import sys
+
+    sys.modules["conftest"] = sys.modules[__name__]
+
+
 @pytest.fixture(params=["file", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     """Every Store implementation, so one contract suite runs against each."""
