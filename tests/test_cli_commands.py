@@ -565,3 +565,26 @@ def test_private_text_is_shown_on_this_host_and_missing_elsewhere(project: Path)
     shutil.rmtree(project / ".loopx" / "private")
     shown = ok(loopx(project, "todo", "show", "--goal-id", G, "--todo-id", "p")).stdout
     assert "private content not on this host" in shown and "Secret plan" not in shown
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["agent", "register", "--agent-id", "agent-z"], "agent agent-z recorded at"),
+        (["quota", "set", "--budget", "3"], "quota recorded at revision"),
+        (["note", "add", "--text", "Remember", "--kind", "decision"], "decision note-1 recorded"),
+        (["gate", "open", "--question", "Go?", "--authority", "boss"], "gate gate-1 recorded"),
+        (["evidence", "add", "--kind", "ci", "--summary", "Green"], "evidence ev-1 recorded"),
+        (["run", "record", "--outcome", "no_op"], "run run-1 recorded"),
+        (["goal", "close", "--outcome", "abandoned"], "goal demo abandoned recorded"),
+    ],
+)
+def test_every_write_in_text_and_json(project: Path, args: list[str], says: str) -> None:
+    group, command, *rest = args
+    text = ok(loopx(project, group, command, "--goal-id", G, *rest, "--operation-id", "op-x"))
+    assert says in text.stdout and "(goal demo, operation op-x)" in text.stdout
+    again = ok(
+        loopx(project, group, command, "--goal-id", G, *rest, "--operation-id", "op-x", fmt="json")
+    ).json()
+    assert again["status"] == "replayed" and again["receipt"]["operation_id"] == "op-x"
+    assert again["receipt"]["revision"] == 2 and len(events(project)) == 2

@@ -125,7 +125,8 @@ def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> No
 def receipt_text(result: Any, what: str) -> str:
     r = result.receipt
     verb = "recorded" if result.status == "applied" else "already recorded (replayed)"
-    subject = f" {r['subject']}" if r.get("subject") else ""
+    named = r.get("subject") and not what.endswith(str(r["subject"]))
+    subject = f" {r['subject']}" if named else ""
     lines = [
         f"{what}{subject} {verb} at revision {r['revision']} "
         f"(goal {r['goal_id']}, operation {r['operation_id']})"
