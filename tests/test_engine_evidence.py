@@ -274,3 +274,29 @@ def test_run_refusals(goal: Any, kwargs: dict[str, Any], code: str | None) -> No
         refused(goal, "run_exists", lambda: evidence.record_run(make_ctx(goal), G, **args))
         return
     refused(goal, code, lambda: evidence.record_run(make_ctx(goal), G, **args))
+
+
+def test_private_evidence_refs_live_in_the_blob_store(file_store: Any) -> None:
+    from loopx.engine.core import load_state
+
+    ctx = make_ctx(file_store)
+    goals.create_goal(ctx, "g", title="Goal", objective="Objective")
+    ref = "https://internal.example.net/incident/4711?token-free"
+    evidence.add_evidence(
+        ctx, "g", kind="log", summary="Incident log", refs=[ref], evidence_id="ev-private"
+    )
+    evidence.add_evidence(
+        ctx,
+        "g",
+        kind="pr",
+        summary="Team PR",
+        refs=[ref + "-pr"],
+        visibility="team",
+        evidence_id="ev-team",
+    )
+    ledger = file_store.ledger_path("g").read_bytes()
+    assert ref.encode() not in ledger.replace((ref + "-pr").encode(), b"")
+    state = load_state(file_store, "g").state
+    stored = state.evidence["ev-private"].refs[0]
+    assert isinstance(stored, dict) and file_store.get_blob(stored["blob"]) == ref.encode()
+    assert state.evidence["ev-team"].refs == [ref + "-pr"]

@@ -84,7 +84,7 @@ def add_evidence(
             "evidence_id": lookup.new_id("ev", st.evidence, evidence_id, "evidence_id"),
             "kind": kind,
             "summary": ctx.private_text(summary, vis),
-            "refs": refs,
+            "refs": [ctx.private_text(r, vis) for r in refs],
             "revision": revision,
             "todo_id": todo_id,
             "body": {"blob": ctx.blob(body)} if body is not None else None,

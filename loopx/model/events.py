@@ -133,7 +133,8 @@ class EvidenceAdded(_Data):
     evidence_id: Id
     kind: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
     summary: Text
-    refs: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)]] = Field(
+    # A private item's references are private text too: blob references, like its summary.
+    refs: list[Annotated[str, StringConstraints(min_length=1, max_length=2000)] | BlobText] = Field(
         default_factory=list, max_length=100
     )
     revision: GitRev | None = None

@@ -346,7 +346,7 @@ def _evidence(
                 "evidence_id": ev.evidence_id,
                 "kind": ev.kind,
                 "summary": view.text(ev.summary),
-                "refs": list(ev.refs),
+                "refs": [view.text(r) for r in ev.refs],
                 "revision": ev.revision,
                 "freshness": freshness(ev.revision, head),
                 "recorded_at": ev.recorded_at,

@@ -81,7 +81,7 @@ def evidence_view(ev: Evidence, text: TextFn, head: str | None = None) -> dict[s
         "evidence_id": ev.evidence_id,
         "kind": ev.kind,
         "summary": text(ev.summary),
-        "refs": ev.refs,
+        "refs": [text(r) for r in ev.refs],
         "revision": ev.revision,
         "freshness": freshness(ev.revision, head),
         "todo_id": ev.todo_id,
