@@ -9,7 +9,6 @@ file, kind and position, never the matched text.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,7 +163,17 @@ class _Boilerplate:
 
     def __init__(self, text: str, keys: frozenset[str] = frozenset()):
         self.text = text
-        self.words = frozenset(re.findall(r"\w+", text)) | keys
+        tokens = frozenset(text.split())
+        self.words = tokens | keys
+        # Every piece (of forbidden length) of a long token: a string without whitespace is
+        # in the text exactly when it is one of these.
+        self._pieces = frozenset(
+            t[i:j]
+            for t in tokens
+            if len(t) >= MIN_TEXT
+            for i in range(len(t))
+            for j in range(i + MIN_TEXT, len(t) + 1)
+        )
         self._seen: dict[str, bool] = {}  # answers are remembered: the same strings recur
 
     @classmethod
@@ -176,8 +185,13 @@ class _Boilerplate:
     def contains(self, s: str) -> bool:
         known = self._seen.get(s)
         if known is None:
-            inner = re.findall(r"\w+", s)[1:-1]  # edge words may be cut inside a longer word
-            known = all(w in self.words for w in inner) and s in self.text
+            # If s occurs in the text, each of its inner whitespace-separated tokens is a whole
+            # token of the text too (its first and last may be cut inside a longer one).
+            tokens = s.split()
+            if len(tokens) == 1 and tokens[0] == s:
+                known = s in self._pieces
+            else:
+                known = self.words.issuperset(tokens[1:-1]) and s in self.text
             if len(self._seen) < 1_000_000:
                 self._seen[s] = known
         return known
