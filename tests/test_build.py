@@ -613,3 +613,48 @@ def test_the_incremental_scan_still_catches_a_leak_of_new_text(
     with pytest.raises(BoundaryViolation) as err:
         build(demo, out, head=REV_NEW, cache=cache)
     assert {f["kind"] for f in err.value.details["findings"]} == {"non-public-text"}
+
+
+def test_manifest_of_a_public_build_names_only_public_goals(demo: Path, tmp_path: Path) -> None:
+    build(demo, tmp_path / "pub", audiences=("public",), head=REV_NEW)
+    manifest = json.loads((tmp_path / "pub/manifest.json").read_text())
+    assert sorted(manifest["sources"]) == ["launch", "prototype"]
+    text = (tmp_path / "pub/manifest.json").read_text()
+    assert "security-review" not in text and '"docs"' not in text
+    build(demo, tmp_path / "both", head=REV_NEW)
+    both = json.loads((tmp_path / "both/manifest.json").read_text())
+    assert sorted(both["sources"]) == ["docs", "launch", "prototype"]
+
+
+def test_projections_of_a_goal_an_audience_may_not_see_are_refused(demo: Path) -> None:
+    graph = run_cli(["graph", "--root", str(demo), "--goal-id", "docs", "--audience", "public"])
+    assert graph.exit_code == 3 and "goal_not_found" in graph.stderr
+    review = run_cli(["review", "--root", str(demo), "--goal-id", "security-review"])
+    assert review.exit_code == 3
+    diff = run_cli(
+        ["diff", "--root", str(demo), "--goal-id", "docs", "1", "2", "--audience", "public"]
+    )
+    assert diff.exit_code == 3
+    assert run_cli(["graph", "--root", str(demo), "--goal-id", "docs"]).exit_code == 0
+
+
+def test_bad_output_paths_are_clean_errors(demo: Path, tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    built = run_cli(["build", "--root", str(demo), "--out", str(afile / "site")])
+    assert built.exit_code == 5 and "io_error" in built.stderr and "Traceback" not in built.stderr
+    wb = run_cli(
+        ["workbench", "--root", str(demo), "--goal-id", "launch", "--write", str(afile / "x.md")]
+    )
+    assert wb.exit_code == 5 and "io_error" in wb.stderr
+    binary = tmp_path / "wb.md"
+    binary.write_bytes(b"\xff\xfe\x00binary")
+    check = run_cli(
+        ["workbench", "--root", str(demo), "--goal-id", "launch", "--check", str(binary)]
+    )
+    assert check.exit_code == 6 and "workbench_edited" in check.stderr
+    workers = run_cli(
+        ["build", "--root", str(demo), "--out", str(tmp_path / "s")],
+        env={"LOOPX_BUILD_WORKERS": "abc"},
+    )
+    assert workers.exit_code == 2 and "invalid_workers" in workers.stderr

@@ -443,3 +443,56 @@ def test_error_codes_are_stable_strings() -> None:
     for args, code, _ in FAILURES:
         if code is not None:
             assert code.replace("_", "").isalpha() and code.islower(), args
+
+
+def test_a_write_to_an_unknown_goal_leaves_no_folder_behind(project: Path) -> None:
+    before = sorted(p.relative_to(project).as_posix() for p in project.rglob("*"))
+    result = run_cli(
+        ["todo", "add", "--root", str(project), "--goal-id", "typo", "--title", "Anything"]
+    )
+    assert result.exit_code == 3 and "goal_not_found" in result.stderr
+    assert sorted(p.relative_to(project).as_posix() for p in project.rglob("*")) == before
+
+
+def test_unknown_ids_are_counted_in_the_message_and_listed_only_in_details(
+    project: Path,
+) -> None:
+    secret = "ab12" * 10
+    result = run_cli(
+        [
+            "gate",
+            "open",
+            "--root",
+            str(project),
+            "--goal-id",
+            "demo",
+            "--question",
+            "Ship?",
+            "--authority",
+            "maintainer",
+            "--blocks",
+            secret,
+        ]
+    )
+    assert result.exit_code == 3 and secret not in result.stderr
+    assert "1 unknown todo id" in result.stderr
+    as_json = run_cli(
+        [
+            "gate",
+            "open",
+            "--root",
+            str(project),
+            "--goal-id",
+            "demo",
+            "--question",
+            "Ship?",
+            "--authority",
+            "maintainer",
+            "--blocks",
+            secret,
+            "--format",
+            "json",
+        ]
+    ).json()
+    assert secret not in as_json["error"]["message"]
+    assert as_json["error"]["details"]["todo_ids"] == [secret]

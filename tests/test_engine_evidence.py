@@ -300,3 +300,19 @@ def test_private_evidence_refs_live_in_the_blob_store(file_store: Any) -> None:
     stored = state.evidence["ev-private"].refs[0]
     assert isinstance(stored, dict) and file_store.get_blob(stored["blob"]) == ref.encode()
     assert state.evidence["ev-team"].refs == [ref + "-pr"]
+
+
+def test_evidence_files_are_read_with_a_bound_not_trusting_their_size(tmp_path: Path) -> None:
+    from loopx.engine.evidence import MAX_BODY_BYTES, read_body
+
+    with pytest.raises(LoopxError) as err:
+        read_body(Path("/dev/zero"))  # reports size 0, never ends
+    assert err.value.code == "file_too_large"
+    afile = tmp_path / "f"
+    afile.write_text("x")
+    with pytest.raises(NotFound):
+        read_body(afile / "x")  # a path through a file: NotADirectoryError
+    body = tmp_path / "ok.log"
+    body.write_bytes(b"y" * 100)
+    assert read_body(body) == b"y" * 100
+    assert MAX_BODY_BYTES >= 1024 * 1024

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from loopx.model.errors import InvalidInput, NotFound
+from loopx.model.ids import visible_to
 from loopx.privacy.audience import Lens
 from loopx.projections.diff import describe, diff_facts, facts_from_artifacts, facts_from_state
 from loopx.state.fold import replay
@@ -75,6 +76,8 @@ def diff_revisions(root: Path, goal_id: str, old: str, new: str, audience: str) 
     if not store.exists(goal_id):
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     events = store.read(goal_id).events
+    if not visible_to(events[0]["visibility"], audience):
+        raise NotFound(f"goal has no {audience} view", code="goal_not_found", goal_id=goal_id)
     a, b = _revision(old, len(events)), _revision(new, len(events))
     read = store.get_blob if audience == "private" else None
     before = replay(events[:a])

@@ -24,6 +24,7 @@ from loopx.model.errors import InvalidInput
 from loopx.projections.base import GENERATOR
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
+from loopx.store import fsio
 from loopx.store.filestore import FileStore
 
 MANIFEST = "manifest.json"
@@ -128,9 +129,13 @@ def make_site(
                     site.add(artifact)
                 rows.append(row)
         audience_artifacts(site, audience, rows, split[audience][1])
+    # Only goals some built audience may see are named: a public-only build says nothing of
+    # team or private goals, not even their ids.
+    widest = split[audiences[-1]][0]
     site.sources = {
         g: {"revision": s.revision, "head": s.head, "visibility": s.visibility}
         for g, s in sorted(goals.items())
+        if g in widest
     }
     manifest = {
         "schema": "loopx.manifest/v1",
@@ -182,7 +187,8 @@ def build(
             cache.scan if cache is not None else None,
         )
         enforce(result.findings)
-    out.mkdir(parents=True, exist_ok=True)
+    with fsio.guard("create the output folder"):
+        out.mkdir(parents=True, exist_ok=True)
     trusted: set[str] = set()
     if cache is not None:
         trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
@@ -215,7 +221,8 @@ def check(
 ) -> CheckResult:
     """Compare the folder with what a build would write; never writes (but finishes an
     interrupted write first, so the comparison sees a consistent folder)."""
-    recover(out) if (out / ".loopx-staging").exists() else None
+    if (out / ".loopx-staging").exists():
+        recover(out)
     site, _ = make_site(root, audiences, resolve_head(root, head))
     stale, missing = [], []
     for path, artifact in sorted(site.artifacts.items()):

@@ -72,8 +72,12 @@ def _git(
         ["git", "-C", str(repo), *args], capture_output=True, env=env, input=input, check=False
     )
     if proc.returncode != 0:
-        first = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
-        raise Conflict(f"git {args[0]} failed: {first}", code="git_failed")
+        # git's own message quotes its arguments (a branch name may be anything): not echoed.
+        raise Conflict(
+            f"git {args[0]} failed (exit {proc.returncode})",
+            code="git_failed",
+            exit=proc.returncode,
+        )
     return proc.stdout.decode().strip()
 
 

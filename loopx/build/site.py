@@ -21,6 +21,7 @@ from loopx.build.validate import check
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import Lens
 from loopx.projections import graph as graph_mod
+from loopx.projections import handoff
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos
 from loopx.projections.index import goal_summary, index
 from loopx.projections.review import review_packet
@@ -48,14 +49,6 @@ def _text(
     site.add(Artifact(path, text.encode("utf-8"), audience, schema, goal))
 
 
-def _handoff_module() -> Any:
-    try:
-        from loopx.projections import handoff
-    except ImportError:  # handoff digests arrive with the handoff feature
-        return None
-    return handoff
-
-
 def build_goal(
     site: Site,
     state: GoalState,
@@ -69,16 +62,11 @@ def build_goal(
     base = f"{audience}/goals/{state.goal_id}"
     root = "../../"
     common = {"generator": GENERATOR, "audience": audience}
-    handoff = _handoff_module()
 
     def lens() -> Lens:
         return Lens(audience, read_blob)
 
-    pending = (
-        handoff.pending_handoffs(state, audience="private" if audience == "private" else "team")
-        if handoff
-        else []
-    )
+    pending = handoff.pending_handoffs(state, audience=audience)
     st = status(state, lens(), head=head, visible_goals=visible_goals, handoffs=pending)
     _json(site, f"{base}/status.json", st, audience, state.goal_id)
 
@@ -113,29 +101,14 @@ def build_goal(
         _document(site, base, "workbench", "Workbench", wb_md, st, audience, root)
         rp = review_packet(state, lens(), head=head, visible_goals=visible_goals)
         _json(site, f"{base}/review.json", rp, audience, state.goal_id)
-        _text(
-            site,
-            f"{base}/review.md",
-            render("markdown/review.md.j2", rp=rp),
-            audience,
-            state.goal_id,
-        )
-        _document(
-            site,
-            base,
-            "review",
-            "Review packet",
-            render("markdown/review.md.j2", rp=rp),
-            st,
-            audience,
-            root,
-        )
+        rp_md = render("markdown/review.md.j2", rp=rp)
+        _text(site, f"{base}/review.md", rp_md, audience, state.goal_id)
+        _document(site, base, "review", "Review packet", rp_md, st, audience, root)
         extra += [
             {"href": "workbench.html", "label": "Workbench"},
             {"href": "review.html", "label": "Review packet"},
         ]
-        if handoff is not None:
-            extra += _handoffs(site, handoff, state, audience, base, head, read_blob)
+        extra += _handoffs(site, handoff, state, audience, base, head, read_blob)
 
     _text(
         site,

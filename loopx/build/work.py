@@ -16,6 +16,7 @@ from typing import Any
 from loopx.build.artifacts import Artifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
+from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 
 Unit = tuple[str, str]  # (audience, goal_id)
@@ -58,7 +59,12 @@ def _run(unit: Unit) -> Result:
 def workers_for(goals: dict[str, GoalState], units: list[Unit]) -> int:
     configured = os.environ.get("LOOPX_BUILD_WORKERS")
     if configured:
-        return max(1, int(configured))
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            raise InvalidInput(
+                "LOOPX_BUILD_WORKERS must be a whole number", code="invalid_workers"
+            ) from None
     todos = sum(len(goals[g].todos) for _, g in units)
     if todos < PARALLEL_MIN_TODOS or len(units) < 2 or not hasattr(os, "fork"):
         return 1

@@ -11,16 +11,26 @@ from loopx.cli.build import HEAD_HELP, _head
 from loopx.cli.common import common, emit, open_store
 
 
-def _load(root: Path | None, goal_id: str) -> tuple[Any, Any, dict[str, str]]:
+def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dict[str, str]]:
+    """The goal (refused as not found when `audience` may not see it) and the visibility of
+    the goals its projections may name: itself and its predecessor."""
     from loopx.engine.core import load_state, require_goal
+    from loopx.model.errors import NotFound
+    from loopx.model.ids import visible_to
 
     store = open_store(root)
     state = require_goal(store, goal_id)
-    goals = {}
-    for g in store.goal_ids():
-        other = load_state(store, g).state
-        if other is not None:
-            goals[g] = other.visibility
+    if not visible_to(state.visibility, audience):
+        raise NotFound(
+            f"goal is {state.visibility}: it has no {audience} projections",
+            code="goal_not_found",
+            goal_id=goal_id,
+        )
+    goals = {goal_id: state.visibility}
+    if state.predecessor and store.exists(state.predecessor):
+        predecessor = load_state(store, state.predecessor).state
+        if predecessor is not None:
+            goals[state.predecessor] = predecessor.visibility
     return store, state, goals
 
 
@@ -63,19 +73,24 @@ def workbench_cmd(
     from loopx.projections.workbench import read_header
     from loopx.store import fsio
 
-    store, state, goals = _load(root, goal_id)
+    store, state, goals = _load(root, goal_id, "team")
     text = workbench_markdown(
         state, head=_resolved_head(store, head), visible=visible_goals(goals, "team")
     )
     if check_path is not None:
         try:
             on_disk = check_path.read_text("utf-8")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise CheckFailed(
                 "workbench file does not exist; write it with --write",
                 code="workbench_missing",
                 path=str(check_path),
             ) from None
+        except UnicodeDecodeError:
+            on_disk = ""  # not text at all: certainly not what loopx wrote
+        except OSError as err:
+            with fsio.guard("read the workbench file"):
+                raise err
         if on_disk == text:
             emit(fmt, {"ok": True, "path": str(check_path)}, f"{check_path} is up to date")
             return
@@ -98,8 +113,9 @@ def workbench_cmd(
             ledger_revision=state.revision,
         )
     if write_to is not None:
-        write_to.parent.mkdir(parents=True, exist_ok=True)
-        fsio.current().write_atomic(write_to, text.encode("utf-8"))
+        with fsio.guard("write the workbench file"):
+            write_to.parent.mkdir(parents=True, exist_ok=True)
+            fsio.current().write_atomic(write_to, text.encode("utf-8"))
         emit(
             fmt,
             {"path": str(write_to), "revision": state.revision},
@@ -143,7 +159,7 @@ def review_cmd(
     from loopx.projections.single import review, visible_goals
     from loopx.state.fold import replay
 
-    store, state, goals = _load(root, goal_id)
+    store, state, goals = _load(root, goal_id, audience)
     if todo_id is not None:
         lookup.todo(state, todo_id)
     before = None
@@ -182,7 +198,7 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
     from loopx.projections.single import task_graph
     from loopx.render.svg import to_svg
 
-    store, state, _ = _load(root, goal_id)
+    store, state, _ = _load(root, goal_id, audience)
     gr = task_graph(state, audience, store.get_blob if audience == "private" else None)
     if fmt == "json":
         emit(fmt, gr)

@@ -38,14 +38,16 @@ def scan_cmd(
     from loopx.model.errors import BoundaryViolation, NotFound
     from loopx.privacy.scanner import Scanner, scan_paths
 
-    scanner = Scanner(machine=machine)
-    used_ledger = False
+    scanner = None
     if ledger:
         try:
-            scanner, used_ledger = _ledger_scanner(root, machine), True
+            scanner = _ledger_scanner(root, machine)
         except NotFound:
             if root is not None:
                 raise
+    used_ledger = scanner is not None
+    if scanner is None:
+        scanner = Scanner(machine=machine)
     findings = [f.to_dict() for f in scan_paths(paths, scanner)]
     data: dict[str, Any] = {"clean": not findings, "findings": findings, "ledger": used_ledger}
     if findings:

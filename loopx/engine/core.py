@@ -232,6 +232,9 @@ def execute(
     check_id(ctx.session_id, "session_id")
     op_id = check_operation_id(operation_id) if operation_id else f"op-{os.urandom(16).hex()}"
     fingerprint = op_hash({"request": request, "agent_id": ctx.agent_id})
+    if not creates_goal and not ctx.store.exists(goal_id):
+        # Refused before the store is touched: a typo in --goal-id leaves no folder behind.
+        raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     cached, cursor = _load_snapshot(ctx.store, goal_id)
     with ctx.store.writing(goal_id, cursor) as writer:
         try:

@@ -20,16 +20,19 @@ OUTCOMES = ("progress", "completed", "blocked", "failed", "no_op", "waiting")
 
 
 def read_body(path: Path) -> bytes:
+    """Read at most MAX_BODY_BYTES (+1 to tell a larger file): the size on disk is not
+    trusted, since pipes and files under /proc or /dev report none or lie."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BODY_BYTES:
-            raise InvalidInput(
-                f"evidence file is {size} bytes; the limit is {MAX_BODY_BYTES}",
-                code="file_too_large",
-            )
-        return path.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BODY_BYTES + 1)
+    except OSError:
         raise NotFound("evidence file cannot be read", code="file_not_found") from None
+    if len(data) > MAX_BODY_BYTES:
+        raise InvalidInput(
+            f"evidence file is larger than the limit of {MAX_BODY_BYTES} bytes",
+            code="file_too_large",
+        )
+    return data
 
 
 def add_evidence(

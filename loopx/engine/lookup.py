@@ -37,9 +37,10 @@ SHOWN_IDS = 20  # an error names at most this many ids (and counts the rest)
 
 
 def _unknown(what: str, missing: list[str]) -> str:
-    shown = ", ".join(missing[:SHOWN_IDS])
-    more = f" and {len(missing) - SHOWN_IDS} more" if len(missing) > SHOWN_IDS else ""
-    return f"unknown {what} ids: {shown}{more}"
+    """The message names how many, never which: ids come from input, and input may be a
+    pasted secret. The ids themselves travel in the error's details."""
+    n = len(missing)
+    return f"{n} unknown {what} id{'s' if n != 1 else ''} (listed in the error details)"
 
 
 def existing_todos(state: GoalState, ids: Iterable[str], code: str = "todo_not_found") -> list[str]:

@@ -77,17 +77,23 @@ def evidence_item(ev: Evidence, lens: Lens, head: str | None) -> dict[str, Any]:
 
 
 def recent_evidence(
-    state: GoalState, lens: Lens, head: str | None, limit: int = RECENT_EVIDENCE
+    state: GoalState,
+    lens: Lens,
+    head: str | None,
+    limit: int = RECENT_EVIDENCE,
+    todo_id: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
-    """The newest evidence this audience may see (newest first), and how many were cut."""
+    """The newest evidence this audience may see (newest first; of one todo when given), and
+    how many were cut. Evidence on a todo the audience may not see is left out and counted."""
     visible = lens.keep(
         sorted(state.evidence.values(), key=lambda e: -e.created_seq), "evidence items"
     )
     shown = [e for e in visible if e.todo_id is None or _todo_visible(state, lens, e.todo_id)]
     if len(shown) < len(visible):
         lens.omitted["evidence items on hidden todos"] += len(visible) - len(shown)
-    visible = shown
-    return [evidence_item(e, lens, head) for e in visible[:limit]], max(len(visible) - limit, 0)
+    if todo_id is not None:
+        shown = [e for e in shown if e.todo_id == todo_id]
+    return [evidence_item(e, lens, head) for e in shown[:limit]], max(len(shown) - limit, 0)
 
 
 def _todo_visible(state: GoalState, lens: Lens, todo_id: str) -> bool:

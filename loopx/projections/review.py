@@ -8,9 +8,9 @@ from typing import Any
 from loopx.privacy.audience import Lens
 from loopx.projections.base import (
     GENERATOR,
-    evidence_item,
     gate_item,
     goal_identity,
+    recent_evidence,
     source,
     todo_card,
 )
@@ -48,13 +48,9 @@ def review_packet(
         for g in lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
         if g.is_blocking and (todo is None or g.blocks_goal or todo.todo_id in g.blocks)
     ]
-    evidence = [
-        e
-        for e in lens.keep(
-            sorted(state.evidence.values(), key=lambda e: -e.created_seq), "evidence items"
-        )
-        if todo is None or e.todo_id == todo.todo_id
-    ]
+    evidence, evidence_cut = recent_evidence(
+        state, lens, head, limit=EVIDENCE_LIMIT, todo_id=todo.todo_id if todo else None
+    )
     if gates:
         questions = [lens.text(g.question) for g in gates]
     elif todo is not None:
@@ -83,8 +79,8 @@ def review_packet(
         "questions": questions,
         "since_revision": since.revision if since is not None else None,
         "changes": [{**c, "text": describe(c)} for c in changes],
-        "evidence": [evidence_item(e, lens, head) for e in evidence[:EVIDENCE_LIMIT]],
-        "evidence_total": len(evidence),
+        "evidence": evidence,
+        "evidence_total": len(evidence) + evidence_cut,
         "gates": [
             {**gate_item(g, lens, state), "commands": _resolve_commands(state.goal_id, g)}
             for g in gates

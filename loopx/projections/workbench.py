@@ -56,7 +56,7 @@ def workbench(
         "source": source(state),
         "checkout": {"head": head},
         "goal": goal_identity(state, lens, visible_goals),
-        "attention": att,
+        "attention": {"state": att["state"], "reason": att["reason"]},
         "next_action": _next_action(att, ready, gates),
         "progress": progress(state),
         "frontier": [todo_card(t, lens, state) for t in ready[:LIST_LIMIT]],
