@@ -412,3 +412,51 @@ def test_actor_ids_are_checked_before_anything_is_written(w: World) -> None:
         "invalid_id",
         lambda: todos.claim_todo(w.ctx(), G, "a", operation_id="has space"),
     )
+
+
+# -- one definition of ready ------------------------------------------------------------------
+
+
+def _add_raw(w: World, todo_id: str, depends_on: list[str]) -> None:
+    """Append a todo.added that names a dependency the goal never had (as an imported or
+    hand-edited ledger can): the write paths refuse that, the fold accepts it."""
+    from loopx.engine.core import Change, execute
+
+    data = {
+        "todo_id": todo_id,
+        "title": f"Todo {todo_id}",
+        "role": "agent",
+        "kind": "task",
+        "priority": 2,
+        "depends_on": depends_on,
+        "predecessor": None,
+        "acceptance": None,
+    }
+    execute(w.ctx(), G, {"cmd": "raw"}, lambda state, now: [Change("todo.added", data)])
+
+
+def test_a_missing_dependency_holds_the_todo_like_the_frontier_says(w: World) -> None:
+    from loopx.state.frontier import readiness, readiness_of
+
+    _add_raw(w, "a", ["ghost"])
+    state = require_goal(w.store, G)
+    now = w.clock.now()
+    [listed] = readiness(state, now, "x")
+    assert listed == readiness_of(state, state.todos["a"], now, "x")
+    assert [r["code"] for r in listed.reasons] == ["dependency_missing"]
+    for call in (
+        lambda: todos.claim_todo(w.ctx("x"), G, "a"),
+        lambda: todos.complete_todo(w.ctx("x"), G, "a"),
+    ):
+        err = refused(w, "dependency_missing", call, Conflict)
+        assert err.details["dependencies"] == ["ghost"] and err.details["todo_id"] == "a"
+
+
+def test_the_engine_refuses_with_the_first_reason_the_frontier_gives(w: World) -> None:
+    w.add("dep")
+    _add_raw(w, "a", ["ghost", "dep"])
+    gates.open_gate(w.ctx(), G, question="Ship?", authority="boss", blocks=["a"], gate_id="g1")
+    err = refused(w, "dependency_open", lambda: todos.claim_todo(w.ctx("x"), G, "a"))
+    assert err.details["dependencies"] == ["dep"]
+    todos.complete_todo(w.ctx(), G, "dep")
+    refused(w, "dependency_missing", lambda: todos.claim_todo(w.ctx("x"), G, "a"))

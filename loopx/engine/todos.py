@@ -11,7 +11,7 @@ from loopx.engine.core import Change, Context, Result, execute
 from loopx.model.errors import Conflict, InvalidInput
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState, Todo
-from loopx.state.frontier import blocking_gates, lease_live
+from loopx.state.frontier import lease_live, readiness_of
 
 ROLES = ("agent", "user")
 
@@ -175,26 +175,33 @@ def _owner_check(item: Todo, agent_id: str, now: str) -> None:
         )
 
 
-def _ready_check(state: GoalState, item: Todo) -> None:
-    """Refuse when dependencies are open or a pending gate holds the todo."""
-    todos = state.todos
-    open_deps = sorted(d for d in item.depends_on if d in todos and todos[d].status != "done")
-    if open_deps:
-        raise Conflict(
-            f"dependencies are not done: {', '.join(open_deps)}",
-            code="dependency_open",
-            todo_id=item.todo_id,
-            dependencies=open_deps,
-        )
-    per_todo, goal_wide = blocking_gates(state)
-    gates = sorted(per_todo.get(item.todo_id, []) + goal_wide)
-    if gates:
-        raise Conflict(
-            f"pending gates block this todo: {', '.join(gates)}",
-            code="gate_pending",
-            todo_id=item.todo_id,
-            gate_ids=gates,
-        )
+def _ready_check(state: GoalState, item: Todo, now: str, agent_id: str) -> None:
+    """Refuse with the first reason `readiness_of` gives among open or missing dependencies
+    and pending gates (the callers check closed, blocked and claimed todos first)."""
+    for reason in readiness_of(state, item, now, agent_id).reasons:
+        code, ids = reason["code"], reason.get("todo_ids") or reason.get("gate_ids") or []
+        shown = ", ".join(ids)
+        if code == "dependency_open":
+            raise Conflict(
+                f"dependencies are not done: {shown}",
+                code="dependency_open",
+                todo_id=item.todo_id,
+                dependencies=ids,
+            )
+        if code == "dependency_missing":
+            raise Conflict(
+                f"dependencies do not exist in this goal: {shown}",
+                code="dependency_missing",
+                todo_id=item.todo_id,
+                dependencies=ids,
+            )
+        if code == "gate_pending":
+            raise Conflict(
+                f"pending gates block this todo: {shown}",
+                code="gate_pending",
+                todo_id=item.todo_id,
+                gate_ids=ids,
+            )
 
 
 def claim_todo(
@@ -224,7 +231,7 @@ def claim_todo(
         if item.status == "blocked":
             raise Conflict("todo is blocked", code="todo_blocked", todo_id=todo_id)
         _owner_check(item, ctx.agent_id, now)
-        _ready_check(st, item)
+        _ready_check(st, item, now, ctx.agent_id)
         lease = lease_seconds or st.policy.get("lease_seconds", 1800)
         data = {
             "todo_id": todo_id,
@@ -403,7 +410,7 @@ def complete_todo(
                 "todo is blocked; unblock it first", code="todo_blocked", todo_id=todo_id
             )
         _owner_check(item, ctx.agent_id, now)
-        _ready_check(st, item)
+        _ready_check(st, item, now, ctx.agent_id)
         evidence = lookup.existing_evidence(st, evidence_ids or [])
         if successor is not None:
             lookup.todo(st, successor)

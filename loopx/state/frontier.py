@@ -34,38 +34,51 @@ def blocking_gates(state: GoalState) -> tuple[dict[str, list[str]], list[str]]:
     return per_todo, goal_wide
 
 
+def readiness_of(
+    state: GoalState,
+    todo: Todo,
+    now: str,
+    agent_id: str | None = None,
+    gates: tuple[dict[str, list[str]], list[str]] | None = None,
+) -> Readiness:
+    """Whether one todo is ready for `agent_id` and, if not, every reason why, in a fixed
+    order (goal_terminal, todo_blocked, dependency_open, dependency_missing, gate_pending,
+    claimed). `gates`: `blocking_gates(state)`, when the caller has it already."""
+    per_todo, goal_wide = gates if gates is not None else blocking_gates(state)
+    todos = state.todos
+    reasons: list[dict[str, Any]] = []
+    if state.is_terminal:
+        reasons.append({"code": "goal_terminal", "status": state.status})
+    if todo.status == "blocked":
+        reasons.append({"code": "todo_blocked"})
+    open_deps = [d for d in todo.depends_on if d in todos and todos[d].status != "done"]
+    missing = [d for d in todo.depends_on if d not in todos]
+    if open_deps:
+        reasons.append({"code": "dependency_open", "todo_ids": sorted(open_deps)})
+    if missing:
+        reasons.append({"code": "dependency_missing", "todo_ids": sorted(missing)})
+    held_by = sorted(per_todo.get(todo.todo_id, []) + goal_wide)
+    if held_by:
+        reasons.append({"code": "gate_pending", "gate_ids": held_by})
+    if lease_live(todo, now) and todo.claim and todo.claim["agent_id"] != agent_id:
+        reasons.append(
+            {
+                "code": "claimed",
+                "agent_id": todo.claim["agent_id"],
+                "lease_expires_at": todo.claim["lease_expires_at"],
+            }
+        )
+    return Readiness(todo.todo_id, not reasons, reasons)
+
+
 def readiness(state: GoalState, now: str, agent_id: str | None = None) -> list[Readiness]:
     """Every open todo with whether it is ready for `agent_id` and, if not, why."""
-    per_todo, goal_wide = blocking_gates(state)
-    todos = state.todos
-    out: list[Readiness] = []
-    for todo in todos.values():
-        if not todo.is_open:
-            continue
-        reasons: list[dict[str, Any]] = []
-        if state.is_terminal:
-            reasons.append({"code": "goal_terminal", "status": state.status})
-        if todo.status == "blocked":
-            reasons.append({"code": "todo_blocked"})
-        open_deps = [d for d in todo.depends_on if d in todos and todos[d].status != "done"]
-        missing = [d for d in todo.depends_on if d not in todos]
-        if open_deps:
-            reasons.append({"code": "dependency_open", "todo_ids": sorted(open_deps)})
-        if missing:
-            reasons.append({"code": "dependency_missing", "todo_ids": sorted(missing)})
-        gates = sorted(per_todo.get(todo.todo_id, []) + goal_wide)
-        if gates:
-            reasons.append({"code": "gate_pending", "gate_ids": gates})
-        if lease_live(todo, now) and todo.claim and todo.claim["agent_id"] != agent_id:
-            reasons.append(
-                {
-                    "code": "claimed",
-                    "agent_id": todo.claim["agent_id"],
-                    "lease_expires_at": todo.claim["lease_expires_at"],
-                }
-            )
-        out.append(Readiness(todo.todo_id, not reasons, reasons))
-    return out
+    gates = blocking_gates(state)
+    return [
+        readiness_of(state, todo, now, agent_id, gates)
+        for todo in state.todos.values()
+        if todo.is_open
+    ]
 
 
 def _order(todo: Todo) -> tuple[int, int]:
