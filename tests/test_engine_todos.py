@@ -250,6 +250,31 @@ def test_renew_extends_your_own_lease_and_records_a_heartbeat(w: World) -> None:
     assert after["claimed_at"] == before["claimed_at"]
 
 
+def test_renew_refuses_a_lease_out_of_range_like_claim(w: World) -> None:
+    w.add("a")
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    for bad in (-60, 0, 30 * 86400 + 1):
+        refused(
+            w,
+            "invalid_lease",
+            lambda bad=bad: todos.renew_todo(w.ctx("agent-a"), G, "a", lease_seconds=bad),
+            InvalidInput,
+        )
+    todos.renew_todo(w.ctx("agent-a"), G, "a", lease_seconds=30 * 86400)
+    assert w.todo("a").claim["lease_expires_at"] > w.clock.now()
+
+
+def test_renew_and_release_refuse_another_agents_claim(w: World) -> None:
+    w.add("a")
+    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    for call in (
+        lambda: todos.renew_todo(w.ctx("agent-b"), G, "a"),
+        lambda: todos.release_todo(w.ctx("agent-b"), G, "a"),
+    ):
+        err = refused(w, "claim_owner_mismatch", call, Conflict)
+        assert err.details["claimed_by"] == "agent-a"
+
+
 def test_release_gives_the_todo_back(w: World) -> None:
     w.add("a")
     refused(w, "not_claimed", lambda: todos.release_todo(w.ctx("agent-a"), G, "a"))

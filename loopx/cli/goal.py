@@ -16,6 +16,7 @@ from loopx.cli.common import (
     open_store,
     text_resolver,
 )
+from loopx.engine.lookup import LEASE_RANGE
 
 VIS = click.Choice(["public", "team", "private"])
 
@@ -35,7 +36,7 @@ def goal() -> None:
 @click.option("--predecessor", default=None, help="A goal this one continues.")
 @click.option(
     "--lease-seconds",
-    type=click.IntRange(1, 30 * 86400),
+    type=click.IntRange(*LEASE_RANGE),
     default=None,
     help="Default claim lease (default 1800).",
 )

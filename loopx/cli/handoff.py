@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from loopx.cli.common import actor, common, context, emit, guarded, open_store, text_resolver
+from loopx.engine.lookup import LEASE_RANGE
 
 VIS = click.Choice(["public", "team", "private"])
 WORKSPACE = click.Path(file_okay=False, path_type=Path)
@@ -341,7 +342,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
 @click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
 @click.option(
     "--lease-seconds",
-    type=click.IntRange(1, 30 * 86400),
+    type=click.IntRange(*LEASE_RANGE),
     default=None,
     help="The new claim's lease (default: the goal's policy).",
 )

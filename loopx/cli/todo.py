@@ -18,6 +18,7 @@ from loopx.cli.common import (
     split_ids,
     text_resolver,
 )
+from loopx.engine.lookup import LEASE_RANGE
 
 VIS = click.Choice(["public", "team", "private"])
 STATUSES = click.Choice(["open", "active", "blocked", "done", "cancelled"])
@@ -148,7 +149,7 @@ def update(
 @click.option("--todo-id", required=True)
 @click.option(
     "--lease-seconds",
-    type=click.IntRange(1, 30 * 86400),
+    type=click.IntRange(*LEASE_RANGE),
     default=None,
     help="Lease length (default: the goal's policy).",
 )
@@ -186,7 +187,7 @@ def claim(
 @todo.command("renew")
 @click.option("--goal-id", required=True)
 @click.option("--todo-id", required=True)
-@click.option("--lease-seconds", type=click.IntRange(1, 30 * 86400), default=None)
+@click.option("--lease-seconds", type=click.IntRange(*LEASE_RANGE), default=None)
 @guarded
 @actor
 @common()

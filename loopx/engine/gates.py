@@ -115,9 +115,6 @@ def resolve_gate(
         }
         return [Change("gate.resolved", data, gate.visibility)]
 
-    def revision(state: GoalState) -> int:
-        return state.gates[gate_id].revision if gate_id in state.gates else 0
-
     return execute(
         ctx,
         goal_id,
@@ -125,5 +122,5 @@ def resolve_gate(
         plan,
         operation_id=operation_id,
         expected_revision=expected_revision,
-        revision_of=revision,
+        revision_of=lookup.gate_revision(gate_id),
     )

@@ -14,7 +14,6 @@ path, never echoing a value.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,7 @@ from loopx.engine.core import Change, Context, Result, execute
 from loopx.engine.git import head_and_dirty, is_ancestor
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
-from loopx.state.entities import GoalState, Todo
-from loopx.state.frontier import lease_live
+from loopx.state.entities import GoalState
 from loopx.state.handoff import PENDING, SUPERSEDED, adopt_refusal, latest_handoff
 from loopx.store.ledger import canonical
 
@@ -211,35 +209,6 @@ def note_from_flags(
 # -- prepare --------------------------------------------------------------------------------
 
 
-def _todo_revision(todo_id: str) -> Callable[[GoalState], int]:
-    return lambda state: state.todos[todo_id].revision if todo_id in state.todos else 0
-
-
-def _holder_check(item: Todo, agent_id: str, now: str) -> None:
-    """Only the agent holding the todo's live claim may write its handoff note."""
-    claim = item.claim
-    if claim is None:
-        raise Conflict(
-            "todo is not claimed; claim it before preparing a handoff",
-            code="not_claimed",
-            todo_id=item.todo_id,
-        )
-    if claim["agent_id"] != agent_id:
-        raise Conflict(
-            "only the agent holding the todo's claim can prepare its handoff",
-            code="claim_owner_mismatch",
-            todo_id=item.todo_id,
-            claimed_by=claim["agent_id"],
-        )
-    if not lease_live(item, now):
-        raise Conflict(
-            "your lease on this todo has expired; renew it (loopx todo renew) first",
-            code="lease_expired",
-            todo_id=item.todo_id,
-            lease_expires_at=claim["lease_expires_at"],
-        )
-
-
 def git_binding(workspace: Path | None) -> tuple[str | None, bool | None]:
     """The workspace's HEAD and whether its tracked files are dirty (None outside git)."""
     if workspace is None:
@@ -292,7 +261,7 @@ def prepare_handoff(
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
         lookup.open_todo(item)
-        _holder_check(item, ctx.agent_id, now)
+        lookup.require_holder(item, ctx.agent_id, now, doing="prepare its handoff")
         vis = visibility or ("private" if item.visibility == "private" else "team")
         body: Any = note
         if vis == "private":
@@ -317,7 +286,7 @@ def prepare_handoff(
         plan,
         operation_id=operation_id,
         expected_revision=expected_revision,
-        revision_of=_todo_revision(todo_id),
+        revision_of=lookup.todo_revision(todo_id),
     )
 
 
@@ -363,8 +332,7 @@ def adopt_handoff(
             "the adopting agent (--agent-id) must be the target agent (--target-agent-id)",
             code="target_agent_mismatch",
         )
-    if lease_seconds is not None and not 1 <= lease_seconds <= 30 * 86400:
-        raise InvalidInput("lease must be 1 second to 30 days", code="invalid_lease")
+    lookup.check_lease(lease_seconds)
     git_revision, dirty = git_binding(workspace)
     request = {
         "cmd": "handoff.adopt",
@@ -407,7 +375,7 @@ def adopt_handoff(
             "target_agent_id": target,
             "target_session_id": ctx.session_id,
         }
-        lease = lease_seconds or st.policy.get("lease_seconds", 1800)
+        lease = lookup.lease_for(st, lease_seconds)
         adopted = {
             "handoff_id": handoff["handoff_id"],
             "todo_id": todo_id,
@@ -434,7 +402,7 @@ def adopt_handoff(
         plan,
         operation_id=operation_id,
         expected_revision=expected_revision,
-        revision_of=_todo_revision(todo_id),
+        revision_of=lookup.todo_revision(todo_id),
     )
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import VISIBILITIES, check_id
 from loopx.state.entities import Gate, GoalState, Todo
+from loopx.state.frontier import lease_live
 
 MAX_TEXT = 20_000
 MAX_TITLE = 500
+LEASE_RANGE = (1, 30 * 86400)  # a claim's lease: one second to thirty days
+DEFAULT_LEASE = 1800
 
 
 def need_state(state: GoalState | None) -> GoalState:
@@ -143,3 +146,60 @@ def dependency_cycle(state: GoalState, todo_id: str, depends_on: list[str]) -> l
                 parent[dep] = node
                 stack.append(dep)
     return None
+
+
+# -- claims and leases ------------------------------------------------------------------------
+
+
+def check_lease(seconds: int | None) -> int | None:
+    """Refuse a lease outside `LEASE_RANGE` (None: the goal's policy decides)."""
+    low, high = LEASE_RANGE
+    if seconds is not None and not low <= seconds <= high:
+        raise InvalidInput("lease must be 1 second to 30 days", code="invalid_lease")
+    return seconds
+
+
+def lease_for(state: GoalState, seconds: int | None) -> int:
+    """The lease a claim gets: `seconds` when given (checked), else the goal's policy."""
+    if check_lease(seconds) is not None:
+        return seconds  # type: ignore[return-value]
+    return int(state.policy.get("lease_seconds", DEFAULT_LEASE))
+
+
+def todo_revision(todo_id: str) -> Callable[[GoalState], int]:
+    """The revision guard's subject for a todo write (0 when the todo does not exist)."""
+    return lambda state: state.todos[todo_id].revision if todo_id in state.todos else 0
+
+
+def gate_revision(gate_id: str) -> Callable[[GoalState], int]:
+    """The revision guard's subject for a gate write (0 when the gate does not exist)."""
+    return lambda state: state.gates[gate_id].revision if gate_id in state.gates else 0
+
+
+def require_holder(item: Todo, agent_id: str, now: str | None = None, *, doing: str = "") -> None:
+    """Refuse unless `agent_id` holds `item`'s claim; with `now`, unless the lease is live too.
+
+    `doing` names the action in the messages ("prepare its handoff")."""
+    claim = item.claim
+    if claim is None:
+        raise Conflict(
+            "todo is not claimed" + (f"; claim it before you {doing}" if doing else ""),
+            code="not_claimed",
+            todo_id=item.todo_id,
+        )
+    if claim["agent_id"] != agent_id:
+        raise Conflict(
+            f"only the agent holding the todo's claim can {doing}"
+            if doing
+            else "todo is claimed by another agent",
+            code="claim_owner_mismatch",
+            todo_id=item.todo_id,
+            claimed_by=claim["agent_id"],
+        )
+    if now is not None and not lease_live(item, now):
+        raise Conflict(
+            "your lease on this todo has expired; renew it (loopx todo renew) first",
+            code="lease_expired",
+            todo_id=item.todo_id,
+            lease_expires_at=claim["lease_expires_at"],
+        )

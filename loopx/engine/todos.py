@@ -16,10 +16,6 @@ from loopx.state.frontier import lease_live, readiness_of
 ROLES = ("agent", "user")
 
 
-def _todo_revision(todo_id: str) -> Any:
-    return lambda state: state.todos[todo_id].revision if todo_id in state.todos else 0
-
-
 def _check_priority(priority: int | None) -> None:
     if priority is not None and not 0 <= priority <= 4:
         raise InvalidInput("priority must be 0 (highest) to 4 (lowest)", code="invalid_priority")
@@ -159,7 +155,7 @@ def update_todo(
         plan,
         operation_id=operation_id,
         expected_revision=expected_revision,
-        revision_of=_todo_revision(todo_id),
+        revision_of=lookup.todo_revision(todo_id),
     )
 
 
@@ -215,8 +211,7 @@ def claim_todo(
     via_handoff: str | None = None,
 ) -> Result:
     check_id(todo_id, "todo_id")
-    if lease_seconds is not None and not 1 <= lease_seconds <= 30 * 86400:
-        raise InvalidInput("lease must be 1 second to 30 days", code="invalid_lease")
+    lookup.check_lease(lease_seconds)
     request = {
         "cmd": "todo.claim",
         "todo_id": todo_id,
@@ -232,7 +227,7 @@ def claim_todo(
             raise Conflict("todo is blocked", code="todo_blocked", todo_id=todo_id)
         _owner_check(item, ctx.agent_id, now)
         _ready_check(st, item, now, ctx.agent_id)
-        lease = lease_seconds or st.policy.get("lease_seconds", 1800)
+        lease = lookup.lease_for(st, lease_seconds)
         data = {
             "todo_id": todo_id,
             "agent_id": ctx.agent_id,
@@ -249,20 +244,8 @@ def claim_todo(
         plan,
         operation_id=operation_id,
         expected_revision=expected_revision,
-        revision_of=_todo_revision(todo_id),
+        revision_of=lookup.todo_revision(todo_id),
     )
-
-
-def _held_by_actor(item: Todo, agent_id: str, now: str) -> None:
-    if item.claim is None:
-        raise Conflict("todo is not claimed", code="not_claimed", todo_id=item.todo_id)
-    if item.claim["agent_id"] != agent_id:
-        raise Conflict(
-            "todo is claimed by another agent",
-            code="claim_owner_mismatch",
-            todo_id=item.todo_id,
-            claimed_by=item.claim["agent_id"],
-        )
 
 
 def renew_todo(
@@ -275,14 +258,15 @@ def renew_todo(
     expected_revision: int | None = None,
 ) -> Result:
     check_id(todo_id, "todo_id")
+    lookup.check_lease(lease_seconds)
     request = {"cmd": "todo.renew", "todo_id": todo_id, "lease_seconds": lease_seconds}
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
         lookup.open_todo(item)
-        _held_by_actor(item, ctx.agent_id, now)
-        lease = lease_seconds or st.policy.get("lease_seconds", 1800)
+        lookup.require_holder(item, ctx.agent_id)
+        lease = lookup.lease_for(st, lease_seconds)
         data = {"todo_id": todo_id, "lease_expires_at": add_seconds(now, lease)}
         return [Change("todo.renewed", data, item.visibility)]
 
@@ -293,7 +277,7 @@ def renew_todo(
         plan,
         operation_id=operation_id,
         expected_revision=expected_revision,
-        revision_of=_todo_revision(todo_id),
+        revision_of=lookup.todo_revision(todo_id),
     )
 
 
@@ -336,7 +320,7 @@ def _simple(
             plan,
             operation_id=operation_id,
             expected_revision=expected_revision,
-            revision_of=_todo_revision(todo_id),
+            revision_of=lookup.todo_revision(todo_id),
         )
 
     transition.__name__ = cmd.replace(".", "_")
@@ -346,7 +330,7 @@ def _simple(
 
 def _can_release(st: GoalState, item: Todo, ctx: Context, now: str) -> None:
     lookup.open_todo(item)
-    _held_by_actor(item, ctx.agent_id, now)
+    lookup.require_holder(item, ctx.agent_id)
 
 
 def _can_block(st: GoalState, item: Todo, ctx: Context, now: str) -> None:
@@ -429,5 +413,5 @@ def complete_todo(
         plan,
         operation_id=operation_id,
         expected_revision=expected_revision,
-        revision_of=_todo_revision(todo_id),
+        revision_of=lookup.todo_revision(todo_id),
     )
