@@ -128,6 +128,28 @@ def test_next_view_for_an_agent_shows_agent_work_and_explains_the_rest(w: World)
     assert everyone["frontier_total"] == 2 and "not_ready" not in everyone
 
 
+def test_next_view_checks_each_todo_once_even_when_explaining(
+    w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import loopx.state.frontier as frontier_module
+
+    for name in ("a", "b", "c"):
+        w.add(name)
+    w.add("ask", role="user")
+    state = w.state()
+    seen: list[str] = []
+    real = frontier_module.readiness_of
+
+    def counted(state: Any, todo: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(todo.todo_id)
+        return real(state, todo, *args, **kwargs)
+
+    monkeypatch.setattr(frontier_module, "readiness_of", counted)
+    view = next_view(state, w.now(), str, "agent-a", explain=True)
+    assert sorted(seen) == ["a", "ask", "b", "c"]
+    assert view["other_roles"] == ["ask"] and view["frontier_total"] == 3
+
+
 # -- attention ------------------------------------------------------------------------------
 
 

@@ -86,11 +86,18 @@ def _order(todo: Todo) -> tuple[int, int]:
 
 
 def frontier(
-    state: GoalState, now: str, agent_id: str | None = None, role: str | None = None
+    state: GoalState,
+    now: str,
+    agent_id: str | None = None,
+    role: str | None = None,
+    checked: list[Readiness] | None = None,
 ) -> list[Todo]:
-    """Ready todos, highest priority first, then oldest first."""
+    """Ready todos, highest priority first, then oldest first (`checked`: the goal's
+    `readiness(state, now, agent_id)`, when the caller has it already)."""
     todos = state.todos
-    ready = [todos[r.todo_id] for r in readiness(state, now, agent_id) if r.ready]
+    if checked is None:
+        checked = readiness(state, now, agent_id)
+    ready = [todos[r.todo_id] for r in checked if r.ready]
     if role is not None:
         ready = [t for t in ready if t.role == role]
     return sorted(ready, key=_order)

@@ -211,7 +211,9 @@ def next_view(
     limit: int = 20,
 ) -> dict[str, Any]:
     role = "agent" if agent_id else None
-    ready = frontier(state, now, agent_id=agent_id, role=role)
+    checked = readiness(state, now, agent_id)  # once: the frontier and its explanation
+    everyone = frontier(state, now, agent_id, checked=checked)
+    ready = everyone if role is None else [t for t in everyone if t.role == role]
     out: dict[str, Any] = {
         "goal_id": state.goal_id,
         "agent_id": agent_id,
@@ -219,20 +221,13 @@ def next_view(
         "frontier_total": len(ready),
     }
     if explain:
-        waiting = [r for r in readiness(state, now, agent_id) if not r.ready]
-        waiting.sort(
-            key=lambda r: (state.todos[r.todo_id].priority, state.todos[r.todo_id].created_seq)
-        )
+        todos = state.todos
+        waiting = [r for r in checked if not r.ready]
+        waiting.sort(key=lambda r: (todos[r.todo_id].priority, todos[r.todo_id].created_seq))
         out["not_ready"] = [
-            {
-                "todo_id": r.todo_id,
-                "title": text(state.todos[r.todo_id].title),
-                "reasons": r.reasons,
-            }
+            {"todo_id": r.todo_id, "title": text(todos[r.todo_id].title), "reasons": r.reasons}
             for r in waiting
         ]
         if role:
-            out["other_roles"] = [
-                t.todo_id for t in frontier(state, now, agent_id=agent_id) if t.role != role
-            ]
+            out["other_roles"] = [t.todo_id for t in everyone if t.role != role]
     return out
