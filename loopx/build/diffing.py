@@ -10,7 +10,13 @@ import orjson
 from loopx.model.errors import InvalidInput, NotFound
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import Lens
-from loopx.projections.diff import describe, diff_facts, facts_from_artifacts, facts_from_state
+from loopx.projections.diff import (
+    describe,
+    diff_facts,
+    facts_from_artifacts,
+    facts_from_state,
+    summarize,
+)
 from loopx.state.fold import replay
 from loopx.store.filestore import FileStore
 
@@ -42,13 +48,7 @@ def _build_facts(folder: Path, audience: str) -> dict[str, Any]:
 
 
 def _finish(changes: list[dict[str, Any]]) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    for c in changes:
-        counts[c["kind"]] = counts.get(c["kind"], 0) + 1
-    return {
-        "changes": [{**c, "text": describe(c)} for c in changes],
-        "summary": dict(sorted(counts.items())),
-    }
+    return {"changes": [{**c, "text": describe(c)} for c in changes], "summary": summarize(changes)}
 
 
 def diff_builds(old: Path, new: Path, audience: str) -> dict[str, Any]:

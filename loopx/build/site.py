@@ -27,6 +27,7 @@ from loopx.projections.index import goal_summary, index
 from loopx.projections.review import review_packet
 from loopx.projections.status import status
 from loopx.projections.workbench import with_header, workbench
+from loopx.render import graph as graph_source
 from loopx.render.env import environment, render
 from loopx.render.jsonout import dumps
 from loopx.render.markdown import to_html
@@ -72,9 +73,9 @@ def build_goal(
 
     gr = graph_mod.graph(state, lens())
     _json(site, f"{base}/graph.json", gr, audience, state.goal_id)
-    mermaid = graph_mod.to_mermaid(gr)
+    mermaid = graph_source.to_mermaid(gr)
     _text(site, f"{base}/graph.mmd", mermaid, audience, state.goal_id)
-    _text(site, f"{base}/graph.dot", graph_mod.to_dot(gr), audience, state.goal_id)
+    _text(site, f"{base}/graph.dot", graph_source.to_dot(gr), audience, state.goal_id)
     hrefs = {n["id"]: f"todos/{n['ref']}.html" for n in gr["nodes"] if n["kind"] == "todo"}
     svg = to_svg(gr, hrefs)
     _text(

@@ -69,7 +69,7 @@ def workbench_cmd(
 ) -> None:
     """The team workbench of a goal, as Markdown to commit for review."""
     from loopx.model.errors import CheckFailed
-    from loopx.projections.single import visible_goals, workbench_markdown
+    from loopx.build.single import visible_goals, workbench_markdown
     from loopx.projections.workbench import read_header
     from loopx.store import fsio
 
@@ -156,7 +156,7 @@ def review_cmd(
     and the exact commands to resolve them."""
     from loopx.engine import lookup
     from loopx.model.errors import InvalidInput
-    from loopx.projections.single import review, visible_goals
+    from loopx.build.single import review, visible_goals
     from loopx.state.fold import replay
 
     store, state, goals = _load(root, goal_id, audience)
@@ -194,8 +194,8 @@ def review_cmd(
 def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: bool) -> None:
     """A goal's task graph as Mermaid (default for text), DOT, SVG or JSON."""
     from loopx.model.errors import InvalidInput
-    from loopx.projections import graph as graph_mod
-    from loopx.projections.single import task_graph
+    from loopx.build.single import task_graph
+    from loopx.render import graph as graph_source
     from loopx.render.svg import to_svg
 
     store, state, _ = _load(root, goal_id, audience)
@@ -203,7 +203,7 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
     if fmt == "json":
         emit(fmt, gr)
     elif fmt == "dot":
-        click.echo(graph_mod.to_dot(gr), nl=False)
+        click.echo(graph_source.to_dot(gr), nl=False)
     elif fmt == "svg":
         svg = to_svg(gr)
         if svg is None:
@@ -212,4 +212,4 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
             )
         click.echo(svg)
     else:
-        click.echo(graph_mod.to_mermaid(gr), nl=False)
+        click.echo(graph_source.to_mermaid(gr), nl=False)

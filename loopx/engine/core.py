@@ -23,7 +23,7 @@ from loopx.model.ids import check_id, check_operation_id
 from loopx.state.entities import GoalState, decode_state, encode_state
 from loopx.state.fold import apply
 from loopx.store.base import SnapshotStale, Store
-from loopx.store.ledger import Cursor, canonical
+from loopx.store.ledger import Cursor, canonical, event_id
 
 SNAPSHOT_FORMAT = f"loopx.snapshot/2+{__version__}"
 
@@ -199,10 +199,7 @@ def receipt_for(goal_id: str, operation_id: str, record: list[Any]) -> dict[str,
     return {
         "operation_id": operation_id,
         "goal_id": goal_id,
-        "event_ids": [
-            "evt-" + hashlib.sha256(f"{goal_id}:{seq}".encode()).hexdigest()[:16]
-            for seq in range(first, last + 1)
-        ],
+        "event_ids": [event_id(goal_id, seq) for seq in range(first, last + 1)],
         "seq_first": first,
         "seq_last": last,
         "revision": last,

@@ -10,31 +10,11 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from loopx.render.graph import FILLS, STROKES
+
 MAX_NODES = 400
 ROW_WIDTH = 1400  # components wider than a screen wrap onto the next row
 NODE_W, NODE_H, GAP = 168, 44, 48
-FILLS = {
-    "open": "#eef4ff",
-    "active": "#fff6db",
-    "blocked": "#ffe3e0",
-    "done": "#e3f5e8",
-    "cancelled": "#eeeeee",
-    "pending": "#f3e8ff",
-    "deferred": "#f3e8ff",
-    "approved": "#e3f5e8",
-    "rejected": "#eeeeee",
-}
-STROKES = {
-    "open": "#3259a8",
-    "active": "#9a6b00",
-    "blocked": "#b3261e",
-    "done": "#1e7a3c",
-    "cancelled": "#6b6b6b",
-    "pending": "#6f3fb0",
-    "deferred": "#6f3fb0",
-    "approved": "#1e7a3c",
-    "rejected": "#6b6b6b",
-}
 
 
 class _View:

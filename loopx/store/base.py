@@ -179,7 +179,7 @@ def stamp(
     An event followed by another of the same operation is marked `more`, so a ledger cut
     between them (a power cut mid-write) reads as a torn tail, not as half an operation.
     """
-    from loopx.store.ledger import digest, encode_line
+    from loopx.store.ledger import encode_line, event_id
 
     seq, head, offset = cursor.seq, cursor.head, cursor.offset
     chunks: list[bytes] = []
@@ -192,7 +192,7 @@ def stamp(
             env["more"] = True
         else:
             env.pop("more", None)
-        env["event_id"] = "evt-" + digest(f"{env['goal_id']}:{seq}".encode())[:16]
+        env["event_id"] = event_id(env["goal_id"], seq)
         line, head = encode_line(env)
         env["sum"] = head
         offset += len(line)

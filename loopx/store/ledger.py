@@ -27,6 +27,11 @@ _HEX = frozenset(b"0123456789abcdef")
 MAX_DEPTH = 32
 
 
+def event_id(goal_id: str, seq: int) -> str:
+    """The id of a goal's event at `seq`: derived, so receipts can name events without a read."""
+    return "evt-" + hashlib.sha256(f"{goal_id}:{seq}".encode()).hexdigest()[:16]
+
+
 def canonical(obj: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, compact separators, UTF-8."""
     return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
