@@ -118,19 +118,19 @@ def show(goal_id: str, root: Path | None, fmt: str, debug: bool) -> None:
 @common()
 def list_goals(root: Path | None, fmt: str, debug: bool) -> None:
     """List every goal under the root."""
-    from loopx.engine.core import load_state
-    from loopx.model.errors import LedgerDamage
+    from loopx.engine.goals_all import health_of, load_all
+    from loopx.model.errors import LoopxError
     from loopx.state.views import counts
 
     store = open_store(root)
     resolve = text_resolver(store)
     rows = []
-    for goal_id in store.goal_ids():
-        try:
-            state = load_state(store, goal_id).state
-        except LedgerDamage as err:
-            rows.append({"goal_id": goal_id, "health": "corrupt", "error": err.to_dict()})
+    for goal_id, loaded in load_all(store):
+        if isinstance(loaded, LoopxError):
+            error = loaded.to_dict()
+            rows.append({"goal_id": goal_id, "health": health_of(loaded), "error": error})
             continue
+        state = loaded.state
         if state is None:
             continue
         rows.append(
@@ -149,7 +149,8 @@ def list_goals(root: Path | None, fmt: str, debug: bool) -> None:
         if not rows:
             return "no goals (create one with: loopx goal create --goal-id ID …)"
         return "\n".join(
-            f"{r['goal_id']:<20} corrupt ledger: {r['error']['message']}"
+            f"{r['goal_id']:<20} {r['health']} ledger ({r['error']['code']}): "
+            f"{r['error']['message']}"
             if r["health"] != "ok"
             else f"{r['goal_id']:<20} {r['status']:<9} {r['visibility']:<7} "
             f"{r['counts']['done']}/{r['counts']['total']} done  {r['title']}"

@@ -410,7 +410,8 @@ def adopt(
 
 def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
     """Pending handoffs across goals (or one), newest first; damaged goals are reported."""
-    from loopx.engine.core import load_state, require_goal
+    from loopx.engine.core import require_goal
+    from loopx.engine.goals_all import health_of, load_all
     from loopx.model.errors import LoopxError
     from loopx.projections.handoff import pending_handoffs
 
@@ -421,11 +422,16 @@ def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
         states = [require_goal(store, goal_id)]
     else:
         states = []
-        for gid in store.goal_ids():
-            try:
-                loaded = load_state(store, gid)
-            except LoopxError as err:
-                problems.append({"goal_id": gid, "code": err.code, "message": err.message})
+        for gid, loaded in load_all(store):
+            if isinstance(loaded, LoopxError):
+                problems.append(
+                    {
+                        "goal_id": gid,
+                        "health": health_of(loaded),
+                        "code": loaded.code,
+                        "message": loaded.message,
+                    }
+                )
                 continue
             if loaded.state is not None:
                 states.append(loaded.state)

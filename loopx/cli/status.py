@@ -10,19 +10,20 @@ import click
 from loopx.cli.common import common, emit, open_store, text_resolver
 
 
-def _goal_status(store: Any, goal_id: str, now: str, resolve: Any) -> dict[str, Any]:
-    from loopx.engine.core import load_state
-    from loopx.model.errors import LedgerDamage
+def _goal_status(
+    goal_id: str, loaded: Any, now: str, resolve: Any, *, named: bool
+) -> dict[str, Any] | None:
+    """One goal's status, or its health when it did not load (None: no such goal, listed)."""
+    from loopx.engine.goals_all import health_of
+    from loopx.model.errors import LoopxError, NotFound
     from loopx.state.views import status_view
 
-    try:
-        loaded = load_state(store, goal_id)
-    except LedgerDamage as err:
-        return {"goal_id": goal_id, "health": {"state": "corrupt", **err.to_dict()}}
+    if isinstance(loaded, LoopxError):
+        return {"goal_id": goal_id, "health": {"state": health_of(loaded), **loaded.to_dict()}}
     if loaded.state is None:
-        from loopx.model.errors import NotFound
-
-        raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
+        if named:
+            raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
+        return None
     data = status_view(loaded.state, now, resolve)
     data["health"] = (
         {
@@ -41,8 +42,10 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
         return "no goals (create one with: loopx goal create --goal-id ID …)"
     lines: list[str] = []
     for g in goals:
-        if g["health"]["state"] == "corrupt":
-            lines.append(f"{g['goal_id']}: LEDGER CORRUPT: {g['health']['message']}")
+        health = g["health"]
+        if health["state"] in ("corrupt", "unreadable"):
+            what = "LEDGER CORRUPT" if health["state"] == "corrupt" else "UNREADABLE"
+            lines.append(f"{g['goal_id']}: {what} ({health['code']}): {health['message']}")
             continue
         c, a = g["counts"], g["attention"]
         lines.append(f"{g['goal_id']}: {g['title']}  [{g['status']}, revision {g['revision']}]")
@@ -89,8 +92,13 @@ def status_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) ->
 
     store = open_store(root)
     now, resolve = from_env().now(), text_resolver(store)
-    ids = [goal_id] if goal_id else store.goal_ids()
-    goals = [_goal_status(store, g, now, resolve) for g in ids]
+    from loopx.engine.goals_all import load_all
+
+    goals = []
+    for gid, loaded in load_all(store, [goal_id] if goal_id else None):
+        data = _goal_status(gid, loaded, now, resolve, named=goal_id is not None)
+        if data is not None:
+            goals.append(data)
     emit(fmt, {"now": now, "goals": goals}, lambda: _status_text(goals, now))
 
 
