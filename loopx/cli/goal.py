@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -124,7 +125,7 @@ def list_goals(root: Path | None, fmt: str, debug: bool) -> None:
 
     store = open_store(root)
     resolve = text_resolver(store)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for goal_id, loaded in load_all(store):
         if isinstance(loaded, LoopxError):
             error = loaded.to_dict()

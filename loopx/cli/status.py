@@ -13,12 +13,17 @@ from loopx.cli.common import common, emit, open_store, text_resolver
 def _goal_status(
     goal_id: str, loaded: Any, now: str, resolve: Any, *, named: bool
 ) -> dict[str, Any] | None:
-    """One goal's status, or its health when it did not load (None: no such goal, listed)."""
+    """One goal's status, or its health when it did not load (None: no such goal, listed).
+
+    A corrupt ledger is the goal's state and is shown; a goal `named` on the command line
+    that cannot be read (io_error) fails the command, a listed one is shown as unreadable."""
     from loopx.engine.goals_all import health_of
-    from loopx.model.errors import LoopxError, NotFound
+    from loopx.model.errors import LedgerDamage, LoopxError, NotFound
     from loopx.state.views import status_view
 
     if isinstance(loaded, LoopxError):
+        if named and not isinstance(loaded, LedgerDamage):
+            raise loaded  # the one goal asked for could not be read: the command failed
         return {"goal_id": goal_id, "health": {"state": health_of(loaded), **loaded.to_dict()}}
     if loaded.state is None:
         if named:
@@ -93,7 +98,10 @@ def status_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) ->
     store = open_store(root)
     now, resolve = from_env().now(), text_resolver(store)
     from loopx.engine.goals_all import load_all
+    from loopx.model.ids import check_id
 
+    if goal_id is not None:
+        check_id(goal_id, "goal_id")  # a bad name is a usage error, not an unreadable goal
     goals = []
     for gid, loaded in load_all(store, [goal_id] if goal_id else None):
         data = _goal_status(gid, loaded, now, resolve, named=goal_id is not None)
