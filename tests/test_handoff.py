@@ -165,6 +165,20 @@ def test_private_note_goes_to_the_blob_store(world: World) -> None:
     assert b"nested lists" not in raw and ref.encode() in raw
 
 
+def test_a_refused_private_prepare_stores_no_blob(world: World) -> None:
+    from loopx.store.blobs import blob_ref
+    from loopx.store.ledger import canonical
+
+    world.claim()
+    before = world.store.raw("demo")
+    with pytest.raises(InvalidInput) as exc:  # refused after the plan: the revision is no SHA
+        world.prepare(visibility="private", git_revision="not-a-commit")
+    assert _code(exc) == "invalid_input" and world.store.raw("demo") == before
+    assert world.store.get_blob(blob_ref(canonical(check_note(NOTE)))) is None
+    world.prepare(visibility="private")
+    assert world.store.get_blob(blob_ref(canonical(check_note(NOTE)))) is not None
+
+
 def test_a_private_todo_gets_a_private_note_by_default(world: World) -> None:
     todos.add_todo(
         world.ctx("maintainer"), "demo", todo_id="secret", title="Secret", visibility="private"

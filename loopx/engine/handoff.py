@@ -265,7 +265,7 @@ def prepare_handoff(
         vis = visibility or ("private" if item.visibility == "private" else "team")
         body: Any = note
         if vis == "private":
-            body = {"blob": ctx.store.put_blob(canonical(note))}
+            body = {"blob": ctx.blob(canonical(note))}  # stored only if the append happens
         data = {
             "handoff_id": f"handoff-{st.revision + 1}",
             "todo_id": todo_id,
