@@ -544,3 +544,21 @@ def test_rendered_digests_are_reused_until_the_digest_changes(repo: Path) -> Non
     )
     assert renew.exit_code == 0
     assert "stale" in inspect(repo).stdout and "stale" not in first
+
+
+def test_inspect_refuses_a_note_of_another_todo(repo: Path) -> None:
+    made = prepare(repo, "--work-summary", "w", "--format", "json")
+    assert made.exit_code == 0
+    handoff_id = made.json()["handoff_id"]
+    assert handoff_id == made.json()["receipt"]["subject"]
+    added = cli(repo, "todo", "add", "--goal-id", "demo", "--todo-id", "todo_b", "--title", "B")
+    assert added.exit_code == 0
+    for extra in ((), ("--workspace", str(repo))):
+        other = cli(
+            repo,
+            *("handoff", "inspect", "--goal-id", "demo", "--todo-id", "todo_b"),
+            *("--handoff-id", handoff_id, "--format", "json", *extra),
+        )
+        assert other.exit_code == 3 and error_code(other) == "handoff_not_found", other
+    mine = inspect(repo, "--handoff-id", handoff_id, "--format", "json")
+    assert mine.exit_code == 0 and mine.json()["handoff"]["handoff_id"] == handoff_id

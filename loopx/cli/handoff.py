@@ -134,7 +134,7 @@ def prepare(
         expected_revision=expected_revision,
     )
     data = result.to_dict()
-    data["handoff_id"] = f"handoff-{result.receipt['seq_first']}"
+    data["handoff_id"] = result.receipt["subject"]
 
     def text() -> str:
         r = result.receipt
@@ -163,19 +163,17 @@ def inspect_handoff(
     handoff_id: str | None = None,
 ) -> dict[str, Any]:
     """The digest of a todo's latest note, with facts observed in `workspace` (no budget)."""
+    from loopx.engine import lookup
     from loopx.engine.core import require_goal
-    from loopx.engine.handoff import workspace_facts
-    from loopx.model.ids import check_id
+    from loopx.engine.handoff import pick_handoff, workspace_facts
     from loopx.projections.handoff import handoff_digest
 
-    check_id(todo_id, "todo_id")
     state = require_goal(store, goal_id)
+    lookup.todo(state, todo_id)
+    found = pick_handoff(state, todo_id, handoff_id)  # refuses another todo's note
     resolve = text_resolver(store)
     facts = None
     if workspace is not None:
-        from loopx.state.handoff import latest_handoff
-
-        found = state.handoffs.get(handoff_id) if handoff_id else latest_handoff(state, todo_id)
         paths: list[str] = []
         revision = None
         if found is not None:

@@ -293,7 +293,9 @@ def prepare_handoff(
 # -- adopt ----------------------------------------------------------------------------------
 
 
-def _pick(state: GoalState, todo_id: str, handoff_id: str | None) -> dict[str, Any] | None:
+def pick_handoff(state: GoalState, todo_id: str, handoff_id: str | None) -> dict[str, Any] | None:
+    """The note `handoff_id` names (refused unless it belongs to `todo_id`), else the todo's
+    latest note (None when it has none)."""
     if handoff_id is None:
         return latest_handoff(state, todo_id)
     found = state.handoffs.get(check_id(handoff_id, "handoff_id"))
@@ -346,7 +348,7 @@ def adopt_handoff(
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
-        handoff = _pick(st, todo_id, handoff_id)
+        handoff = pick_handoff(st, todo_id, handoff_id)
         refusal = adopt_refusal(st, item, handoff, target, now)
         if refusal is not None:
             code, message = refusal
