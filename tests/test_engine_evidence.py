@@ -12,7 +12,7 @@ import pytest
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.core import require_goal
-from loopx.engine.git import head_revision, is_ancestor, is_dirty
+from loopx.engine.git import head_and_dirty, head_revision, is_ancestor
 from loopx.model.errors import InvalidInput, LoopxError, NotFound
 from loopx.state.views import quota_view
 from tests.conftest import make_ctx
@@ -94,15 +94,16 @@ def test_revision_overrides_the_checkout(goal: Any, repo: Path) -> None:
 def test_outside_a_checkout_evidence_is_unbound(goal: Any, tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    assert head_revision(plain) is None and is_dirty(plain) is None
+    assert head_revision(plain) is None and head_and_dirty(plain) == (None, None)
     result = evidence.add_evidence(make_ctx(goal), G, kind="log", summary="x", workspace=plain)
     assert require_goal(goal, G).evidence[result.receipt["subject"]].revision is None
 
 
-def test_is_dirty_sees_uncommitted_changes(repo: Path) -> None:
-    assert is_dirty(repo) is False
+def test_head_and_dirty_sees_uncommitted_changes(repo: Path) -> None:
+    head = head_revision(repo)
+    assert head is not None and head_and_dirty(repo) == (head, False)
     (repo / "a.txt").write_text("changed\n")
-    assert is_dirty(repo) is True
+    assert head_and_dirty(repo) == (head, True)
 
 
 @pytest.mark.parametrize(

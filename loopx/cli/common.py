@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -149,7 +148,3 @@ def split_ids(values: tuple[str, ...]) -> list[str]:
     for value in values:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false")

@@ -25,11 +25,6 @@ def head_revision(workspace: Path) -> str | None:
     return _git(workspace, "rev-parse", "--verify", "-q", "HEAD") or None
 
 
-def is_dirty(workspace: Path) -> bool | None:
-    out = _git(workspace, "status", "--porcelain", "--untracked-files=no")
-    return None if out is None else bool(out)
-
-
 def is_ancestor(workspace: Path, older: str, newer: str) -> bool | None:
     try:
         proc = subprocess.run(

@@ -427,9 +427,3 @@ def workspace_facts(workspace: Path, note_revision: str | None, paths: list[str]
             relation = "unknown" if ancestor is None else ("ahead" if ancestor else "diverged")
     files = {path: (workspace / path).exists() for path in paths}
     return {"head": head, "dirty": dirty, "relation": relation, "files": files}
-
-
-def note_paths(note: Any) -> list[str]:
-    if isinstance(note, dict) and "files_touched" in note:
-        return [f["path"] for f in note["files_touched"]]
-    return []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from enum import Enum
 
 from loopx.model.errors import InvalidInput
 
@@ -13,18 +12,7 @@ OPERATION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 _OPERATION_ID_RE = re.compile(OPERATION_ID_PATTERN)
 
 
-class Visibility(str, Enum):
-    """Who may see a fact. Audiences nest: public ⊂ team ⊂ private."""
-
-    PUBLIC = "public"
-    TEAM = "team"
-    PRIVATE = "private"
-
-    @property
-    def rank(self) -> int:
-        return _RANK[self.value]
-
-
+# Who may see a fact. Audiences nest: public ⊂ team ⊂ private.
 _RANK = {"public": 0, "team": 1, "private": 2}
 VISIBILITIES = tuple(_RANK)
 

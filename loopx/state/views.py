@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
+from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo
 from loopx.state.frontier import attention, frontier, lease_live, readiness
 
 TextFn = Callable[[Any], Any]
@@ -114,18 +114,6 @@ def run_view(run: Run, text: TextFn) -> dict[str, Any]:
     if run.successor:
         out["successor"] = run.successor
     return out
-
-
-def note_view(note: Note, text: TextFn) -> dict[str, Any]:
-    return {
-        "note_id": note.note_id,
-        "kind": note.kind,
-        "text": text(note.text),
-        "todo_id": note.todo_id,
-        "visibility": note.visibility,
-        "agent_id": note.agent_id,
-        "recorded_at": note.recorded_at,
-    }
 
 
 def counts(state: GoalState) -> dict[str, int]:
