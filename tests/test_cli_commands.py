@@ -144,6 +144,20 @@ def test_demo_text_and_json(tmp_path: Path) -> None:
     assert all(g["events"] > 0 for g in data["goals"])
 
 
+def test_demo_goes_into_root_when_no_directory_is_given(tmp_path: Path) -> None:
+    there = tmp_path / "via-root"
+    data = ok(run_cli(["demo", "--root", str(there), "--format", "json"], cwd=tmp_path)).json()
+    assert (there / ".loopx/goals/launch/ledger.jsonl").is_file()
+    assert not (tmp_path / "loopx-demo").exists() and data["goals"]
+    both = run_cli(["demo", str(tmp_path / "x"), "--root", str(there)], cwd=tmp_path)
+    assert both.exit_code == 2 and "usage_error" in both.stderr
+    assert not (tmp_path / "x").exists()
+    # LOOPX_ROOT names a project to work in, not a place for the demo: the default stands.
+    env = {"LOOPX_ROOT": str(tmp_path / "project")}
+    ok(run_cli(["demo"], env=env, cwd=tmp_path))
+    assert (tmp_path / "loopx-demo/.loopx").is_dir() and not (tmp_path / "project").exists()
+
+
 # -- goals ------------------------------------------------------------------------------------
 
 

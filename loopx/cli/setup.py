@@ -27,19 +27,29 @@ def init_cmd(root: Path | None, fmt: str, debug: bool) -> None:
 
 
 @click.command("demo")
-@click.argument(
-    "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("loopx-demo")
-)
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
 @common()
-def demo_cmd(directory: Path, root: Path | None, fmt: str, debug: bool) -> None:
-    """Create a realistic demo project in DIRECTORY (default: ./loopx-demo).
+def demo_cmd(directory: Path | None, root: Path | None, fmt: str, debug: bool) -> None:
+    """Create a realistic demo project in DIRECTORY, or in --root (default: ./loopx-demo).
 
     Several goals, todos with dependencies, a pending gate, evidence, runs, a claim and a
     handoff, written with a pinned clock so every run produces the same ledger. Running it
-    again on the same folder changes nothing.
+    again on the same folder changes nothing. LOOPX_ROOT is not used here: the demo goes
+    into your project only when you name it.
     """
-    from loopx.engine.demo import create_demo
+    from click.core import ParameterSource
 
+    from loopx.engine.demo import create_demo
+    from loopx.model.errors import InvalidInput
+
+    given = click.get_current_context().get_parameter_source("root")
+    if given is not ParameterSource.COMMANDLINE:
+        root = None  # from LOOPX_ROOT: a project's root, not a place asked for the demo
+    if directory is not None and root is not None:
+        raise InvalidInput(
+            "give the demo folder as DIRECTORY or --root, not both", code="usage_error"
+        )
+    directory = directory or root or Path("loopx-demo")
     summary = create_demo(directory)
     lines = [f"demo project in {directory}/.loopx with {len(summary['goals'])} goals:"]
     lines += [
