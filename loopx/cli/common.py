@@ -11,8 +11,11 @@ from typing import Any, TypeVar
 import click
 import orjson
 
+from loopx.model.ids import VISIBILITIES
+
 F = TypeVar("F", bound=Callable[..., Any])
 PRIVATE_MISSING = "[private content not on this host]"
+VISIBILITY_CHOICE = click.Choice(VISIBILITIES)  # every --visibility option
 
 
 def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:

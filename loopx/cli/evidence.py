@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from loopx.cli.common import (
+    VISIBILITY_CHOICE,
     actor,
     common,
     context,
@@ -16,8 +17,6 @@ from loopx.cli.common import (
     split_ids,
     text_resolver,
 )
-
-VIS = click.Choice(["public", "team", "private"])
 
 
 @click.group()
@@ -49,7 +48,7 @@ def evidence() -> None:
 )
 @click.option("--todo-id", default=None, help="The todo it supports.")
 @click.option("--evidence-id", default=None)
-@click.option("--visibility", type=VIS, default="private", show_default=True)
+@click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
 @click.option("--operation-id", default=None)
 @actor
 @common()
@@ -152,7 +151,7 @@ def run() -> None:
 @click.option("--wait", default=None, help="What the run is waiting for.")
 @click.option("--quota-spent", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--run-id", default=None)
-@click.option("--visibility", type=VIS, default="team", show_default=True)
+@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
 @click.option("--operation-id", default=None)
 @actor
 @common()

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from loopx.cli.common import (
+    VISIBILITY_CHOICE,
     actor,
     common,
     context,
@@ -33,7 +34,7 @@ def gate() -> None:
 @click.option("--gate-id", default=None)
 @click.option(
     "--visibility",
-    type=click.Choice(["public", "team", "private"]),
+    type=VISIBILITY_CHOICE,
     default="team",
     show_default=True,
 )

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from loopx.cli.common import (
+    VISIBILITY_CHOICE,
     actor,
     common,
     context,
@@ -18,8 +19,6 @@ from loopx.cli.common import (
     text_resolver,
 )
 from loopx.engine.lookup import LEASE_RANGE
-
-VIS = click.Choice(["public", "team", "private"])
 
 
 @click.group()
@@ -33,7 +32,7 @@ def goal() -> None:
 @click.option("--objective", required=True)
 @click.option("--acceptance", multiple=True, help="An acceptance criterion (repeatable).")
 @click.option("--repository", default=None, help="Repository URL the work lives in.")
-@click.option("--visibility", type=VIS, default="team", show_default=True)
+@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
 @click.option("--predecessor", default=None, help="A goal this one continues.")
 @click.option(
     "--lease-seconds",
@@ -282,7 +281,7 @@ def note() -> None:
     "--kind", type=click.Choice(["lesson", "decision", "note"]), default="note", show_default=True
 )
 @click.option("--todo-id", default=None)
-@click.option("--visibility", type=VIS, default="private", show_default=True)
+@click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
 @click.option("--note-id", default=None)
 @click.option("--operation-id", default=None)
 @actor

@@ -9,10 +9,18 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import actor, common, context, emit, guarded, open_store, text_resolver
+from loopx.cli.common import (
+    VISIBILITY_CHOICE,
+    actor,
+    common,
+    context,
+    emit,
+    guarded,
+    open_store,
+    text_resolver,
+)
 from loopx.engine.lookup import LEASE_RANGE
 
-VIS = click.Choice(["public", "team", "private"])
 WORKSPACE = click.Path(file_okay=False, path_type=Path)
 
 
@@ -54,7 +62,7 @@ def handoff() -> None:
 @click.option("--rationale", default=None, help="Legacy name for --work-summary.")
 @click.option(
     "--visibility",
-    type=VIS,
+    type=VISIBILITY_CHOICE,
     default=None,
     help="The note's visibility (default team; private when the todo is private). A private "
     "note is kept in this host's blob store; the ledger holds its hash.",

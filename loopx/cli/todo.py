@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from loopx.cli.common import (
+    VISIBILITY_CHOICE,
     actor,
     common,
     context,
@@ -20,7 +21,6 @@ from loopx.cli.common import (
 )
 from loopx.engine.lookup import LEASE_RANGE
 
-VIS = click.Choice(["public", "team", "private"])
 STATUSES = click.Choice(["open", "active", "blocked", "done", "cancelled"])
 
 
@@ -46,7 +46,7 @@ def todo() -> None:
 )
 @click.option("--depends-on", multiple=True, help="Todo ids (repeatable or comma-separated).")
 @click.option("--acceptance", default=None, help="What done means.")
-@click.option("--visibility", type=VIS, default="team", show_default=True)
+@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
 @click.option("--predecessor", default=None, help="A todo this one succeeds.")
 @guarded
 @actor
