@@ -20,9 +20,8 @@ from loopx.projections.handoff import (
     handoff_digest,
     handoff_digests,
     pending_handoffs,
-    render_digest_json,
-    render_digest_markdown,
 )
+from loopx.render.handoff import render_digest_json, render_digest_markdown
 from loopx.resources import resource_dir
 from loopx.store.memorystore import MemoryStore
 

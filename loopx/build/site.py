@@ -29,6 +29,7 @@ from loopx.projections.status import status
 from loopx.projections.workbench import with_header, workbench
 from loopx.render import graph as graph_source
 from loopx.render.env import environment, render
+from loopx.render.handoff import render_digest_markdown
 from loopx.render.jsonout import dumps
 from loopx.render.markdown import to_html
 from loopx.render.svg import to_svg
@@ -175,7 +176,7 @@ def _handoffs(
         _text(
             site,
             f"{base}/handoffs/{todo_id}.md",
-            handoff.render_digest_markdown(digest),
+            render_digest_markdown(digest),
             audience,
             state.goal_id,
         )

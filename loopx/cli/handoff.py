@@ -261,7 +261,8 @@ def inspect(
     markdown the full report, json the loopx.handoff/v1 document.
     """
     from loopx.engine.clock import from_env
-    from loopx.projections.handoff import fit_digest, render_digest_json
+    from loopx.projections.handoff import fit_digest
+    from loopx.render.handoff import render_digest_json
 
     store = open_store(root)
     digest = inspect_handoff(
@@ -299,7 +300,8 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     import orjson
 
     from loopx import __version__
-    from loopx.projections.handoff import TEMPLATES, render_digest_markdown
+    from loopx.projections.handoff import TEMPLATES
+    from loopx.render.handoff import render_digest_markdown
     from loopx.resources import resource_dir
 
     source = (resource_dir("templates") / TEMPLATES[template]).read_bytes()

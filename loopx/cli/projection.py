@@ -68,8 +68,8 @@ def workbench_cmd(
     debug: bool,
 ) -> None:
     """The team workbench of a goal, as Markdown to commit for review."""
-    from loopx.model.errors import CheckFailed
     from loopx.build.single import visible_goals, workbench_markdown
+    from loopx.model.errors import CheckFailed
     from loopx.projections.workbench import read_header
     from loopx.store import fsio
 
@@ -154,9 +154,9 @@ def review_cmd(
 ) -> None:
     """A review packet: the question, what changed, the evidence and its freshness, open gates
     and the exact commands to resolve them."""
+    from loopx.build.single import review, visible_goals
     from loopx.engine import lookup
     from loopx.model.errors import InvalidInput
-    from loopx.build.single import review, visible_goals
     from loopx.state.fold import replay
 
     store, state, goals = _load(root, goal_id, audience)
@@ -193,8 +193,8 @@ def review_cmd(
 @common(formats=("mermaid", "dot", "svg", "json", "text"))
 def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: bool) -> None:
     """A goal's task graph as Mermaid (default for text), DOT, SVG or JSON."""
-    from loopx.model.errors import InvalidInput
     from loopx.build.single import task_graph
+    from loopx.model.errors import InvalidInput
     from loopx.render import graph as graph_source
     from loopx.render.svg import to_svg
 

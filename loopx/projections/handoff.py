@@ -101,7 +101,6 @@ def handoff_digest(
     audience: str,
     text: TextFn | None,
     workspace_facts: dict[str, Any] | None,
-    max_chars: int | None = None,
     now: str | None = None,
     reader: dict[str, str] | None = None,
     handoff_id: str | None = None,
@@ -109,7 +108,7 @@ def handoff_digest(
     """The `loopx.handoff/v1` digest of the latest note for `todo_id` (or `handoff_id`).
 
     `workspace_facts` is `{"head", "dirty", "relation", "files": {path: exists}}` as observed
-    in the reader's checkout, or None. `max_chars` fits the canonical JSON into that budget.
+    in the reader's checkout, or None.
     Raises `NotFound` (`todo_not_found`, `handoff_not_found`) when there is nothing to show.
     """
     view = _View(audience, text)
@@ -157,8 +156,6 @@ def handoff_digest(
         {"reason": "audience", "what": what, "count": count}
         for what, count in sorted(view.omitted.items())
     ]
-    if max_chars is not None:
-        digest = fit_digest(digest, max_chars, render_digest_json)
     return digest
 
 
@@ -684,52 +681,6 @@ def fit_digest(
         max_chars=max_chars,
         minimum=size,
     )
-
-
-# -- renderers ------------------------------------------------------------------------------
-
-
-def render_digest_json(digest: dict[str, Any]) -> str:
-    """Canonical artifact JSON (sorted keys, two-space indent, trailing newline); compact
-    (no indentation) when the digest was fitted into a character budget."""
-    if digest.get("max_chars") is not None:
-        return orjson.dumps(digest, option=orjson.OPT_SORT_KEYS).decode("utf-8") + "\n"
-    from loopx.render.jsonout import dumps
-
-    return dumps(digest).decode("utf-8")
-
-
-def _markdown_renderer(template: str) -> Callable[[dict[str, Any]], str]:
-    def render(digest: dict[str, Any]) -> str:
-        from loopx.render.env import render as render_template
-
-        return render_template(template, d=digest, **_render_context(digest))
-
-    return render
-
-
-def _render_context(digest: dict[str, Any]) -> dict[str, Any]:
-    budget = [o for o in digest["omissions"] if o["reason"] == "budget"]
-    audience = [o for o in digest["omissions"] if o["reason"] == "audience"]
-    return {
-        "budget_line": ", ".join(f"{o['count']} {o['what']}" for o in budget),
-        "audience_line": ", ".join(f"{o['count']} {o['what']}" for o in audience),
-        "note": digest["handoff"]["note"],
-    }
-
-
-def render_digest_markdown(
-    digest: dict[str, Any], max_chars: int | None = None, *, template: str = "digest"
-) -> str:
-    """The digest as Markdown, at most `max_chars` characters when a budget is given.
-
-    `template` is `digest` (compact, to paste into any agent) or `markdown` (the full
-    report, with provenance and tables).
-    """
-    render = _markdown_renderer(TEMPLATES[template])
-    if max_chars is None:
-        return render(digest)
-    return render(fit_digest(digest, max_chars, render))
 
 
 # -- pending handoffs (status, list) -------------------------------------------------------

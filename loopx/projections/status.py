@@ -43,10 +43,11 @@ def status(
     now = ledger_now(state)
     todos = lens.keep(ordered_todos(state), "todos")
     visible_ids = {t.todo_id for t in todos}
-    ready = [t for t in frontier(state, now) if t.todo_id in visible_ids]
+    full = frontier(state, now)  # once: attention needs the whole frontier, pages the visible
+    ready = [t for t in full if t.todo_id in visible_ids]
     gates = lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
     evidence, evidence_cut = recent_evidence(state, lens, head)
-    att = attention(state, now)
+    att = attention(state, now, full)
     shown_todos = todos[:TODO_LIMIT]
     data: dict[str, Any] = {
         "schema": SCHEMA,

@@ -40,14 +40,15 @@ def workbench(
     now = ledger_now(state)
     todos = lens.keep(ordered_todos(state), "todos")
     visible = {t.todo_id for t in todos}
-    ready = [t for t in frontier(state, now) if t.todo_id in visible]
+    full = frontier(state, now)  # once: attention needs the whole frontier, pages the visible
+    ready = [t for t in full if t.todo_id in visible]
     open_todos = [t for t in todos if t.is_open]
     agent_todos = [t for t in open_todos if t.role == "agent"]
     user_todos = [t for t in open_todos if t.role == "user"]
     done = [t for t in reversed(todos) if not t.is_open]
     notes = lens.keep(sorted(state.notes.values(), key=lambda n: n.created_seq), "notes")
     evidence, _ = recent_evidence(state, lens, head)
-    att = attention(state, now)
+    att = attention(state, now, full)
     gates = lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
     return {
         "schema": SCHEMA,

@@ -1,0 +1,53 @@
+"""Render a handoff digest (`loopx.handoff/v1`): canonical JSON, or Markdown through the
+`handoff/` templates — a paste-ready digest or the full report — within a character budget
+(`projections.handoff.fit_digest` decides what to drop)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from loopx.projections.handoff import TEMPLATES, fit_digest
+from loopx.render.env import render as render_template
+from loopx.render.jsonout import dumps
+
+
+def render_digest_json(digest: dict[str, Any]) -> str:
+    """Canonical artifact JSON (sorted keys, two-space indent, trailing newline); compact
+    (no indentation) when the digest was fitted into a character budget."""
+    if digest.get("max_chars") is not None:
+        return orjson.dumps(digest, option=orjson.OPT_SORT_KEYS).decode("utf-8") + "\n"
+    return dumps(digest).decode("utf-8")
+
+
+def _markdown_renderer(template: str) -> Callable[[dict[str, Any]], str]:
+    def render(digest: dict[str, Any]) -> str:
+        return render_template(template, d=digest, **_render_context(digest))
+
+    return render
+
+
+def _render_context(digest: dict[str, Any]) -> dict[str, Any]:
+    budget = [o for o in digest["omissions"] if o["reason"] == "budget"]
+    audience = [o for o in digest["omissions"] if o["reason"] == "audience"]
+    return {
+        "budget_line": ", ".join(f"{o['count']} {o['what']}" for o in budget),
+        "audience_line": ", ".join(f"{o['count']} {o['what']}" for o in audience),
+        "note": digest["handoff"]["note"],
+    }
+
+
+def render_digest_markdown(
+    digest: dict[str, Any], max_chars: int | None = None, *, template: str = "digest"
+) -> str:
+    """The digest as Markdown, at most `max_chars` characters when a budget is given.
+
+    `template` is `digest` (compact, to paste into any agent) or `markdown` (the full
+    report, with provenance and tables).
+    """
+    render = _markdown_renderer(TEMPLATES[template])
+    if max_chars is None:
+        return render(digest)
+    return render(fit_digest(digest, max_chars, render))
