@@ -16,6 +16,27 @@ from loopx.state.frontier import lease_live, readiness_of
 ROLES = ("agent", "user")
 
 
+def _on_todo(
+    ctx: Context,
+    goal_id: str,
+    todo_id: str,
+    request: dict[str, Any],
+    plan: Any,
+    operation_id: str | None,
+    expected_revision: int | None,
+) -> Result:
+    """Run a write on one todo: `--expected-revision` guards that todo's revision."""
+    return execute(
+        ctx,
+        goal_id,
+        request,
+        plan,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+        revision_of=lookup.todo_revision(todo_id),
+    )
+
+
 def _check_priority(priority: int | None) -> None:
     if priority is not None and not 0 <= priority <= 4:
         raise InvalidInput("priority must be 0 (highest) to 4 (lowest)", code="invalid_priority")
@@ -148,15 +169,7 @@ def update_todo(
             data["depends_on"] = _check_deps(st, todo_id, depends_on)
         return [Change("todo.updated", data, item.visibility)]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
-    )
+    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
 
 
 def _owner_check(item: Todo, agent_id: str, now: str) -> None:
@@ -237,15 +250,7 @@ def claim_todo(
         }
         return [Change("todo.claimed", data, item.visibility)]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
-    )
+    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
 
 
 def renew_todo(
@@ -270,15 +275,7 @@ def renew_todo(
         data = {"todo_id": todo_id, "lease_expires_at": add_seconds(now, lease)}
         return [Change("todo.renewed", data, item.visibility)]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
-    )
+    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
 
 
 def _simple(
@@ -313,15 +310,7 @@ def _simple(
             }
             return [Change(event_type, data, item.visibility)]
 
-        return execute(
-            ctx,
-            goal_id,
-            request,
-            plan,
-            operation_id=operation_id,
-            expected_revision=expected_revision,
-            revision_of=lookup.todo_revision(todo_id),
-        )
+        return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
 
     transition.__name__ = cmd.replace(".", "_")
     transition.__doc__ = f"Append `{event_type}` after checking its preconditions."
@@ -406,12 +395,4 @@ def complete_todo(
         }
         return [Change("todo.completed", data, item.visibility)]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
-    )
+    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
