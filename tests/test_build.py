@@ -658,3 +658,59 @@ def test_bad_output_paths_are_clean_errors(demo: Path, tmp_path: Path) -> None:
         env={"LOOPX_BUILD_WORKERS": "abc"},
     )
     assert workers.exit_code == 2 and "invalid_workers" in workers.stderr
+
+
+def test_a_fresh_build_process_carries_over_unchanged_goals(
+    demo: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import loopx.build.work as work
+
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    rendered: list[tuple[str, str]] = []
+    real = work._run
+
+    def counting(unit: tuple[str, str]) -> Any:
+        rendered.append(unit)
+        return real(unit)
+
+    monkeypatch.setattr(work, "_run", counting)
+    result = build(demo, out, head=REV_NEW, reuse=True)
+    assert rendered == [] and result.report is not None and result.report.written == []
+    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    todos.add_todo(ctx, "docs", title="Changelog", todo_id="changelog")
+    result = build(demo, out, head=REV_NEW, reuse=True)
+    assert rendered == [("team", "docs")]
+    assert (
+        result.report is not None
+        and "team/goals/docs/todos/changelog.html" in result.report.written
+    )
+    assert check(demo, out, head=REV_NEW).ok  # byte for byte what a full render gives
+
+
+def test_carried_files_that_changed_on_disk_are_rendered_again(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    page = out / "public/goals/launch/index.html"
+    page.write_text(page.read_text().replace("Launch loopx", "Lunch loopx"))
+    (out / "team/goals/docs/graph.json").unlink()
+    result = build(demo, out, head=REV_NEW, reuse=True)
+    assert result.report is not None
+    assert "public/goals/launch/index.html" in result.report.written
+    assert "team/goals/docs/graph.json" in result.report.written
+    assert check(demo, out, head=REV_NEW).ok
+    forced = run_cli(
+        [
+            "build",
+            "--root",
+            str(demo),
+            "--out",
+            str(out),
+            "--head",
+            REV_NEW,
+            "--force",
+            "--format",
+            "json",
+        ]
+    )
+    assert forced.exit_code == 0 and forced.json()["written"] == []

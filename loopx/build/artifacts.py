@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 
@@ -20,20 +21,42 @@ class Artifact:
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True)
+class DiskArtifact:
+    """An artifact an earlier build wrote and this one carries over unchanged: known by its
+    hash and size; its bytes are read only if something needs them (the boundary scan)."""
+
+    path: str
+    file: Path
+    sha256: str
+    size: int
+    audience: str | None
+    schema: str | None = None
+    goal_id: str | None = None
+
+    @property
+    def data(self) -> bytes:
+        return self.file.read_bytes()
+
+
+AnyArtifact = Artifact | DiskArtifact
+
 
 @dataclass
 class Site:
     """Every artifact of one build, plus the sources it was built from."""
 
-    artifacts: dict[str, Artifact] = field(default_factory=dict)
+    artifacts: dict[str, AnyArtifact] = field(default_factory=dict)
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     head: str | None = None
     validate: bool = False  # check every JSON artifact against its schema (tests, --validate)
 
-    def add(self, artifact: Artifact) -> None:
+    def add(self, artifact: AnyArtifact) -> None:
         if artifact.path in self.artifacts:
             raise ValueError(f"two artifacts for {artifact.path}")
         self.artifacts[artifact.path] = artifact
-
-    def files(self) -> dict[str, bytes]:
-        return {path: a.data for path, a in self.artifacts.items()}

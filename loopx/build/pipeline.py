@@ -146,7 +146,7 @@ def make_site(
         "files": {
             a.path: {
                 "sha256": a.sha256,
-                "bytes": len(a.data),
+                "bytes": a.size,
                 "audience": a.audience,
                 "schema": a.schema,
                 "goal_id": a.goal_id,
@@ -176,8 +176,15 @@ def build(
     head: str | None = AUTO,
     validate: bool = False,
     cache: BuildCache | None = None,
+    reuse: bool = False,
 ) -> BuildResult:
+    """Build into `out`. `reuse` (the CLI's default) carries over the unchanged goals of the
+    last build into `out` instead of rendering them again (see `loopx.build.reuse`)."""
+    from loopx.build import reuse as reuse_mod
+
     head = resolve_head(root, head)
+    if reuse and cache is None:
+        cache = reuse_mod.load(root, out, audiences, head, validate)
     site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
     result = BuildResult(site)
     if "public" in audiences:
@@ -192,9 +199,11 @@ def build(
     trusted: set[str] = set()
     if cache is not None:
         trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
-    result.report = write_tree(out, site.files(), previous_files(out), trusted=trusted)
+    result.report = write_tree(out, site.artifacts, previous_files(out), trusted=trusted)
     if cache is not None:
         cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
+    if reuse:
+        reuse_mod.save(root, out, sorted(site.artifacts), validate)
     return result
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from loopx.build.artifacts import Artifact, Site
+from loopx.build.artifacts import AnyArtifact, Artifact, Site
 from loopx.build.validate import check
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import Lens
@@ -253,7 +253,7 @@ def goal_artifacts(
     visible_goals: set[str],
     read_blob: BlobReader | None,
     validate: bool,
-) -> tuple[list[Artifact], dict[str, Any]]:
+) -> tuple[list[AnyArtifact], dict[str, Any]]:
     """Every artifact of one goal for one audience, and its index row (a unit of work that
     can run in another process and be cached)."""
     site = Site(head=head, validate=validate)

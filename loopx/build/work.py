@@ -13,14 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from loopx.build.artifacts import Artifact
+from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
 from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 
 Unit = tuple[str, str]  # (audience, goal_id)
-Result = tuple[list[Artifact], dict[str, Any]]
+Result = tuple[list[AnyArtifact], dict[str, Any]]
 PARALLEL_MIN_TODOS = 2000  # below this, starting workers costs more than it saves
 
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -104,13 +106,14 @@ def _apply(out: Path, staging: Path, write: list[str], remove: list[str]) -> Non
 
 def write_tree(
     out: Path,
-    files: dict[str, bytes],
+    files: Mapping[str, Any],
     previous: set[str],
     *,
     trusted: frozenset[str] | set[str] = frozenset(),
 ) -> WriteReport:
     """Make `out` hold exactly `files` (plus anything not in `previous`), all at once.
 
+    Values are bytes, or artifacts whose `.data` is read only when the file must be compared.
     `trusted` names files this process itself wrote with the same content in its last build
     (`loopx serve`): they are not read back to compare.
     """
@@ -119,14 +122,16 @@ def write_tree(
 
 
 def _write_tree(
-    out: Path, files: dict[str, bytes], previous: set[str], trusted: frozenset[str] | set[str]
+    out: Path, files: Mapping[str, Any], previous: set[str], trusted: frozenset[str] | set[str]
 ) -> WriteReport:
     report = WriteReport(recovered=recover(out))
-    changed = {
-        rel: data
-        for rel, data in files.items()
-        if rel not in trusted and not _same(_target(out, rel), data)
-    }
+    changed: dict[str, bytes] = {}
+    for rel, value in files.items():
+        if rel in trusted:
+            continue  # not even read: an artifact carried over may never be loaded
+        data = value if isinstance(value, bytes) else value.data
+        if not _same(_target(out, rel), data):
+            changed[rel] = data
     report.unchanged = len(files) - len(changed)
     stale = sorted(rel for rel in previous - files.keys() if _target(out, rel).exists())
     if not changed and not stale:

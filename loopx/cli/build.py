@@ -62,6 +62,12 @@ def _root(root: Path | None) -> Path:
     help="Write nothing; exit 6 when the folder differs from a fresh build.",
 )
 @click.option("--validate", is_flag=True, help="Also check every JSON artifact against schemas/.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Render every goal again (by default, goals unchanged since the last build into OUT "
+    "are carried over).",
+)
 @common()
 def build_cmd(
     out: Path,
@@ -69,6 +75,7 @@ def build_cmd(
     head: str | None,
     check_only: bool,
     validate: bool,
+    force: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -100,7 +107,7 @@ def build_cmd(
             )
         emit(fmt, result.to_dict(), f"{out} is up to date")
         return
-    res = build(project, out, audiences=auds, head=_head(head), validate=validate)
+    res = build(project, out, audiences=auds, head=_head(head), validate=validate, reuse=not force)
     data = res.to_dict()
     data["out"] = str(out)
 

@@ -1,0 +1,120 @@
+"""Carry over what an earlier `loopx build` wrote, so a fresh process re-renders only the goals
+whose ledger changed.
+
+The previous manifest says, per goal, the ledger head each file was built from; a memo in
+`.loopx/cache/build/` records each file's size and mtime right after it was written. A goal's
+files are carried over (not rendered, not read back, not rewritten) only when its ledger head,
+the checkout, the audiences it is seen by, the generator and validation are all unchanged and
+every one of its files still has the size and mtime the memo recorded; anything else is
+rendered again. `loopx build --check` never carries anything: it compares every byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from loopx.build.artifacts import AnyArtifact, DiskArtifact
+from loopx.build.work import BuildCache
+from loopx.model.ids import visible_to
+from loopx.projections.base import GENERATOR
+from loopx.store import fsio
+
+MEMO_FORMAT = 1
+
+
+def memo_path(root: Path, out: Path) -> Path:
+    key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16]
+    return root / ".loopx" / "cache" / "build" / f"{key}.json"
+
+
+def _read(path: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+
+
+def load(
+    root: Path, out: Path, audiences: tuple[str, ...], head: str | None, validate: bool
+) -> BuildCache | None:
+    """A build cache holding the unchanged goals of the last build into `out`, or None."""
+    memo = _read(memo_path(root, out))
+    manifest = _read(out / "manifest.json")
+    if not isinstance(memo, dict) or not isinstance(manifest, dict):
+        return None
+    if (
+        memo.get("format") != MEMO_FORMAT
+        or memo.get("validate") != validate
+        or manifest.get("generator") != GENERATOR
+        or manifest.get("audiences") != list(audiences)
+        or manifest.get("checkout", {}).get("head") != head
+    ):
+        return None
+    sources: dict[str, Any] = manifest.get("sources", {})
+    stats: dict[str, list[int]] = memo.get("files", {})
+    by_unit: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+    for path, meta in manifest.get("files", {}).items():
+        if meta.get("goal_id") and meta.get("audience"):
+            by_unit.setdefault((meta["audience"], meta["goal_id"]), []).append((path, meta))
+    cache = BuildCache()
+    for audience in audiences:
+        visible = tuple(
+            sorted(g for g, s in sources.items() if visible_to(s["visibility"], audience))
+        )
+        rows = {
+            r["goal_id"]: r for r in (_read(out / audience / "index.json") or {}).get("goals", [])
+        }
+        for goal_id in visible:
+            files = by_unit.get((audience, goal_id))
+            if not files or goal_id not in rows:
+                continue
+            artifacts: list[AnyArtifact] = []
+            for path, meta in sorted(files):
+                file = out / path
+                try:
+                    st = file.stat()
+                except OSError:
+                    break
+                if stats.get(path) != [st.st_size, st.st_mtime_ns] or st.st_size != meta["bytes"]:
+                    break
+                artifacts.append(
+                    DiskArtifact(
+                        path,
+                        file,
+                        meta["sha256"],
+                        meta["bytes"],
+                        audience,
+                        meta.get("schema"),
+                        goal_id,
+                    )
+                )
+            else:
+                source = sources[goal_id]
+                key = (source["head"], source["revision"], head, visible, validate)
+                cache.entries[(audience, goal_id)] = (key, (artifacts, rows[goal_id]))
+                cache.written.update((a.path, a.sha256) for a in artifacts)
+    return cache
+
+
+def save(root: Path, out: Path, paths: list[str], validate: bool) -> None:
+    """Record the size and mtime of every file just written or kept (best effort: the memo is
+    a cache, and without it the next build simply renders everything)."""
+    files = {}
+    for path in paths:
+        try:
+            st = (out / path).stat()
+        except OSError:
+            continue
+        files[path] = [st.st_size, st.st_mtime_ns]
+    target = memo_path(root, out)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fsio.current().write_atomic(
+            target, orjson.dumps({"format": MEMO_FORMAT, "validate": validate, "files": files})
+        )
+    except OSError:
+        pass
