@@ -714,3 +714,19 @@ def test_carried_files_that_changed_on_disk_are_rendered_again(demo: Path, tmp_p
         ]
     )
     assert forced.exit_code == 0 and forced.json()["written"] == []
+
+
+def test_new_templates_or_code_are_never_carried_over(
+    demo: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import loopx.build.reuse as reuse
+    import loopx.build.work as work
+
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    monkeypatch.setattr(reuse, "fingerprint", lambda: "another loopx")
+    rendered: list[tuple[str, str]] = []
+    real = work._run
+    monkeypatch.setattr(work, "_run", lambda unit: rendered.append(unit) or real(unit))
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert ("public", "launch") in rendered and ("team", "docs") in rendered

@@ -12,6 +12,7 @@ rendered again. `loopx build --check` never carries anything: it compares every 
 from __future__ import annotations
 
 import hashlib
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,25 @@ from loopx.projections.base import GENERATOR
 from loopx.store import fsio
 
 MEMO_FORMAT = 1
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@cache
+def fingerprint() -> str:
+    """A digest of everything that decides what a goal's files contain besides its ledger:
+    the templates and the code that projects and renders (so a changed template or an
+    upgraded loopx never carries over output the new code would not write)."""
+    from loopx.resources import resource_dir
+
+    h = hashlib.sha256(GENERATOR.encode())
+    folders = [resource_dir("templates")] + [
+        _PACKAGE / name for name in ("projections", "render", "privacy", "state", "build")
+    ]
+    for folder in folders:
+        for file in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".pyc"):
+            h.update(file.relative_to(folder).as_posix().encode() + b"\0")
+            h.update(file.read_bytes())
+    return h.hexdigest()
 
 
 def memo_path(root: Path, out: Path) -> Path:
@@ -49,6 +69,7 @@ def load(
     if (
         memo.get("format") != MEMO_FORMAT
         or memo.get("validate") != validate
+        or memo.get("fingerprint") != fingerprint()
         or manifest.get("generator") != GENERATOR
         or manifest.get("audiences") != list(audiences)
         or manifest.get("checkout", {}).get("head") != head
@@ -114,7 +135,15 @@ def save(root: Path, out: Path, paths: list[str], validate: bool) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fsio.current().write_atomic(
-            target, orjson.dumps({"format": MEMO_FORMAT, "validate": validate, "files": files})
+            target,
+            orjson.dumps(
+                {
+                    "format": MEMO_FORMAT,
+                    "fingerprint": fingerprint(),
+                    "validate": validate,
+                    "files": files,
+                }
+            ),
         )
     except OSError:
         pass
