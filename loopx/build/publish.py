@@ -101,13 +101,26 @@ def _identity_env(repo: Path) -> dict[str, str]:
 def _commit_to_branch(repo: Path, branch: str, files: dict[str, bytes], message: str) -> str:
     """Commit exactly `files` as the whole tree of `branch`, without touching the work tree
     or the index (a private index file and plumbing commands)."""
-    _git(repo, "rev-parse", "--git-dir")
     _git(repo, "check-ref-format", "--branch", branch)
     with tempfile.TemporaryDirectory() as tmp:
+        # The files go to a scratch work tree and into a private index in one `git add`:
+        # three git processes however many pages there are.
+        work = Path(tmp) / "tree"
+        for path, data in files.items():
+            target = work / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        work.mkdir(exist_ok=True)
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        for path in sorted(files):
-            blob = _git(repo, "hash-object", "-w", "--stdin", input=files[path])
-            _git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+        git_dir = _git(repo, "rev-parse", "--absolute-git-dir")
+        _git(
+            work,
+            "add",
+            "--all",
+            "--force",
+            ".",
+            env={**env, "GIT_DIR": git_dir, "GIT_WORK_TREE": str(work)},
+        )
         tree = _git(repo, "write-tree", env=env)
     ref = f"refs/heads/{branch}"
     try:
