@@ -431,7 +431,8 @@ def test_workbench_write_and_check(demo: Path, tmp_path: Path) -> None:
         "## Recent evidence",
         "## Lessons and decisions",
     ):
-        assert heading in text
+        assert f"\n\n{heading}\n\n" in text  # a heading of its own, not glued to a list
+    assert "\n- All CI checks green on main\n- Public status page published\n" in text
     assert run_cli([*args, "--check", str(path)]).exit_code == 0
     path.write_text(text.replace("Choose the license", "Choose a licence"))
     edited = run_cli([*args, "--check", str(path), "--format", "json"])
@@ -475,6 +476,8 @@ def test_review_packet_has_question_evidence_and_commands(demo: Path) -> None:
     assert fresh["ev-cli-ci"] == "current" and fresh["ev-ledger-tests"] == "historical"
     todo = run_cli(["review", "--root", str(demo), "--goal-id", "launch", "--todo-id", "cli"])
     assert todo.exit_code == 0 and "`cli`" in todo.stdout
+    assert todo.stdout.startswith("# Review: Launch loopx 0.1 · `cli`\n\n> Generated")
+    assert "\n\n## What changed\n\n" in todo.stdout
     assert "Is cli (Command-line interface) done" in todo.stdout
     private = run_cli(
         [
