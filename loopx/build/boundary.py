@@ -8,7 +8,6 @@ file, kind and position, never the matched text.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +38,6 @@ class Forbidden:
 
     texts: frozenset[str]
     ids: frozenset[str]
-
-    def digest(self) -> str:
-        body = "\0".join(sorted(self.texts)) + "\1" + "\0".join(sorted(self.ids))
-        return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
     def scanner(self) -> Any:
         return Scanner(sorted(self.texts), forbidden_ids=sorted(self.ids))

@@ -120,7 +120,7 @@ def build_goal(
         state.goal_id,
     )
     _todo_pages(site, state, lens(), audience, base, head, st["source"]["revision"])
-    return goal_summary(state, lens())
+    return goal_summary(state, lens(), st["attention"]["state"])
 
 
 def _document(

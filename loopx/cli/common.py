@@ -14,7 +14,6 @@ import orjson
 from loopx.model.ids import VISIBILITIES
 
 F = TypeVar("F", bound=Callable[..., Any])
-PRIVATE_MISSING = "[private content not on this host]"
 VISIBILITY_CHOICE = click.Choice(VISIBILITIES)  # every --visibility option
 
 
@@ -96,6 +95,8 @@ def context(root: Path | None, agent_id: str, session_id: str) -> Any:
 
 def text_resolver(store: Any) -> Callable[[Any], Any]:
     """Display text for stored values: inline strings, or private blobs read on this host."""
+
+    from loopx.privacy.audience import PRIVATE_MISSING
 
     @functools.lru_cache(maxsize=4096)
     def blob(ref: str) -> str:

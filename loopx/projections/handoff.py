@@ -24,6 +24,7 @@ import orjson
 
 from loopx.model.errors import InvalidInput, NotFound
 from loopx.model.ids import visible_to
+from loopx.privacy.audience import PRIVATE_MISSING
 from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
@@ -32,7 +33,7 @@ from loopx.state.views import freshness
 SCHEMA_ID = "loopx.handoff/v1"
 AUDIENCES = ("team", "private")
 FRONTIER_LIMIT = 5
-NOT_ON_HOST = "[private content not on this host]"
+NOT_ON_HOST = PRIVATE_MISSING  # the one marker every view shows for text not on this host
 HIDDEN = "[private]"
 
 TEMPLATES = {"digest": "handoff/digest.md.j2", "markdown": "handoff/handoff.md.j2"}

@@ -13,9 +13,12 @@ from loopx.state.frontier import attention
 SCHEMA = "loopx.index/v1"
 
 
-def goal_summary(state: GoalState, lens: Lens) -> dict[str, Any]:
-    """One row of the index; also cached by the build so unchanged goals are not refolded."""
-    att = attention(state, ledger_now(state))
+def goal_summary(
+    state: GoalState, lens: Lens, attention_state: str | None = None
+) -> dict[str, Any]:
+    """One row of the index; also cached by the build so unchanged goals are not refolded.
+    `attention_state` spares a second frontier pass when the caller has it already."""
+    att = {"state": attention_state} if attention_state else attention(state, ledger_now(state))
     return {
         "goal_id": state.goal_id,
         "title": lens.text(state.title),
