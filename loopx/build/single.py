@@ -54,3 +54,18 @@ def review(
 
 def task_graph(state: GoalState, audience: str, read_blob: Any = None) -> dict[str, Any]:
     return graph_mod.graph(state, Lens(audience, read_blob))
+
+
+def scan_public_output(store: Any, name: str, data: bytes) -> None:
+    """The boundary scan of one public artifact before it is printed or written: credentials,
+    personal and machine data, and every non-public text of every goal (raises
+    `BoundaryViolation`, naming position and kind, never the text)."""
+    from loopx.build.artifacts import Artifact, Site
+    from loopx.build.boundary import enforce, non_public_strings, scan_public
+    from loopx.build.pipeline import gather
+
+    site = Site()
+    site.add(Artifact(name, data, "public"))
+    goals = gather(store) if store is not None else {}
+    read_blob = store.get_blob if store is not None else None
+    enforce(scan_public(site, non_public_strings(goals, read_blob)))
