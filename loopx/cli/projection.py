@@ -115,13 +115,27 @@ def workbench_cmd(
             from loopx.build.exposure import guard_team_output
 
             guard_team_output(write_to, lambda line: click.echo(line, err=True))
-        with fsio.guard("write the workbench file"):
-            write_to.parent.mkdir(parents=True, exist_ok=True)
-            fsio.current().write_atomic(write_to, text.encode("utf-8"))
+        data = text.encode("utf-8")
+        try:
+            unchanged = (
+                write_to.is_file() and not write_to.is_symlink() and (write_to.read_bytes() == data)
+            )
+        except OSError:
+            unchanged = False
+        if not unchanged:  # an unchanged file is not touched (its mtime stays)
+            with fsio.guard("write the workbench file"):
+                write_to.parent.mkdir(parents=True, exist_ok=True)
+                fsio.current().write_atomic(write_to, data)
+        verb = "unchanged" if unchanged else "wrote"
         emit(
             fmt,
-            {"path": str(write_to), "revision": state.revision, "audience": audience},
-            f"wrote {write_to} (goal {goal_id}, ledger revision {state.revision})",
+            {
+                "path": str(write_to),
+                "revision": state.revision,
+                "audience": audience,
+                "written": not unchanged,
+            },
+            f"{verb} {write_to} (goal {goal_id}, ledger revision {state.revision})",
         )
         return
     if fmt == "json":
