@@ -264,3 +264,60 @@ def test_committed_outputs_stay_true_end_to_end(tmp_path: Path) -> None:
     p.run("git", "add", "-A", str(p.root))
     p.run("git", "commit", "-q", "-m", "heartbeat")
     _check_both(p, "../../site", "../../docs/WORKBENCH.md")
+
+
+def _workflow_steps() -> tuple[dict[str, str], list[str]]:
+    import yaml
+
+    doc = yaml.safe_load((REPO / "docs" / "check-committed-outputs.yml").read_text())
+    job = doc["jobs"]["check"]
+    return dict(job["env"]), [s["run"] for s in job["steps"] if "run" in s]
+
+
+def test_ci_recipe_runs_locally_and_fails_on_a_ledger_change(tmp_path: Path) -> None:
+    """Every `run:` step of docs/check-committed-outputs.yml, run as GitHub runs it (bash -e,
+    pipefail) in a scratch repository: green on the committed outputs and after an unrelated
+    commit, exit 6 once the ledger changes. The install step really runs pip, offline: the
+    pinned version is the one under test, already installed here."""
+    from loopx import __version__
+
+    env, steps = _workflow_steps()
+    assert env["LOOPX_PACKAGE"] == f"loopx=={__version__}"
+    assert len(steps) == 3 and steps[0].startswith("python -m pip install")
+    p = _project(tmp_path)
+    p.loopx("init")
+    p.loopx(
+        "goal",
+        "create",
+        "--goal-id",
+        env["WORKBENCH_GOAL"],
+        "--title",
+        "Launch",
+        "--objective",
+        "Ship",
+    )
+    p.loopx("todo", "add", "--goal-id", env["WORKBENCH_GOAL"], "--title", "Write the code")
+    p.loopx("workbench", "--goal-id", env["WORKBENCH_GOAL"], "--write", env["WORKBENCH_FILE"])
+    p.loopx("build", "--out", env["BUILD_DIR"])
+    p.commit("loopx outputs")
+    p.unrelated_commit(1)
+
+    def run_steps() -> list[int]:
+        codes = []
+        for script in steps:
+            proc = subprocess.run(
+                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                cwd=p.root,
+                env={**_env(p.home, p.now), **env, "PIP_NO_INDEX": "1"},
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            codes.append(proc.returncode)
+        return codes
+
+    assert run_steps() == [0, 0, 0]
+    p.loopx("todo", "add", "--goal-id", env["WORKBENCH_GOAL"], "--title", "Write the docs")
+    p.commit("loopx: a new todo")
+    assert run_steps() == [0, 6, 6]
