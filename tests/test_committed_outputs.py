@@ -321,3 +321,27 @@ def test_ci_recipe_runs_locally_and_fails_on_a_ledger_change(tmp_path: Path) -> 
     p.loopx("todo", "add", "--goal-id", env["WORKBENCH_GOAL"], "--title", "Write the docs")
     p.commit("loopx: a new todo")
     assert run_steps() == [0, 6, 6]
+
+
+def test_the_readme_flow_runs_as_written(tmp_path: Path) -> None:
+    """The commands of the README's "Committing the workbench" block, run verbatim with
+    `bash -euo pipefail` in a scratch repository; then the checks hold on later commits."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("\n## Committing the workbench\n") :]
+    start = section.index("```bash\n") + 8
+    block = section[start : section.index("\n```", start)]
+    assert block.startswith("loopx init\n") and "loopx build --out site --check" in block
+    p = _project(tmp_path)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=p.root,
+        env=_env(p.home, p.now),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert p.run("git", "status", "--porcelain").stdout == ""
+    p.unrelated_commit(1)
+    _check_both(p)
