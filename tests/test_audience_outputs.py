@@ -223,3 +223,20 @@ def test_workspace_facts_come_from_the_work_tree_top_in_a_subfolder(tmp_path: Pa
     listed = run_cli(["evidence", "list", "--goal-id", "g", "--format", "json"], cwd=sub).json()
     assert [e["revision"] for e in listed["evidence"]] == [head]
     assert [e["freshness"] for e in listed["evidence"]] == ["current"]
+
+
+def test_public_diff_of_two_build_folders_outside_a_project(demo: Path, tmp_path: Path) -> None:
+    """Two public builds compared from a folder with no ledger: scanned with the rules alone."""
+    from loopx.build.pipeline import build
+
+    build(demo, tmp_path / "old", audiences=("public",))
+    todos.add_todo(make_ctx(FileStore(demo)), "launch", title="Announce", visibility="public")
+    build(demo, tmp_path / "new", audiences=("public",))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = run_cli(
+        ["diff", str(tmp_path / "old"), str(tmp_path / "new"), "--audience", "public"],
+        cwd=elsewhere,
+    )
+    assert out.exit_code == 0, out.stderr
+    assert "Announce" in out.stdout

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from conftest import run_cli
+
 from loopx.build.single import workbench_markdown
 from loopx.engine import goals, todos
 from loopx.engine.clock import FixedClock
@@ -37,3 +41,24 @@ def test_a_heartbeat_never_changes_the_workbench(file_store: FileStore) -> None:
     )
     after = _md(file_store)
     assert "claimed by agent-a (lease expired)" in after and after != before
+
+
+def test_a_workbench_from_an_earlier_version_reads_as_stale_not_edited(
+    file_store: FileStore, tmp_path: Path
+) -> None:
+    """Files written before the header lost its revision and head still parse: an intact one
+    is stale (with the command to regenerate it), a changed body is a hand edit."""
+    from loopx.projections.workbench import body_digest
+
+    ctx = Context(file_store, FixedClock("2026-03-01T12:00:00Z", 1), agent_id="u", session_id="s")
+    goals.create_goal(ctx, "g", title="Goal", objective="Do it")
+    body = "# Goal\n\nold body\n"
+    old = f"<!-- loopx:workbench goal=g revision=1 head={'a' * 64} digest={body_digest(body)} -->\n"
+    path = tmp_path / "WORKBENCH.md"
+    path.write_text(old + body)
+    args = ["workbench", "--root", str(tmp_path), "--goal-id", "g", "--check", str(path)]
+    stale = run_cli(args)
+    assert stale.exit_code == 6 and "workbench_stale" in stale.stderr
+    assert f"`loopx workbench --goal-id g --write {path}`" in stale.stderr
+    path.write_text(old + body.replace("old", "new"))
+    assert "workbench_edited" in run_cli(args).stderr
