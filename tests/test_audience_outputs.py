@@ -12,12 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import make_ctx, run_cli
 
 from loopx.engine import demo as demo_mod
 from loopx.engine import todos
 from loopx.engine.core import require_goal
 from loopx.store.filestore import FileStore
+from tests.conftest import make_ctx, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

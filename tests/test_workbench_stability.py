@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_cli
-
 from loopx.build.single import workbench_markdown
 from loopx.engine import goals, todos
 from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context, require_goal
 from loopx.store.filestore import FileStore
+from tests.conftest import run_cli
 
 
 def _md(store: FileStore) -> str:
