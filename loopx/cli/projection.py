@@ -139,8 +139,8 @@ def workbench_cmd(
         )
         return
     if fmt == "json":
-        data = {"goal_id": goal_id, "revision": state.revision, "audience": audience}
-        emit(fmt, {**data, "markdown": text})
+        about = {"goal_id": goal_id, "revision": state.revision, "audience": audience}
+        emit(fmt, {**about, "markdown": text})
     else:
         click.echo(text, nl=False)
 
