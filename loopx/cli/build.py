@@ -196,7 +196,8 @@ def diff_cmd(
             store = open_store(root)
         except NotFound:  # two build folders outside any project: the rules alone
             store = None
-        scan_public_output(store, f"diff.{fmt}", out.encode("utf-8"))
+        goals = [goal_id] if goal_id is not None else None  # two builds: any goal
+        scan_public_output(store, f"diff.{fmt}", out.encode("utf-8"), goals)
     click.echo(out, nl=False)
 
 

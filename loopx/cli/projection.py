@@ -41,12 +41,13 @@ def _resolved_head(store: Any, head: str | None) -> str | None:
     return resolve_head(store.root, _head(head, default=None))
 
 
-def _public_scan(store: Any, audience: str, name: str, text: str) -> None:
-    """Public output goes through the boundary scan before it is printed or written."""
+def _public_scan(store: Any, audience: str, name: str, text: str, goals: dict[str, str]) -> None:
+    """Public output goes through the boundary scan before it is printed or written, against
+    the non-public text of the goals it was projected from."""
     if audience == "public":
         from loopx.build.single import scan_public_output
 
-        scan_public_output(store, name, text.encode("utf-8"))
+        scan_public_output(store, name, text.encode("utf-8"), goals)
 
 
 AUDIENCE_HELP = (
@@ -104,7 +105,7 @@ def workbench_cmd(
         visible=visible_goals(goals, audience),
         audience=audience,
     )
-    _public_scan(store, audience, "workbench.md", text)
+    _public_scan(store, audience, "workbench.md", text, goals)
     flags = f"--goal-id {goal_id}" + (" --audience public" if audience == "public" else "")
     if check_path is not None:
         _check_workbench(check_path, text, flags, state.revision)
@@ -255,7 +256,7 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
     from loopx.render import graph as graph_source
     from loopx.render.svg import to_svg
 
-    store, state, _ = _load(root, goal_id, audience)
+    store, state, goals = _load(root, goal_id, audience)
     gr = task_graph(state, audience, store.get_blob if audience == "private" else None)
     if fmt == "json":
         from loopx.render.jsonout import dumps
@@ -272,5 +273,5 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
         out = svg + "\n"
     else:
         out = graph_source.to_mermaid(gr)
-    _public_scan(store, audience, f"graph.{fmt}", out)
+    _public_scan(store, audience, f"graph.{fmt}", out, goals)
     click.echo(out, nl=False)
