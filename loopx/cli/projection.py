@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +118,12 @@ def workbench_cmd(
 
             guard_team_output(write_to, lambda line: click.echo(line, err=True))
         data = text.encode("utf-8")
-        try:
+        try:  # a regular file of the same size is read to compare; anything else is replaced
+            st = write_to.lstat()
             unchanged = (
-                write_to.is_file() and not write_to.is_symlink() and (write_to.read_bytes() == data)
+                stat.S_ISREG(st.st_mode)
+                and st.st_size == len(data)
+                and write_to.read_bytes() == data
             )
         except OSError:
             unchanged = False
