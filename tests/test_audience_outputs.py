@@ -136,8 +136,10 @@ def test_team_output_into_a_public_looking_work_tree_warns(demo: Path, tmp_path:
     only_public = run_cli(["build", *base, "--audience", "public", "--out", str(repo / "pub")])
     assert only_public.exit_code == 0 and "warning" not in only_public.stderr
     # Ignored by git: never committed, never warned about.
-    (repo / ".gitignore").write_text("ignored/\n")
+    (repo / ".gitignore").write_text("ignored/\nbuilt/\n")
     quiet = run_cli(["build", *base, "--out", str(repo / "ignored" / "site")])
+    assert quiet.exit_code == 0 and "warning" not in quiet.stderr
+    quiet = run_cli(["build", *base, "--out", str(repo / "built")])  # a folder-only pattern
     assert quiet.exit_code == 0 and "warning" not in quiet.stderr
     # The work tree says what it is: team → silence; public → refused, nothing written.
     git(repo, "config", "loopx.visibility", "team")
