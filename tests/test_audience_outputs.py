@@ -216,6 +216,8 @@ def test_workspace_facts_come_from_the_work_tree_top_in_a_subfolder(tmp_path: Pa
             "test",
             "--summary",
             "ok",
+            "--visibility",
+            "team",
             "--format",
             "json",
         ],
@@ -225,6 +227,14 @@ def test_workspace_facts_come_from_the_work_tree_top_in_a_subfolder(tmp_path: Pa
     listed = run_cli(["evidence", "list", "--goal-id", "g", "--format", "json"], cwd=sub).json()
     assert [e["revision"] for e in listed["evidence"]] == [head]
     assert [e["freshness"] for e in listed["evidence"]] == ["current"]
+    # Committed artifacts name the commit; `--head auto` compares with the checkout instead.
+    committed = run_cli(["workbench", "--goal-id", "g"], cwd=sub).stdout
+    assert "| observed at |" in committed and f"`{head[:10]}`" in committed
+    assert "current" not in committed
+    live = run_cli(["workbench", "--goal-id", "g", "--head", "auto"], cwd=sub).stdout
+    assert f"Freshness against checkout `{head[:10]}`" in live and "| current |" in live
+    bad = run_cli(["workbench", "--goal-id", "g", "--head", "HEAD~1"], cwd=sub)
+    assert bad.exit_code == 2 and "invalid_revision" in bad.stderr
 
 
 def test_public_diff_of_two_build_folders_outside_a_project(demo: Path, tmp_path: Path) -> None:
