@@ -252,3 +252,19 @@ def test_public_diff_of_two_build_folders_outside_a_project(demo: Path, tmp_path
     )
     assert out.exit_code == 0, out.stderr
     assert "Announce" in out.stdout
+
+
+def test_the_build_holds_the_public_workbench_byte_for_byte(demo: Path, tmp_path: Path) -> None:
+    from loopx.build.pipeline import build
+
+    build(demo, tmp_path / "site")
+    for audience in ("public", "team"):
+        path = tmp_path / "site" / audience / "goals" / "launch" / "workbench.md"
+        printed = run_cli(
+            ["workbench", "--root", str(demo), "--goal-id", "launch", "--audience", audience]
+        )
+        assert printed.exit_code == 0 and printed.stdout == path.read_text()
+    assert (
+        'href="workbench.html"'
+        in (tmp_path / "site" / "public" / "goals" / "launch" / "index.html").read_text()
+    )
