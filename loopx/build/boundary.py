@@ -235,7 +235,15 @@ class ScanCache:
 
 
 def _public(site: Site) -> list[tuple[str, Any]]:
-    return [(p, a) for p, a in sorted(site.artifacts.items()) if a.audience == "public"]
+    """Every public artifact; and, in a public-only build, the top-level files too (the
+    manifest): beside nothing but the public folder, the whole folder may well be served."""
+    audiences = {a.audience for a in site.artifacts.values()}
+    shared = audiences <= {"public", None}
+    return [
+        (p, a)
+        for p, a in sorted(site.artifacts.items())
+        if a.audience == "public" or (shared and a.audience is None)
+    ]
 
 
 def _scan(scanners: list[Any], items: list[tuple[str, Any]]) -> list[dict[str, Any]]:
