@@ -32,7 +32,7 @@ def publish(
     if branch is not None:
         branch = check_target(branch)  # bad options fail before anything is built
     head = resolve_head(root, head)
-    site, (goals, _) = make_site(root, ("public",), head)
+    site, (goals, store) = make_site(root, ("public",), head)
     forbidden = non_public_strings(goals)
     enforce(scan_public(site, forbidden))
     files = _public_files(site)
@@ -55,7 +55,9 @@ def publish(
             root,
             files,
             branch,
-            scanner=forbidden.scanner(),
+            # The message and identity are typed by a person, who may paste private text:
+            # they are checked against the private blobs too, as `loopx scan` does.
+            scanner=non_public_strings(goals, store.get_blob).scanner(),
             default_message=f"loopx publish: {sources or 'no goals'}",
         )
     )
