@@ -92,9 +92,7 @@ def refused(repo: Path, code: str, exit_code: int, *args: str) -> dict:
     return data
 
 
-def snapshot(
-    repo: Path, published_branches: tuple[str, ...] = ("gh-pages",)
-) -> dict[str, bytes]:
+def snapshot(repo: Path, published_branches: tuple[str, ...] = ("gh-pages",)) -> dict[str, bytes]:
     """The checked-out state: work tree files, the index, HEAD and every ref but the
     published branch.
     (`.loopx/cache` is the ledger's snapshot cache, ignored by git and rebuilt at will.)"""
