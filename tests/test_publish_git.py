@@ -410,7 +410,7 @@ def test_push_refusals_name_the_reason_not_the_remote(repo: Path, tmp_path: Path
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(repo, "remote", "add", "upstream", str(remote))
     refused(repo, "unknown_remote", 3, "--git-branch", "gh-pages", "--push", "--remote", "nope")
-    refused(repo, "unknown_remote", 2, "--git-branch", "gh-pages", "--remote", "-bad")
+    refused(repo, "unknown_remote", 3, "--git-branch", "gh-pages", "--remote", "-bad")
     # The remote has a gh-pages this clone has not fetched: a plain push is rejected.
     other = tmp_path / "other"
     shutil.copytree(repo, other, symlinks=True)

@@ -104,7 +104,7 @@ def check_target(target: BranchTarget) -> BranchTarget:
             code="usage_error",
         )
     if target.remote is not None and not _REMOTE.fullmatch(target.remote):
-        raise InvalidInput("--remote must be the name of a git remote", code="unknown_remote")
+        raise NotFound("--remote names no configured git remote", code="unknown_remote")
     if target.message is not None:
         if not target.message.strip():
             raise InvalidInput("--message is empty", code="empty_text", field="message")
