@@ -363,78 +363,110 @@ def _identity_env(identity: str) -> dict[str, str]:
     return env
 
 
-def commit_to_branch(
-    repo: Path, files: dict[str, bytes], target: BranchTarget, *, scanner: Any, default_message: str
-) -> dict[str, Any]:
-    """Publish `files` (the public partition, by relative path) to `target.branch`.
+@dataclass(frozen=True)
+class Plan:
+    """A target that passed every check, and what the commit will stand on."""
 
-    Gathers and checks everything before the one write that matters (update-ref with the
-    old value, so a branch moved meanwhile is not overwritten); objects written before a
-    refusal are unreachable and left to git's garbage collection.
-    """
+    target: BranchTarget
+    remote: str | None  # where to push and whose copy of the branch to continue
+    local: str | None  # the branch's commit now (update-ref expects it still)
+    parent: str | None  # the new commit's only parent, or None: an orphan
+    kept: tuple[_Entry, ...]  # entries of the old tree outside the replaced zone
+    replaced_history: bool  # --overwrite of a branch that shared history
+
+
+def plan(repo: Path, target: BranchTarget) -> Plan:
+    """Every check and refusal, before anything is built: options, repository, branch name,
+    work trees, remote, shared history and files the previous publish did not write."""
     target = check_target(target)
+    git = _Git(repo)
+    remote = _check_repository(git, target)
+    local = git.resolve(f"refs/heads/{target.branch}")
+    base = local
+    if base is None and remote is not None:
+        base = git.resolve(f"refs/remotes/{remote}/{target.branch}")
+    if base is None:
+        return Plan(target, remote, local, None, (), False)
+    if _shares_history(git, base, target.branch):
+        if not target.overwrite:
+            raise Conflict(
+                "the branch shares history with another branch or tag (was it created from "
+                "main?); publishing on it would publish that history. Use another branch, "
+                "delete this one, or --overwrite to replace it with a fresh history",
+                code="branch_shares_history",
+            )
+        return Plan(target, remote, local, None, (), True)  # nothing of the old tree is kept
+    entries = _tree(git, base)
+    foreign = _foreign(git, entries, target.prefix)
+    if foreign and not target.overwrite:
+        raise Conflict(
+            f"the branch holds {len(foreign)} file(s) that no earlier loopx publish wrote"
+            f"{' in the prefix folder' if target.prefix else ''} (see git ls-tree -r "
+            "--name-only on the branch); publish into a subfolder with --prefix DIR to keep "
+            "them, or --overwrite to replace them",
+            code="branch_foreign_files",
+            count=len(foreign),
+        )
+    kept = tuple(e for e in entries if not _in_zone(e.path, target.prefix))
+    return Plan(target, remote, local, base, kept, False)
+
+
+def commit(
+    repo: Path, planned: Plan, files: dict[str, bytes], *, scanner: Any, default_message: str
+) -> dict[str, Any]:
+    """Commit `files` (the public partition, by relative path) as `plan` says.
+
+    Scans what the commit adds, writes the tree and the commit, then moves the branch with
+    update-ref and the old value (a branch moved meanwhile is never overwritten). Objects
+    written before a refusal are unreachable, left to git's garbage collection.
+    """
+    target = planned.target
     message = target.message if target.message is not None else default_message
     written = payload(files, target)
     scan_commit(scanner, target, message, written)
     git = _Git(repo)
-    remote = _check_repository(git, target)
-    ref = f"refs/heads/{target.branch}"
-    local = git.resolve(ref)
-    base = local
-    if base is None and remote is not None:
-        base = git.resolve(f"refs/remotes/{remote}/{target.branch}")
-    parent: str | None = None
-    kept: list[_Entry] = []
-    replaced_history = False
-    if base is not None:
-        if _shares_history(git, base, target.branch):
-            if not target.overwrite:
-                raise Conflict(
-                    "the branch shares history with another branch or tag (was it created from "
-                    "main?); publishing on it would publish that history. Use another branch, "
-                    "delete this one, or --overwrite to replace it with a fresh history",
-                    code="branch_shares_history",
-                )
-            replaced_history = True  # an orphan commit; nothing of the old tree is kept
-        else:
-            parent = base
-            entries = _tree(git, base)
-            foreign = _foreign(git, entries, target.prefix)
-            if foreign and not target.overwrite:
-                raise Conflict(
-                    f"the branch holds {len(foreign)} file(s) that no earlier loopx publish "
-                    f"wrote{' in the prefix folder' if target.prefix else ''} (see git ls-tree "
-                    "-r --name-only on the branch); publish into a subfolder with --prefix DIR "
-                    "to keep them, or --overwrite to replace them",
-                    code="branch_foreign_files",
-                    count=len(foreign),
-                )
-            kept = [e for e in entries if not _in_zone(e.path, target.prefix)]
-    tree = _write_tree(git, kept, written)
+    tree = _write_tree(git, list(planned.kept), written)
+    parent = planned.parent
+    env = _identity_env(target.identity or DEFAULT_IDENTITY)
     if parent is not None and git.text("rev-parse", f"{parent}^{{tree}}") == tree:
-        commit, changed = parent, False  # nothing changed: no empty commit
+        sha, changed = parent, False  # nothing changed: no empty commit
     else:
-        env = _identity_env(target.identity or DEFAULT_IDENTITY)
         args = ["commit-tree", "--no-gpg-sign", tree] + (["-p", parent] if parent else [])
-        commit = git.text(*args, env=env, input=message.rstrip("\n").encode() + b"\n")
+        sha = git.text(*args, env=env, input=message.rstrip("\n").encode() + b"\n")
         changed = True
-    if commit != local:
-        env = _identity_env(target.identity or DEFAULT_IDENTITY)
-        git.out(
-            "update-ref", "--no-deref", "-m", "loopx publish", ref, commit, local or "", env=env
+    ref = f"refs/heads/{target.branch}"
+    if sha != planned.local:
+        if ref in _checked_out(git):  # checked out while the site was being built
+            raise Conflict("the branch is checked out in a work tree", code="branch_checked_out")
+        update = git.run(
+            "update-ref",
+            "--no-deref",
+            "-m",
+            "loopx publish",
+            ref,
+            sha,
+            planned.local or "",
+            env=env,
         )
+        if update.returncode != 0:
+            raise Conflict(
+                "git update-ref failed: the branch moved during the publish, or another git "
+                "process holds its lock; nothing was changed, run the publish again",
+                code="git_failed",
+            )
     result: dict[str, Any] = {
-        "commit": commit,
+        "commit": sha,
         "branch": target.branch,
         "changed": changed,
         "parent": parent,
         "prefix": target.prefix or None,
-        "replaced_history": replaced_history,
+        "replaced_history": planned.replaced_history,
         "pushed": False,
     }
+    remote = planned.remote
     if target.push:
         assert remote is not None
-        _push(git, remote, target.branch, force=replaced_history)
+        _push(git, remote, target.branch, force=planned.replaced_history)
         result.update(pushed=True, remote=remote)
         where = f"/{target.prefix}/" if target.prefix else "/"
         result["next"] = (

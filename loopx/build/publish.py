@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from loopx.build import gitpublish
 from loopx.build.boundary import enforce, non_public_strings, scan_public
-from loopx.build.gitpublish import BranchTarget, check_target, commit_to_branch
 from loopx.build.pipeline import AUTO, make_site, previous_files, resolve_head
 from loopx.build.writer import write_tree
 
@@ -25,12 +25,12 @@ def publish(
     root: Path,
     *,
     to_dir: Path | None = None,
-    branch: BranchTarget | None = None,
+    branch: gitpublish.BranchTarget | None = None,
     head: str | None = AUTO,
 ) -> dict[str, Any]:
     """Publish to a folder (`to_dir`) or a git branch (`branch`), after the boundary scan."""
-    if branch is not None:
-        branch = check_target(branch)  # bad options fail before anything is built
+    # Every refusal about the branch comes before the build.
+    plan = gitpublish.plan(root, branch) if branch is not None else None
     head = resolve_head(root, head)
     site, (goals, store) = make_site(root, ("public",), head)
     forbidden = non_public_strings(goals)
@@ -49,12 +49,12 @@ def publish(
         write_tree(to_dir, files, previous | previous_files(to_dir))
         result["to"] = str(to_dir)
         return result
-    assert branch is not None
+    assert plan is not None
     result.update(
-        commit_to_branch(
+        gitpublish.commit(
             root,
+            plan,
             files,
-            branch,
             # The message and identity are typed by a person, who may paste private text:
             # they are checked against the private blobs too, as `loopx scan` does.
             scanner=non_public_strings(goals, store.get_blob).scanner(),
