@@ -536,3 +536,16 @@ def test_the_listing_lists_every_file_with_its_bytes(repo: Path) -> None:
         if path.is_file():
             rel = path.relative_to(public).as_posix()
             assert hashlib.sha256(files[rel]).digest() == hashlib.sha256(path.read_bytes()).digest()
+
+
+def test_files_any_loopx_publish_wrote_are_loopx_files(repo: Path) -> None:
+    """A publish to the root after one into a prefix folder replaces that folder too: its
+    listing says loopx wrote it. A hand-made file beside them is still refused."""
+    published(repo, "--git-branch", "gh-pages", "--prefix", "status")
+    root = published(repo, "--git-branch", "gh-pages")
+    files = files_on(repo, "gh-pages")
+    assert root["parent"] is not None and not any(p.startswith("status/") for p in files)
+    tip = _commit(repo, {"status/notes.html": b"mine\n"}, "hand edit", base="gh-pages")
+    git(repo, "update-ref", "refs/heads/gh-pages", tip)
+    data = refused(repo, "branch_foreign_files", 4, "--git-branch", "gh-pages")
+    assert data["error"]["details"]["count"] == 1

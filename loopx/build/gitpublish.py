@@ -319,18 +319,17 @@ def _in_zone(path: str, prefix: str) -> bool:
 
 
 def _foreign(git: _Git, entries: list[_Entry], prefix: str) -> list[str]:
-    """Paths in the replaced zone that the previous publish's listing does not name."""
-    base = f"{prefix}/" if prefix else ""
+    """Paths in the replaced zone that no loopx publish wrote: none of the branch's
+    `.loopx-published` listings (at the root, or in the folder of a `--prefix` publish)
+    names them."""
     listed: set[str] = set()
     for e in entries:
-        if e.path == base + LISTING and e.kind == "blob" and int(e.size) <= MAX_LISTING:
+        folder, _, name = e.path.rpartition("/")
+        if name == LISTING and e.kind == "blob" and int(e.size) <= MAX_LISTING:
+            base = f"{folder}/" if folder else ""
             text = git.out("cat-file", "blob", e.sha).decode("utf-8", "replace")
-            listed = {base + name for name in text.split("\n") if name}
-    return sorted(
-        e.path
-        for e in entries
-        if _in_zone(e.path, prefix) and e.path != base + LISTING and e.path not in listed
-    )
+            listed |= {base + n for n in text.split("\n") if n} | {e.path}
+    return sorted(e.path for e in entries if _in_zone(e.path, prefix) and e.path not in listed)
 
 
 def _write_tree(git: _Git, kept: list[_Entry], written: dict[str, bytes]) -> str:
