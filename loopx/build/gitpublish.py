@@ -1,14 +1,15 @@
 """`loopx publish --git-branch`: the public partition as a commit on a history of its own.
 
-Only plumbing runs (hash-object, update-index on a private index file, write-tree,
+Only plumbing runs (fast-import of blobs, update-index on a private index file, write-tree,
 commit-tree, update-ref with the expected old value), so no work tree, index or checked-out
 branch is ever touched. The first publish to a branch is an orphan commit; a later one's only
 parent is the branch's previous commit, and only when that history is the branch's own: a
 branch that shares a commit with any other ref (a `gh-pages` made with `git branch gh-pages`
 from `main`) is refused, and `--overwrite` replaces it with an orphan commit. Files on the
-branch that the previous publish did not write (its `.loopx-published` lists what it wrote)
-are refused too, unless the publish goes into a subfolder (`--prefix`, the rest is kept) or
-`--overwrite` says to replace them.
+branch that no loopx publish wrote (each publish's `.loopx-published` lists what it wrote) are
+refused too, unless the publish goes into a subfolder (`--prefix`, the rest is kept) or
+`--overwrite` says to replace them. All refusals come from `plan`, before the site is built;
+`commit` then writes.
 
 Every public byte of the commit is scanned first: the files (by the build), their names, the
 commit message and the author identity.
@@ -24,7 +25,7 @@ import os
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -121,17 +122,7 @@ def check_target(target: BranchTarget) -> BranchTarget:
             f"--identity (or {IDENTITY_ENV}) must look like 'Name <email>'",
             code="invalid_identity",
         )
-    return BranchTarget(
-        branch=branch,
-        prefix=prefix,
-        nojekyll=target.nojekyll,
-        cname=cname,
-        message=target.message,
-        identity=identity,
-        overwrite=target.overwrite,
-        push=target.push,
-        remote=target.remote,
-    )
+    return replace(target, prefix=prefix, cname=cname, identity=identity)
 
 
 def _valid_prefix(prefix: str) -> bool:
@@ -333,20 +324,24 @@ def _foreign(git: _Git, entries: list[_Entry], prefix: str) -> list[str]:
 
 
 def _write_tree(git: _Git, kept: list[_Entry], written: dict[str, bytes]) -> str:
-    """Hash the new files and build the tree in a private index: the repository's own index
-    is never read or written."""
+    """Store the new files as blobs and build the tree in a private index: the repository's
+    own index is never read or written.
+
+    The blobs go in through one `git fast-import` stream (one pack, no scratch files: writing
+    a thousand small files costs more than all of git's work), which reports each blob's
+    hash through its marks file.
+    """
+    stream = bytearray()
+    for mark, data in enumerate(written.values(), start=1):
+        stream += b"blob\nmark :%d\ndata %d\n" % (mark, len(data)) + data + b"\n"
+    stream += b"done\n"
     with tempfile.TemporaryDirectory(prefix="loopx-publish-") as tmp:
         folder = Path(tmp)
-        names = []
-        for i, data in enumerate(written.values()):
-            scratch = folder / f"{i}"
-            scratch.write_bytes(data)
-            names.append(str(scratch))
-        blobs = git.text(
-            "hash-object", "-w", "--no-filters", "--stdin-paths", input="\n".join(names).encode()
-        ).split()
+        marks = folder / "marks"
+        git.out("fast-import", "--quiet", "--done", f"--export-marks={marks}", input=bytes(stream))
+        blob = dict(line.split() for line in marks.read_text("ascii").splitlines())
         records = [f"{e.mode} {e.kind} {e.sha}\t{e.path}" for e in kept]
-        records += [f"100644 blob {sha}\t{path}" for sha, path in zip(blobs, written, strict=True)]
+        records += [f"100644 blob {blob[f':{i}']}\t{p}" for i, p in enumerate(written, start=1)]
         env = {"GIT_INDEX_FILE": str(folder / "index")}
         data = "".join(f"{r}\x00" for r in records).encode("utf-8", "surrogateescape")
         git.out("update-index", "-z", "--index-info", env=env, input=data)
