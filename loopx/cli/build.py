@@ -184,8 +184,8 @@ def diff_cmd(
     "--nojekyll/--no-nojekyll",
     default=True,
     show_default=True,
-    help="With --git-branch: add an empty .nojekyll at the root (GitHub Pages serves the "
-    "files as they are).",
+    help="With --git-branch and no --prefix: add an empty .nojekyll at the root (GitHub "
+    "Pages serves the files as they are).",
 )
 @click.option(
     "--cname", default=None, metavar="DOMAIN", help="With --git-branch: write a CNAME file."
