@@ -433,6 +433,7 @@ def test_push_refusals_name_the_reason_not_the_remote(repo: Path, tmp_path: Path
         "built in /home/jane/work/proj",
         "Done: Documentation pass",  # a team-only goal title of the demo's ledger
         "Write the threat model first",  # a private todo title (in the private blob store)
+        "see Write%20the%20threat%20model",  # … URL-encoded
     ],
 )
 def test_a_message_with_anything_non_public_is_refused(repo: Path, message: str) -> None:

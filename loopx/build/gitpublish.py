@@ -147,10 +147,15 @@ def payload(files: dict[str, bytes], target: BranchTarget) -> dict[str, bytes]:
 
 
 def scan_commit(
-    scanner: Any, target: BranchTarget, message: str, written: dict[str, bytes]
+    scanner: Any,
+    target: BranchTarget,
+    message: str,
+    written: dict[str, bytes],
+    typed: Any = None,
 ) -> None:
     """Scan what the commit carries besides the built pages: file names, the files loopx adds
-    (listing, CNAME), the message and the identity. A finding refuses with the scanner's code."""
+    (listing, CNAME), the message and the identity; the message and identity also with
+    `typed` (when given). A finding refuses with the scanner's code."""
     name, email = _split_identity(target.identity or DEFAULT_IDENTITY)
     findings: list[dict[str, Any]] = []
     parts = [
@@ -165,6 +170,12 @@ def scan_commit(
     findings += [
         f.to_dict() for f in scanner.scan_text(email, "(commit identity)") if f.kind != "email"
     ]
+    if typed is not None:
+        for label, text in (
+            ("(commit message)", message),
+            ("(commit identity)", f"{name} {email}"),
+        ):
+            findings += [f.to_dict() for f in typed.scan_text(text, label)]
     for path in (LISTING, "CNAME"):
         full = f"{target.prefix}/{path}" if target.prefix else path
         if full in written:
@@ -406,7 +417,13 @@ def plan(repo: Path, target: BranchTarget) -> Plan:
 
 
 def commit(
-    repo: Path, planned: Plan, files: dict[str, bytes], *, scanner: Any, default_message: str
+    repo: Path,
+    planned: Plan,
+    files: dict[str, bytes],
+    *,
+    scanner: Any,
+    default_message: str,
+    typed: Any = None,
 ) -> dict[str, Any]:
     """Commit `files` (the public partition, by relative path) as `plan` says.
 
@@ -417,7 +434,7 @@ def commit(
     target = planned.target
     message = target.message if target.message is not None else default_message
     written = payload(files, target)
-    scan_commit(scanner, target, message, written)
+    scan_commit(scanner, target, message, written, typed)
     git = _Git(repo)
     tree = _write_tree(git, list(planned.kept), written)
     parent = planned.parent

@@ -9,6 +9,7 @@ from loopx.build import gitpublish
 from loopx.build.boundary import enforce, non_public_strings, scan_public
 from loopx.build.pipeline import AUTO, make_site, previous_files, resolve_head
 from loopx.build.writer import write_tree
+from loopx.privacy.scanner import Scanner
 
 PUBLIC = "public/"
 
@@ -55,9 +56,8 @@ def publish(
             root,
             plan,
             files,
-            # The message and identity are typed by a person, who may paste private text:
-            # they are checked against the private blobs too, as `loopx scan` does.
-            scanner=non_public_strings(goals, store.get_blob).scanner(),
+            scanner=forbidden.scanner(),
+            typed=_typed_scanner(plan.target, goals, store),
             default_message=f"loopx publish: {sources or 'no goals'}",
         )
     )
@@ -70,3 +70,13 @@ def _listed(folder: Path) -> set[str]:
     except FileNotFoundError:
         return set()
     return {n for n in names if n} | {".loopx-published"}
+
+
+def _typed_scanner(target: gitpublish.BranchTarget, goals: Any, store: Any) -> Any:
+    """What a message or identity typed by a person is also checked against: the private text
+    in the blob store (as `loopx scan` does), narrowed to what occurs in them."""
+    typed = [t for t in (target.message, target.identity) if t and t != gitpublish.DEFAULT_IDENTITY]
+    if not typed:
+        return None
+    found = non_public_strings(goals, store.get_blob).within(typed)
+    return Scanner(sorted(found.texts), forbidden_ids=sorted(found.ids), machine=False, rules=False)
