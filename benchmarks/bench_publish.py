@@ -42,7 +42,7 @@ def _loopx(*args: str) -> list[str]:
 
 
 def _median(times: list[float]) -> str:
-    return f"{statistics.median(times):.2f} s ({min(times):.2f}–{max(times):.2f})"
+    return f"{statistics.median(times):.3f} s ({min(times):.3f}–{max(times):.3f})"
 
 
 def bench(work: Path, size: tuple[int, int, int], rounds: int) -> list[tuple[str, str]]:
@@ -74,8 +74,15 @@ def bench(work: Path, size: tuple[int, int, int], rounds: int) -> list[tuple[str
         prefix.append(
             _run(_loopx("publish", "--git-branch", "pages-0", "--prefix", f"status-{i}"), root)
         )
+    plan_t, commit_t = _git_part(root, rounds)
     return [
         ("files on the branch", f"{files:,}"),
+        ("in process: the git part of a first publish (plan: checks and refusals)", plan_t),
+        (
+            "in process: the git part of a first publish (commit: scan names and message, "
+            "blobs, tree, commit, update-ref)",
+            commit_t,
+        ),
         (
             "`loopx build --audience public --force` (the same build and scan, for reference)",
             _median(build),
@@ -85,6 +92,31 @@ def bench(work: Path, size: tuple[int, int, int], rounds: int) -> list[tuple[str
         ("publish after one more event: a commit on the previous one", _median(next_)),
         ("publish into a new `--prefix` folder, keeping the rest", _median(prefix)),
     ]
+
+
+def _git_part(root: Path, rounds: int) -> tuple[str, str]:
+    """`gitpublish.plan` and `gitpublish.commit` alone, on a site built once in process."""
+    from loopx.build import gitpublish
+    from loopx.build.boundary import non_public_strings, scan_public
+    from loopx.build.pipeline import make_site
+    from loopx.build.publish import _public_files
+
+    os.environ["LOOPX_NOW"] = gen_root.START
+    site, (goals, _) = make_site(root, ("public",), gen_root.HEAD)
+    forbidden = non_public_strings(goals)
+    scan_public(site, forbidden)
+    files = _public_files(site)
+    plans, commits = [], []
+    for i in range(rounds):
+        start = time.perf_counter()
+        planned = gitpublish.plan(root, gitpublish.BranchTarget(f"inproc-{i}", message=f"{i}"))
+        plans.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        gitpublish.commit(
+            root, planned, files, scanner=forbidden.scanner(), default_message="bench"
+        )
+        commits.append(time.perf_counter() - start)
+    return _median(plans), _median(commits)
 
 
 def main(argv: list[str] | None = None) -> int:
