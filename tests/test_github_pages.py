@@ -86,7 +86,16 @@ def test_the_run_steps_build_and_scan_the_public_partition(
 ) -> None:
     repo = tmp_path / "project"
     create_demo(repo)
-    git = ["git", "-c", "user.name=CI", "-c", "user.email=ci@example.org", "-C", str(repo)]
+    git = [
+        "git",
+        "-c",
+        "user.name=CI",
+        "-c",
+        "user.email=ci@example.org",
+        "-c",
+        "commit.gpgSign=false",
+    ]
+    git += ["-C", str(repo)]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
     subprocess.run([*git, "add", "-A"], check=True)  # .loopx/.gitignore keeps private/ out
     subprocess.run([*git, "commit", "-q", "-m", "status"], check=True)

@@ -27,6 +27,7 @@ from tests.conftest import T0, make_ctx, run_cli
 PRIVATE_MESSAGE = "PRIVATE-MESSAGE-CANARY: acquisition of Example Corp"
 PRIVATE_FILE = b"PRIVATE-BLOB-CANARY: the unreleased roadmap\n"
 PRIVATE_AUTHOR = ("Private Person", "private.person@corp.example")
+NO_SIGNING = ("-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false")  # whatever ~/.gitconfig says
 DEPLOYER = {"NAME": "Docs Deployer", "EMAIL": "docs@example.org"}
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
@@ -34,7 +35,17 @@ EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 def git(repo: Path, *args: str, input: bytes | None = None) -> str:
     name, email = PRIVATE_AUTHOR
     proc = subprocess.run(
-        ["git", "-c", f"user.name={name}", "-c", f"user.email={email}", "-C", str(repo), *args],
+        [
+            "git",
+            "-c",
+            f"user.name={name}",
+            "-c",
+            f"user.email={email}",
+            *NO_SIGNING,
+            "-C",
+            str(repo),
+            *args,
+        ],
         capture_output=True,
         input=input,
         check=True,
@@ -275,7 +286,7 @@ def _commit(repo: Path, files: dict[str, bytes], message: str, base: str | None 
         sha = run("hash-object", "-w", "--stdin", input=data)
         run("update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
     tree = run("write-tree")
-    return run("commit-tree", tree, *(["-p", base] if base else []), "-m", message)
+    return run("commit-tree", "--no-gpg-sign", tree, *(["-p", base] if base else []), "-m", message)
 
 
 def _mkdocs_site(repo: Path) -> str:
