@@ -212,21 +212,71 @@ def diff_cmd(
 @click.option(
     "--git-branch",
     default=None,
-    help="Commit the public partition to this branch of the project's git repo.",
+    help="Commit the public partition to this branch (e.g. gh-pages) of the project's git "
+    "repository, on a history of its own; the checked-out branch, index and work tree are "
+    "never touched.",
+)
+@click.option(
+    "--prefix",
+    default=None,
+    metavar="DIR",
+    help="With --git-branch: publish into this folder of the branch and keep the rest.",
+)
+@click.option(
+    "--nojekyll/--no-nojekyll",
+    default=True,
+    show_default=True,
+    help="With --git-branch and no --prefix: add an empty .nojekyll at the root (GitHub "
+    "Pages serves the files as they are).",
+)
+@click.option(
+    "--cname", default=None, metavar="DOMAIN", help="With --git-branch: write a CNAME file."
+)
+@click.option(
+    "--message",
+    default=None,
+    help="Commit message (default names the sources); scanned like every public byte.",
+)
+@click.option(
+    "--identity",
+    default=None,
+    metavar="'NAME <EMAIL>'",
+    help="Author and committer of the publish commit (or LOOPX_PUBLISH_IDENTITY; default "
+    "'loopx <loopx@localhost>', never your git identity).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace files that no earlier publish wrote (with --git-branch: and a branch that "
+    "shares history with another, by a fresh orphan commit).",
+)
+@click.option("--push", is_flag=True, help="With --git-branch: push the branch afterwards.")
+@click.option(
+    "--remote",
+    default=None,
+    help="With --git-branch: the remote to push to and continue from (default: origin).",
 )
 @click.option("--head", default=None, help=HEAD_HELP)
-@click.option("--message", default=None, help="Commit message (default names the sources).")
 @common()
 def publish_cmd(
     to_dir: Path | None,
     git_branch: str | None,
-    head: str | None,
+    prefix: str | None,
+    nojekyll: bool,
+    cname: str | None,
     message: str | None,
+    identity: str | None,
+    overwrite: bool,
+    push: bool,
+    remote: str | None,
+    head: str | None,
     root: Path | None,
     fmt: str,
     debug: bool,
 ) -> None:
-    """Ship the public partition only, after the boundary scan passes."""
+    """Ship the public partition only, after the boundary scan passes: into a folder, or as a
+    commit on a git branch for GitHub Pages."""
+    from loopx.build.gitpublish import BranchTarget
     from loopx.build.publish import publish
     from loopx.model.errors import InvalidInput
 
@@ -234,22 +284,51 @@ def publish_cmd(
         raise InvalidInput(
             "give exactly one of --to DIR or --git-branch BRANCH", code="usage_error"
         )
+    git_only = {
+        "--prefix": prefix is not None,
+        "--no-nojekyll": not nojekyll,
+        "--cname": cname is not None,
+        "--message": message is not None,
+        "--identity": identity is not None,
+        "--push": push,
+        "--remote": remote is not None,
+    }
+    misused = [flag for flag, given in git_only.items() if given]
+    if to_dir is not None and misused:
+        raise InvalidInput(f"{', '.join(misused)} only apply to --git-branch", code="usage_error")
+    branch = None
+    if git_branch is not None:
+        branch = BranchTarget(
+            branch=git_branch,
+            prefix=prefix or "",
+            nojekyll=nojekyll,
+            cname=cname,
+            message=message,
+            identity=identity,
+            overwrite=overwrite,
+            push=push,
+            remote=remote,
+        )
     result: dict[str, Any] = publish(
-        _root(root),
-        to_dir=to_dir,
-        git_branch=git_branch,
-        head=_head(head, "auto"),
-        message=message,
+        _root(root), to_dir=to_dir, branch=branch, head=_head(head, "auto")
     )
-    where = to_dir if to_dir is not None else f"branch {git_branch}"
-    emit(
-        fmt,
-        result,
-        lambda: (
-            f"published {result['files']} public files to {where}"
-            + (f" (commit {result['commit'][:12]})" if result.get("commit") else "")
-        ),
-    )
+
+    def text() -> str:
+        if to_dir is not None:
+            return f"published {result['files']} public files to {to_dir}"
+        where = f"branch {result['branch']}" + (
+            f", folder {result['prefix']}/" if result["prefix"] else ""
+        )
+        done = "committed" if result["changed"] else "unchanged"
+        lines = [
+            f"published {result['files']} public files to {where} ({done}: {result['commit'][:12]})"
+        ]
+        if result["pushed"]:
+            lines.append(f"pushed to {result['remote']}")
+        lines.append(f"next: {result['next']}")
+        return "\n".join(lines)
+
+    emit(fmt, result, text)
 
 
 @click.command("serve")
