@@ -145,8 +145,8 @@ def is_web_url(text: str) -> bool:
 
 def _autolink_safe(url: str) -> bool:
     # markdown-it shows an autolink's text decoded (percent escapes, punycode hosts): only a
-    # URL with neither shows as itself. Backslashes are not escapes inside an autolink.
-    return url.isascii() and "%" not in url and "xn--" not in url.lower() and "\\" not in url
+    # URL with neither shows as itself. Nothing is escaped inside an autolink.
+    return url.isascii() and "%" not in url and "xn--" not in url.lower()
 
 
 def _destination(url: str) -> str:
