@@ -28,7 +28,7 @@ from loopx.engine.handoff import prepare_handoff
 from loopx.privacy.audience import Lens
 from loopx.projections.diff import describe, diff_facts, facts_from_state, summarize
 from loopx.projections.handoff import handoff_digest
-from loopx.render.handoff import render_digest_markdown
+from loopx.render.handoff import render_digest_markdown, render_digest_text
 from loopx.render.md_escape import is_web_url, one_line
 from loopx.state.fold import replay
 from loopx.store.memorystore import MemoryStore
@@ -153,6 +153,7 @@ def _render(written: Written) -> dict[str, str]:
     }
     _, review_md = review(state, head=None, visible={"demo"}, audience="team", since=before)
     return {
+        "text": render_digest_text(digest),
         "digest": render_digest_markdown(digest, template="digest"),
         "handoff": render_digest_markdown(digest, template="markdown"),
         "workbench": workbench_markdown(state, head=None, visible={"demo"}),
@@ -205,6 +206,16 @@ def _check(name: str, markdown: str, written: Written) -> None:
 
 
 PROJECTIONS = ["digest", "handoff", "workbench", "review", "diff"]
+
+
+def _check_text(text: str, written: Written) -> None:
+    """The plain-text digest shows every value as written (on one line), nothing escaped."""
+    for value in [*written.expect_prose["digest"], *written.paths, *written.refs]:
+        assert one_line(value) in text, value
+    for value in IDS.values():
+        assert value in text, value
+
+
 FIXED_PATHS = [
     "tests/test_wide.py",
     "src/_visible_width.py",
@@ -219,6 +230,12 @@ def test_hostile_corpus_round_trips(name: str) -> None:
     prose = [v for v in HOSTILE if v.strip()]
     written = _write(Corpus(prose=prose, paths=FIXED_PATHS, refs=REFS))
     _check(name, _render(written)[name], written)
+
+
+def test_hostile_corpus_is_verbatim_in_the_text_digest() -> None:
+    prose = [v for v in HOSTILE if v.strip()]
+    written = _write(Corpus(prose=prose, paths=FIXED_PATHS, refs=REFS))
+    _check_text(_render(written)["text"], written)
 
 
 def test_a_ref_with_an_underscore_links_to_itself_in_the_digest() -> None:
@@ -259,3 +276,4 @@ def test_generated_corpus_round_trips_in_every_projection(
     docs = _render(written)
     for name in PROJECTIONS:
         _check(name, docs[name], written)
+    _check_text(docs["text"], written)
