@@ -65,53 +65,72 @@ def _emphasis(before: str | None, after: str | None, marker: str) -> bool:
     return (left and (not right or punct_before)) or (right and (not left or punct_after))
 
 
-def _emphasis_runs(text: str, marks: list[bool], before: str | None, after: str | None) -> None:
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch not in "*_":
-            i += 1
-            continue
-        j = i
-        while j < n and text[j] == ch:
-            j += 1
+_RUN = re.compile(r"\*+|_+")
+_NEEDS_LOOK = re.compile(r"[*_`|\\<&\]]")
+_SPECIAL = re.compile(r"[`|\\<&\[\]]")
+
+
+def _emphasis_marks(text: str, marks: set[int], before: str | None, after: str | None) -> None:
+    for run in _RUN.finditer(text):
+        i, j = run.span()
         prev = text[i - 1] if i else before
-        nxt = text[j] if j < n else after
-        if _emphasis(prev, nxt, ch):
-            for k in range(i, j):
-                marks[k] = True
-        i = j
+        nxt = text[j] if j < len(text) else after
+        if _emphasis(prev, nxt, text[i]):
+            marks.update(range(i, j))
 
 
-def _join(text: str, marks: list[bool]) -> str:
-    return "".join("\\" + ch if mark else ch for ch, mark in zip(text, marks, strict=True))
+def _inline_marks(text: str, marks: set[int], *, link_text: bool) -> None:
+    """Backticks, pipes, backslashes, `<`, `&` and brackets that would start something.
+
+    Inside link text every bracket is escaped (an unbalanced one would end the text) and a
+    pipe needs none outside a table.
+    """
+    n = len(text)
+    for found in _SPECIAL.finditer(text):
+        i = found.start()
+        ch, nxt = text[i], text[i + 1] if i + 1 < n else ""
+        if ch == "`" or (ch == "|" and not link_text):
+            marks.add(i)
+        elif ch == "\\":
+            if nxt == "" or nxt in _ASCII_PUNCT:
+                marks.add(i)
+        elif ch == "<":
+            if nxt == "" or nxt in "/!?" or (nxt.isascii() and nxt.isalpha()):
+                marks.add(i)
+        elif ch == "&":
+            if _ENTITY.match(text, i):
+                marks.add(i)
+        elif link_text or (ch == "]" and nxt in ("", "(")):
+            marks.add(i)
+
+
+def _join(text: str, marks: set[int]) -> str:
+    if not marks:
+        return text
+    out, last = [], 0
+    for i in sorted(marks):
+        out.append(text[last:i])
+        out.append("\\")
+        last = i
+    out.append(text[last:])
+    return "".join(out)
 
 
 def prose(value: Any) -> str:
     """Free text that renders as itself on one line, in a paragraph, list item or table cell
     (see the module docstring)."""
     text = one_line(value)
-    n = len(text)
-    marks = [False] * n
-    _emphasis_runs(text, marks, None, None)
-    for i, ch in enumerate(text):
-        nxt = text[i + 1] if i + 1 < n else ""
-        if ch in "`|":
-            marks[i] = True
-        elif ch == "\\":
-            marks[i] = nxt == "" or nxt in _ASCII_PUNCT
-        elif ch == "<":
-            marks[i] = nxt == "" or nxt in "/!?" or (nxt.isascii() and nxt.isalpha())
-        elif ch == "&":
-            marks[i] = _ENTITY.match(text, i) is not None
-        elif ch == "]":
-            marks[i] = nxt in ("", "(")
+    if not _NEEDS_LOOK.search(text) and not _BLOCK_START.match(text) and not text[:1].isdigit():
+        return text  # most titles: nothing that could start Markdown syntax
+    marks: set[int] = set()
     if text:
         if _BLOCK_START.match(text):
-            marks[0] = True
+            marks.add(0)
         ordered = _ORDERED.match(text)
         if ordered:
-            marks[ordered.start(1)] = True
+            marks.add(ordered.start(1))
+    _emphasis_marks(text, marks, None, None)
+    _inline_marks(text, marks, link_text=False)
     return _join(text, marks)
 
 
@@ -159,18 +178,9 @@ def _destination(url: str) -> str:
 
 
 def _link_text(url: str) -> str:
-    marks = [False] * len(url)
-    _emphasis_runs(url, marks, "[", "]")
-    for i, ch in enumerate(url):
-        nxt = url[i + 1] if i + 1 < len(url) else ""
-        if ch in "[]`":
-            marks[i] = True
-        elif ch == "\\":
-            marks[i] = nxt == "" or nxt in _ASCII_PUNCT
-        elif ch == "<":
-            marks[i] = nxt == "" or nxt in "/!?" or (nxt.isascii() and nxt.isalpha())
-        elif ch == "&":
-            marks[i] = _ENTITY.match(url, i) is not None
+    marks: set[int] = set()
+    _emphasis_marks(url, marks, "[", "]")
+    _inline_marks(url, marks, link_text=True)
     return _join(url, marks)
 
 
