@@ -11,8 +11,10 @@ prose as plain text. No other link, and no raw HTML, may appear.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,6 +34,7 @@ from loopx.render.handoff import render_digest_markdown, render_digest_text
 from loopx.render.md_escape import is_web_url, one_line
 from loopx.state.fold import replay
 from loopx.store.memorystore import MemoryStore
+from tests.conftest import run_cli
 from tests.markdown_oracle import BUILD, Shown, normalize, shown
 from tests.test_md_escape import HOSTILE, URLS
 
@@ -277,3 +280,70 @@ def test_generated_corpus_round_trips_in_every_projection(
     for name in PROJECTIONS:
         _check(name, docs[name], written)
     _check_text(docs["text"], written)
+
+
+def test_the_cli_outputs_round_trip(tmp_path: Path) -> None:
+    """The same proof on what users run: every Markdown command of the CLI, one real project."""
+    texts = {
+        "title": "Fix _visible_width in test_wide.py",
+        "objective": "is error_code a stable field? *maybe* | <b>x</b>",
+        "todo": "__init__.py: `render()` [draft](x)",
+        "summary": "2*3*4 & &amp; > quoted",
+        "question": "# ship 1. now? - yes",
+    }
+    refs = ["https://github.com/acme/my_repo/pull/1", "https://e.example/a_(b)", "javascript:x()"]
+    root = tmp_path / "p"
+    root.mkdir()
+    note = {
+        "work_summary": texts["summary"],
+        "next_steps": [texts["title"]],
+        "files_touched": [{"path": "src/_visible_width.py", "action": "modified"}],
+        "source_refs": refs,
+    }
+    (root / "note.json").write_text(json.dumps(note))
+    agent = ["--agent-id", "agent_a", "--session-id", "s1"]
+    for args in (
+        ["init"],
+        ["goal", "create", "--goal-id", "demo", "--title", texts["title"]]
+        + ["--objective", texts["objective"], "--acceptance", texts["todo"]],
+        ["todo", "add", "--goal-id", "demo", "--todo-id", "todo_a", "--title", texts["todo"]],
+        ["todo", "claim", "--goal-id", "demo", "--todo-id", "todo_a", *agent],
+        ["evidence", "add", "--goal-id", "demo", "--kind", "pr", "--summary", texts["summary"]]
+        + [a for r in refs for a in ("--ref", r)]
+        + ["--todo-id", "todo_a", "--evidence-id", "ev_1", "--visibility", "team"],
+        ["gate", "open", "--goal-id", "demo", "--gate-id", "g_1", "--question", texts["question"]]
+        + ["--authority", "maintainer", "--blocks", "todo_a"],
+        ["handoff", "prepare", "--goal-id", "demo", "--todo-id", "todo_a", *agent]
+        + ["--from-context", str(root / "note.json"), "--workspace", str(root)],
+    ):
+        result = run_cli([*args, "--root", str(root)], cwd=root)
+        assert result.exit_code == 0, (args, result.stderr)
+    inspect = ["handoff", "inspect", "--goal-id", "demo", "--todo-id", "todo_a", *agent]
+    outputs = {
+        "digest": [*inspect, "--format", "digest"],
+        "handoff": [*inspect, "--format", "markdown"],
+        "workbench": ["workbench", "--goal-id", "demo"],
+        "review": ["review", "--goal-id", "demo", "--since", "1"],
+        "diff": ["diff", "--goal-id", "demo", "1", "6", "--format", "markdown"],
+    }
+    t = texts
+    expected = {
+        "digest": list(t.values()),
+        "handoff": list(t.values()),
+        "workbench": list(t.values()),
+        "review": [t["title"], t["todo"], t["summary"], t["question"]],
+        "diff": [t["todo"], t["summary"], t["question"]],
+    }
+    for name, args in outputs.items():
+        result = run_cli([*args, "--root", str(root)], cwd=root)
+        assert result.exit_code == 0, (name, result.stderr)
+        seen = shown(result.stdout)
+        assert not [h for h in seen.html if not h.startswith("<!-- loopx:")], name
+        for value in expected[name]:
+            assert seen.has_text(value), (name, value)
+        assert "todo_a" in seen.code and "g_1" in seen.code, name
+        if name in ("digest", "handoff"):
+            assert "src/_visible_width.py" in seen.code
+            assert seen.has_link(refs[0]) and (refs[0], refs[0]) in seen.links
+            assert seen.has_link(refs[1]) and "javascript:x()" in seen.code
+            assert all(href.startswith("https://") for href, _ in seen.links)
