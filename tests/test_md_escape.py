@@ -110,6 +110,8 @@ def _prose_contexts(value: str) -> None:
         }, out
         cell = shown(f"| a | b |\n|---|---|\n| {out} | x |\n", parser)
         assert cell.texts == ["a", "b", want, "x"], out
+        heading = shown(f"# Title: {out}\n", parser)
+        assert heading.texts == [f"Title: {want}".rstrip()], out
         mid = shown(f"**Objective:** {out}\n", parser)
         assert mid.texts == [f"Objective: {want}".rstrip()], out
 

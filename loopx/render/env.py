@@ -8,7 +8,7 @@ from typing import Any
 
 import jinja2
 
-from loopx.render import md_escape
+from loopx.render import md_context, md_escape
 from loopx.render.changes import change_markdown
 from loopx.resources import resource_dir
 
@@ -31,12 +31,13 @@ def environment() -> jinja2.Environment:
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
     # Markdown: `md` for prose, `code` for identifiers and paths, `ref` for references (a link
-    # only for http/https); the `_cell` forms inside tables; `fence` for code blocks.
-    env.filters["md"] = md_escape.prose
-    env.filters["code"] = md_escape.code
-    env.filters["code_cell"] = md_escape.code_cell
-    env.filters["ref"] = md_escape.ref
-    env.filters["ref_cell"] = md_escape.ref_cell
+    # only for http/https); the `_cell` forms inside tables; `fence` for code blocks. They mark
+    # what they return; `render` escapes the prose once the whole document is known.
+    env.filters["md"] = md_context.prose
+    env.filters["code"] = md_context.code
+    env.filters["code_cell"] = md_context.code_cell
+    env.filters["ref"] = md_context.ref
+    env.filters["ref_cell"] = md_context.ref_cell
     env.filters["fence"] = md_escape.fence
     env.filters["one_line"] = md_escape.one_line
     env.filters["change_md"] = change_markdown
@@ -45,4 +46,4 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(**context)
+    return md_context.finish(environment().get_template(template).render(**context))

@@ -4,11 +4,13 @@ Three ways a value reaches a Markdown projection:
 
 - `prose`: free text. Only what would change the rendering is backslash-escaped (CommonMark
   with tables, as `render.markdown` parses it): a leading `#`, `>`, list or ordered-list
-  marker, thematic break or fence; `*`/`_` runs that could open or close emphasis (an
-  intra-word underscore cannot, so `error_code` stays as it is); backticks; `[` at the start
-  and `]` before `(` (links, reference definitions, task boxes); `<` that could start HTML or
-  an autolink; `&` that would start an entity; backslashes before punctuation or at the end;
-  `|` (it would end a table cell). Line breaks become spaces: every value sits on one line.
+  marker, thematic break or fence; `#`s that would close a heading; `*`/`_` runs that could
+  open or close emphasis (an intra-word underscore cannot, so `error_code` stays as it is);
+  backticks; `[` at the start and `]` before `(` (links, reference definitions, task boxes);
+  `<` that could start HTML or an autolink; `&` that would start an entity; backslashes
+  before punctuation or at the end; `|` (it would end a table cell). Line breaks become
+  spaces: every value sits on one line. Seeing one value alone, it assumes the worst of its
+  neighbours; templates go through `md_context`, which sees the whole block and escapes less.
 - `code`: identifiers, paths, symbols, commands — a code span whose fence is longer than any
   backtick run inside, padded with a space when the text starts or ends with a backtick.
 - `ref`: a reference. An `http`/`https` URL becomes a link whose href is the ref itself (an
@@ -28,15 +30,19 @@ from typing import Any
 _LINE_BREAKS = str.maketrans({c: " " for c in "\r\n\t\f\v\x85\u2028\u2029"})
 _ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # CommonMark whitespace for flanking (markdown-it's isWhiteSpace).
-_SPACES = frozenset("\t\n\v\f\r \xa0\u1680\u202f\u205f\u3000") | {
+SPACES = frozenset("\t\n\v\f\r \xa0\u1680\u202f\u205f\u3000") | {
     chr(c) for c in range(0x2000, 0x200B)
 }
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _HTTP = re.compile(r"https?://[^\x00-\x20\x7f<>]+", re.IGNORECASE)
-_BLOCK_START = re.compile(
-    r"#{1,6}(?:\s|$)|>|[-+*](?:\s|$)|~{3,}|\[|=+\s*$|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
+# Line starts that are block syntax: headings, quotes, list markers, fences, reference
+# definitions, thematic breaks, and lines of `-`, `:`, `=` and `|` alone (a setext underline or
+# a table's delimiter row under the line before).
+BLOCK_START = re.compile(
+    r"#{1,6}(?:\s|$)|>|[-+*](?:\s|$)|~{3,}|\[|[-:=][-:=| \t]*$|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
 )
-_ORDERED = re.compile(r"\d{1,9}([.)])(?:\s|$)")
+TRAILING_HASHES = re.compile(r"(?:^|(?<=[ \t]))#+$")
+ORDERED = re.compile(r"\d{1,9}([.)])(?:\s|$)")
 
 
 def one_line(value: Any) -> str:
@@ -44,7 +50,8 @@ def one_line(value: Any) -> str:
     return str(value).translate(_LINE_BREAKS).strip()
 
 
-def _punct(ch: str) -> bool:
+def punct(ch: str) -> bool:
+    """ASCII or Unicode punctuation or symbol (markdown-it's isPunctChar)."""
     return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith(("P", "S"))
 
 
@@ -56,8 +63,8 @@ def _emphasis(before: str | None, after: str | None, marker: str) -> bool:
     """
     if before is None or after is None:
         return True
-    space_before, space_after = before in _SPACES, after in _SPACES
-    punct_before, punct_after = _punct(before), _punct(after)
+    space_before, space_after = before in SPACES, after in SPACES
+    punct_before, punct_after = punct(before), punct(after)
     left = not space_after and (not punct_after or space_before or punct_before)
     right = not space_before and (not punct_before or space_after or punct_after)
     if marker == "*":
@@ -65,13 +72,13 @@ def _emphasis(before: str | None, after: str | None, marker: str) -> bool:
     return (left and (not right or punct_before)) or (right and (not left or punct_after))
 
 
-_RUN = re.compile(r"\*+|_+")
+RUN = re.compile(r"\*+|_+")
 _NEEDS_LOOK = re.compile(r"[*_`|\\<&\]]")
 _SPECIAL = re.compile(r"[`|\\<&\[\]]")
 
 
 def _emphasis_marks(text: str, marks: set[int], before: str | None, after: str | None) -> None:
-    for run in _RUN.finditer(text):
+    for run in RUN.finditer(text):
         i, j = run.span()
         prev = text[i - 1] if i else before
         nxt = text[j] if j < len(text) else after
@@ -79,20 +86,23 @@ def _emphasis_marks(text: str, marks: set[int], before: str | None, after: str |
             marks.update(range(i, j))
 
 
-def _inline_marks(text: str, marks: set[int], *, link_text: bool) -> None:
-    """Backticks, pipes, backslashes, `<`, `&` and brackets that would start something.
+def inline_marks(
+    text: str, marks: set[int], *, link_text: bool, start: int = 0, stop: int | None = None
+) -> None:
+    """Backticks, pipes, backslashes, `<`, `&` and brackets in text[start:stop] that would
+    start something, judged with the characters that follow them (even past `stop`).
 
     Inside link text every bracket is escaped (an unbalanced one would end the text) and a
     pipe needs none outside a table.
     """
     n = len(text)
-    for found in _SPECIAL.finditer(text):
+    for found in _SPECIAL.finditer(text, start, n if stop is None else stop):
         i = found.start()
         ch, nxt = text[i], text[i + 1] if i + 1 < n else ""
         if ch == "`" or (ch == "|" and not link_text):
             marks.add(i)
         elif ch == "\\":
-            if nxt == "" or nxt in _ASCII_PUNCT:
+            if nxt in ("", "\n") or nxt in _ASCII_PUNCT:  # before a line break: a hard break
                 marks.add(i)
         elif ch == "<":
             if nxt == "" or nxt in "/!?" or (nxt.isascii() and nxt.isalpha()):
@@ -104,7 +114,7 @@ def _inline_marks(text: str, marks: set[int], *, link_text: bool) -> None:
             marks.add(i)
 
 
-def _join(text: str, marks: set[int]) -> str:
+def join(text: str, marks: set[int]) -> str:
     if not marks:
         return text
     out, last = [], 0
@@ -120,18 +130,22 @@ def prose(value: Any) -> str:
     """Free text that renders as itself on one line, in a paragraph, list item or table cell
     (see the module docstring)."""
     text = one_line(value)
-    if not _NEEDS_LOOK.search(text) and not _BLOCK_START.match(text) and not text[:1].isdigit():
+    plain = not _NEEDS_LOOK.search(text) and not BLOCK_START.match(text)
+    if plain and not text[:1].isdigit() and not text.endswith("#"):
         return text  # most titles: nothing that could start Markdown syntax
     marks: set[int] = set()
     if text:
-        if _BLOCK_START.match(text):
+        if BLOCK_START.match(text):
             marks.add(0)
-        ordered = _ORDERED.match(text)
+        ordered = ORDERED.match(text)
         if ordered:
             marks.add(ordered.start(1))
+        closing = TRAILING_HASHES.search(text)
+        if closing:  # in a heading, `#`s after a space at the end would close it and vanish
+            marks.add(closing.start())
     _emphasis_marks(text, marks, None, None)
-    _inline_marks(text, marks, link_text=False)
-    return _join(text, marks)
+    inline_marks(text, marks, link_text=False)
+    return join(text, marks)
 
 
 def _code(text: str, cell: bool) -> str:
@@ -180,8 +194,8 @@ def _destination(url: str) -> str:
 def _link_text(url: str) -> str:
     marks: set[int] = set()
     _emphasis_marks(url, marks, "[", "]")
-    _inline_marks(url, marks, link_text=True)
-    return _join(url, marks)
+    inline_marks(url, marks, link_text=True)
+    return join(url, marks)
 
 
 def _ref(value: Any, cell: bool) -> str:
