@@ -22,6 +22,7 @@ from loopx.render import md_escape
 TEXT_OPEN, TEXT_CLOSE, OPAQUE_OPEN, OPAQUE_CLOSE = "\ufdd0", "\ufdd1", "\ufdd2", "\ufdd3"
 _MARKERS = re.compile("[\ufdd0-\ufdd3]")
 _SPLIT = re.compile("([\ufdd0-\ufdd3])")
+_TEXT_VALUE = re.compile("\ufdd0([^\ufdd1]*)\ufdd1")
 _BLOCKS = re.compile(r"(\n[ \t]*\n)")
 # What may stand before a value for the value to start a block: indentation, list markers,
 # block quotes.
@@ -71,9 +72,17 @@ def finish(markdown: str) -> str:
     if not _MARKERS.search(markdown):
         return markdown
     return "".join(
-        "\n".join(_finish_block(unit) for unit in _units(part)) if _MARKERS.search(part) else part
+        "\n".join(
+            _MARKERS.sub("", unit) if _plain(unit) else _finish_block(unit)
+            for unit in _units(part)
+        ) if _MARKERS.search(part) else part
         for part in _BLOCKS.split(markdown)
     )
+
+
+def _plain(unit: str) -> bool:
+    """True when no value in `unit` holds anything that could need an escape."""
+    return all(md_escape.is_plain(value) for value in _TEXT_VALUE.findall(unit))
 
 
 def _units(block: str) -> list[str]:

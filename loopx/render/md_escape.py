@@ -126,13 +126,19 @@ def join(text: str, marks: set[int]) -> str:
     return "".join(out)
 
 
+def is_plain(text: str) -> bool:
+    """True when nothing in `text` could start Markdown syntax wherever it stands."""
+    if _NEEDS_LOOK.search(text) or BLOCK_START.match(text):
+        return False
+    return not text[:1].isdigit() and not text.endswith("#")
+
+
 def prose(value: Any) -> str:
     """Free text that renders as itself on one line, in a paragraph, list item or table cell
     (see the module docstring)."""
     text = one_line(value)
-    plain = not _NEEDS_LOOK.search(text) and not BLOCK_START.match(text)
-    if plain and not text[:1].isdigit() and not text.endswith("#"):
-        return text  # most titles: nothing that could start Markdown syntax
+    if is_plain(text):
+        return text  # most titles
     marks: set[int] = set()
     if text:
         if BLOCK_START.match(text):
