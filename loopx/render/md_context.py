@@ -73,9 +73,10 @@ def finish(markdown: str) -> str:
         return markdown
     return "".join(
         "\n".join(
-            _MARKERS.sub("", unit) if _plain(unit) else _finish_block(unit)
-            for unit in _units(part)
-        ) if _MARKERS.search(part) else part
+            _MARKERS.sub("", unit) if _plain(unit) else _finish_block(unit) for unit in _units(part)
+        )
+        if _MARKERS.search(part)
+        else part
         for part in _BLOCKS.split(markdown)
     )
 
