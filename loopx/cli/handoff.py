@@ -260,8 +260,9 @@ def inspect(
     The goal and its acceptance, the todo with its dependencies and gates, evidence with its
     freshness against the workspace's HEAD, whether the note is stale, whether the files it
     lists exist, whether the checkout moved or is dirty, and what to re-inspect before
-    acting. --format digest (default; also `text`) is Markdown to paste into any agent,
-    markdown the full report, json the loopx.handoff/v1 document.
+    acting. --format digest (default) is Markdown to paste into any agent, text the same
+    digest as plain text (no Markdown syntax), markdown the full report, json the
+    loopx.handoff/v1 document. --max-chars budgets every format.
     """
     from loopx.engine.clock import from_env
     from loopx.projections.handoff import fit_digest
@@ -283,8 +284,7 @@ def inspect(
             digest = fit_digest(digest, max_chars, render_digest_json)
         out = render_digest_json(digest)
     else:
-        template = "markdown" if fmt == "markdown" else "digest"
-        out = render_cached(store, digest, template, max_chars)
+        out = render_cached(store, digest, fmt, max_chars)  # digest, markdown or text
     sys.stdout.write(out)
     sys.stdout.flush()
 
