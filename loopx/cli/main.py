@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
     "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
     "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
+    "prime": ("loopx.cli.prime", "prime_cmd", "A briefing an agent reads at session start."),
+    "agents-md": ("loopx.cli.prime", "agents_md_cmd", "The loopx block for AGENTS.md/CLAUDE.md."),
 }
 
 
