@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
     "prime": ("loopx.cli.prime", "prime_cmd", "A briefing an agent reads at session start."),
     "agents-md": ("loopx.cli.prime", "agents_md_cmd", "The loopx block for AGENTS.md/CLAUDE.md."),
+    "mcp": ("loopx.cli.mcp", "mcp_cmd", "Serve the loopx tools over MCP (stdio)."),
 }
 
 
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     # no cycles: the cyclic collector would only cost time (up to a third of a `status` on a
     # large goal). Long-running commands keep it.
     collecting = gc.isenabled()
-    if args[:1] != ["serve"] and "--watch" not in args:
+    if args[:1] not in (["serve"], ["mcp"]) and "--watch" not in args:
         gc.disable()
     try:
         _run(args, as_json, debug)
