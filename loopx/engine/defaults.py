@@ -9,12 +9,12 @@ from loopx.engine.core import load_state
 from loopx.model.errors import InvalidInput, LoopxError, NotFound
 
 
-def sole_goal(store: Any) -> str | None:
-    """The goal a project means without saying: its only goal, else its only active goal
-    (a goal whose ledger cannot be read counts as active: it may be)."""
+def _candidates(store: Any) -> list[str]:
+    """The goal itself when there is one; else every goal that is not closed (a goal whose
+    ledger cannot be read counts: it may be active)."""
     ids = sorted(store.goal_ids())
     if len(ids) <= 1:
-        return ids[0] if ids else None
+        return ids
     active = []
     for goal_id in ids:
         try:
@@ -23,18 +23,24 @@ def sole_goal(store: Any) -> str | None:
             state = None
         if state is None or not state.is_terminal:
             active.append(goal_id)
-    return active[0] if len(active) == 1 else None
+    return active
+
+
+def sole_goal(store: Any) -> str | None:
+    """The goal a project means without saying: its only goal, else its only active goal."""
+    found = _candidates(store)
+    return found[0] if len(found) == 1 else None
 
 
 def default_goal(store: Any) -> str:
     """`sole_goal`, or the error that says how to name one."""
-    found = sole_goal(store)
-    if found is not None:
-        return found
+    found = _candidates(store)
+    if len(found) == 1:
+        return found[0]
     if not store.goal_ids():
         raise NotFound("no goals yet (create one with: loopx goal create)", code="goal_not_found")
     raise InvalidInput(
-        "several goals are active: pass --goal-id or set LOOPX_GOAL_ID",
+        "no goal named and no single active goal: pass --goal-id or set LOOPX_GOAL_ID",
         code="goal_required",
-        goal_ids=sorted(store.goal_ids())[:20],
+        goal_ids=found[:20],
     )
