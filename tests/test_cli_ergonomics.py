@@ -171,3 +171,21 @@ def _on_tty(project: Path, args: list[str], extra: dict[str, str]) -> str:
         os.close(leader)
     assert proc.returncode in (0, 3)
     return out.decode("utf-8", "replace")
+
+
+def test_handoff_inspect_without_an_agent_does_not_suggest_user(project: Path) -> None:
+    r = ["--root", str(project), "--goal-id", "demo"]
+    assert run_cli(["todo", "add", *r, "--todo-id", "a", "--title", "A"]).exit_code == 0
+    assert run_cli(["todo", "claim", *r, "--todo-id", "a", "--agent-id", "agent-a"]).exit_code == 0
+    note = ["--work-summary", "W", "--next-step", "N", "--workspace", str(project)]
+    prepared = run_cli(["handoff", "prepare", *r, "--todo-id", "a", "--agent-id", "agent-a", *note])
+    assert prepared.exit_code == 0, prepared.stderr
+    inspect = ["handoff", "inspect", *r, "--todo-id", "a", "--workspace", str(project), "--json"]
+    anonymous = run_cli(inspect).json()
+    assert anonymous["reader"] is None
+    command = anonymous["adoption"]["command"] or ""
+    assert "user" not in command.split()
+    named = run_cli([*inspect, "--agent-id", "agent-b"]).json()
+    assert "--agent-id agent-b" in named["adoption"]["command"]
+    by_env = run_cli(inspect, env={"LOOPX_AGENT_ID": "agent-c"}).json()
+    assert by_env["reader"]["agent_id"] == "agent-c"
