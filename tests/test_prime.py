@@ -100,8 +100,9 @@ def test_primer_fits_its_budget_and_says_what_it_left_out(project: Path) -> None
         js = ok(["prime", *r, "--max-chars", str(budget), "--format", "json"]).stdout
         assert len(js) <= budget
         assert json.loads(js)["omitted"]["frontier"] > 32
-    bad = run_cli(["prime", *r, "--max-chars", "10"])
-    assert bad.exit_code == 2 and "usage_error" in bad.stderr
+    small = run_cli(["prime", *r, "--max-chars", "500"])
+    assert small.exit_code == 2 and "budget_too_small" in small.stderr and small.stdout == ""
+    assert run_cli(["prime", *r, "--max-chars", "0"]).exit_code == 2
 
 
 def test_primer_without_a_goal_uses_the_only_one_or_lists_them(project: Path) -> None:

@@ -70,7 +70,7 @@ def primer_for(store: Any, goal_id: str | None, agent_id: str | None, now: str) 
 )
 @click.option(
     "--max-chars",
-    type=click.IntRange(min=500),
+    type=click.IntRange(min=1),
     default=None,
     help="Fit the primer into N characters (default: 6000), shortening lists first.",
 )

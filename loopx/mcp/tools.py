@@ -91,7 +91,7 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
             Field(description="Goal id (default: LOOPX_GOAL_ID, else the only active goal)."),
         ] = None,
         agent_id: Agent = None,
-        max_chars: Annotated[int, Field(ge=500, description="Character budget.")] = 6000,
+        max_chars: Annotated[int, Field(ge=1, description="Character budget.")] = 6000,
     ) -> dict[str, Any]:
         """Read this first, at the start of every session: the loopx protocol (claim, renew,
         evidence, complete, hand off), your claims, handoffs waiting for you, the frontier

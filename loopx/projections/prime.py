@@ -17,6 +17,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention, frontier, lease_live
 
@@ -213,8 +214,9 @@ def fit_primer(
     primer: dict[str, Any], max_chars: int, render: Callable[[dict[str, Any]], str]
 ) -> dict[str, Any]:
     """A copy of `primer` whose rendering fits `max_chars`, or as close as the protocol and
-    identity allow. Lists start at their `LIMITS`, then the longest is halved until it fits;
-    each cut is counted in `omitted` (list name → items left out)."""
+        identity allow. Lists start at their `LIMITS`, then the longest is halved until it fits;
+        each cut is counted in `omitted` (list name → items left out). A budget too small for the
+    protocol and identity alone is `budget_too_small`."""
     full = {name: len(primer[name]) for name in LIMITS}
     keep = {name: min(full[name], LIMITS[name]) for name in LIMITS}
 
@@ -227,10 +229,14 @@ def fit_primer(
         return out
 
     fitted = cut()
-    while len(render(fitted)) > max_chars:
+    while (size := len(render(fitted))) > max_chars:
         name = max(LIMITS, key=lambda n: (keep[n], n))
-        if keep[name] == 0:
-            break  # only the protocol and the identity are left
+        if keep[name] == 0:  # only the protocol and the identity are left: they are not cut
+            raise InvalidInput(
+                f"the primer needs at least {size} characters (its protocol and identity)",
+                code="budget_too_small",
+                min_chars=size,
+            )
         keep[name] //= 2
         fitted = cut()
     return fitted
