@@ -168,3 +168,57 @@ def test_mcp_without_a_project_is_one_clean_line(tmp_path: Path) -> None:
     result = run_cli(["mcp", "--root", str(tmp_path)])
     assert result.exit_code == 3 and "root_not_found" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_every_write_tool_goes_through_the_engine(todos: Path) -> None:
+    async def session() -> None:
+        async with connect(todos, {"LOOPX_AGENT_ID": "agent-a"}) as client:
+            ready = await call(client, "next", agent_id="agent-a")
+            assert [t["todo_id"] for t in ready["frontier"]] == ["alpha", "beta"]
+            await call(client, "todo_claim", todo_id="alpha", lease_seconds=600)
+            renewed = await call(client, "todo_renew", todo_id="alpha", lease_seconds=1200)
+            assert renewed["status"] == "applied"
+            ev = await call(
+                client, "evidence_add", kind="ci", summary="green", refs=["https://ci/1"]
+            )
+            run = await call(
+                client,
+                "run_record",
+                outcome="progress",
+                todo_id="alpha",
+                evidence_ids=[ev["receipt"]["subject"]],
+            )
+            assert run["receipt"]["subject"].startswith("run")
+            blocked = await call(client, "todo_block", todo_id="beta", reason="Waits for API")
+            assert blocked["status"] == "applied"
+            wrong = await refused(client, "run_record", outcome="nonsense")
+            assert wrong["code"] == "invalid_outcome"
+            explained = await call(client, "next", explain=True)
+            assert any(r["todo_id"] == "beta" for r in explained["not_ready"])
+            status = await call(client, "status", goal_id="demo")
+            assert status["goals"][0]["counts"]["blocked"] == 1
+
+    run(session)
+
+
+def test_an_unexpected_failure_is_internal_error_without_its_text() -> None:
+    import threading
+
+    from loopx.mcp.server import _governed
+
+    def broken(todo_id: str) -> dict[str, Any]:
+        raise ValueError(f"boom {todo_id}")
+
+    result = _governed(broken, threading.Lock())(todo_id="sk-secret-value")
+    assert result.is_error
+    assert result.structured_content["error"]["code"] == "internal_error"
+    assert "sk-secret-value" not in result.content[0].text
+
+
+def test_mcp_without_the_sdk_says_how_to_install_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "loopx.mcp.server", None)  # import now fails
+    result = run_cli(["mcp", "--root", str(project)])
+    assert result.exit_code == 2 and "mcp_not_installed" in result.stderr
+    assert "pip install 'loopx[mcp]'" in result.stderr
