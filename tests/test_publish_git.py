@@ -588,3 +588,41 @@ def test_a_page_edited_by_hand_is_no_longer_loopx_s(repo: Path) -> None:
     )
     assert published(repo, "--git-branch", "gh-pages", "--overwrite")["parent"] == forged
     assert published(repo, "--git-branch", "gh-pages")["changed"] is False
+
+
+def _readme_block(after: str) -> str:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    start = readme.index("```bash\n", readme.index(after)) + len("```bash\n")
+    return readme[start : readme.index("```\n", start)]
+
+
+def test_the_readme_publishing_commands_work_as_written(repo: Path, tmp_path: Path) -> None:
+    """The README's gh-pages block, run verbatim by bash (real `loopx` and `git` processes)
+    in the scratch repository, with a bare repository as `origin`."""
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    block = _readme_block("**From a `gh-pages` branch")
+    assert block.count("loopx publish") == 3
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "LOOPX_NOW": T0,
+    }
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", block],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "next: git push origin gh-pages" in proc.stdout
+    local = git(repo, "rev-parse", "gh-pages")
+    files = files_on(repo, "gh-pages")
+    assert files["CNAME"] == b"status.example.org\n" and "index.html" in files
+    assert "status/index.html" in files
+    # the last publish (into status/) was not pushed: the remote has the one before it
+    assert git(remote, "rev-parse", "gh-pages") == git(repo, "rev-parse", "gh-pages~1")
+    assert git(repo, "rev-list", "--count", local) == "3"
+    assert_nothing_private(repo, "gh-pages")
