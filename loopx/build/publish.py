@@ -8,12 +8,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from loopx.build import outdir
 from loopx.build.boundary import enforce, non_public_strings, scan_public
-from loopx.build.pipeline import AUTO, make_site, previous_files, resolve_head
+from loopx.build.pipeline import AUTO, make_site, manifest_entries, resolve_head
 from loopx.build.writer import write_tree
 from loopx.model.errors import Conflict, LoopxError
+from loopx.render.jsonout import dumps
 
 PUBLIC = "public/"
+PUBLISHED = ".loopx-published"
+PUBLISHED_SCHEMA = "loopx.published/v1"
 
 
 def _public_files(site: Any) -> dict[str, bytes]:
@@ -31,6 +35,7 @@ def publish(
     git_branch: str | None = None,
     head: str | None = AUTO,
     message: str | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     head = resolve_head(root, head)
     site, (goals, _) = make_site(root, ("public",), head)
@@ -43,11 +48,7 @@ def publish(
     )
     result: dict[str, Any] = {"files": len(files), "sources": sources}
     if to_dir is not None:
-        to_dir.mkdir(parents=True, exist_ok=True)
-        previous = _listed(to_dir)
-        files[".loopx-published"] = ("\n".join(sorted(files)) + "\n").encode()
-        write_tree(to_dir, files, previous | previous_files(to_dir))
-        result["to"] = str(to_dir)
+        result.update(_publish_to(root, to_dir, files, overwrite))
         return result
     assert git_branch is not None
     result["commit"] = _commit_to_branch(
@@ -57,12 +58,18 @@ def publish(
     return result
 
 
-def _listed(folder: Path) -> set[str]:
-    try:
-        names = (folder / ".loopx-published").read_text("utf-8").split("\n")
-    except FileNotFoundError:
-        return set()
-    return {n for n in names if n} | {".loopx-published"}
+def _publish_to(root: Path, to_dir: Path, files: dict[str, bytes], overwrite: bool) -> Any:
+    """Copy the public files into `to_dir` under the output-folder rules (`outdir`): only
+    files an earlier publish (or build) wrote, with the hash it recorded, are replaced or
+    removed; anything else is `output_not_ours` unless `overwrite`. `.loopx-published`
+    records what this publish wrote."""
+    folder = outdir.open_folder(to_dir, root)
+    listing = {p: {"sha256": outdir.sha256(d), "bytes": len(d)} for p, d in sorted(files.items())}
+    files = {**files, PUBLISHED: dumps({"schema": PUBLISHED_SCHEMA, "files": listing})}
+    with outdir.lock(root, to_dir):
+        previous = {**manifest_entries(folder), **manifest_entries(folder, PUBLISHED)}
+        report = write_tree(folder.path, files, previous, overwrite=overwrite)
+    return {"to": str(to_dir), "written": len(report.written), "kept": report.kept}
 
 
 def _git(

@@ -15,6 +15,12 @@ HEAD_HELP = (
 )
 
 
+OVERWRITE_HELP = (
+    "Replace files in the output folder that no manifest of ours wrote, or that changed since "
+    "(by default they are refused as output_not_ours)."
+)
+
+
 def _head(value: str | None) -> str | None:
     from loopx.build.pipeline import AUTO
 
@@ -68,6 +74,7 @@ def _root(root: Path | None) -> Path:
     help="Render every goal again (by default, goals unchanged since the last build into OUT "
     "are carried over).",
 )
+@click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @common()
 def build_cmd(
     out: Path,
@@ -76,6 +83,7 @@ def build_cmd(
     check_only: bool,
     validate: bool,
     force: bool,
+    overwrite: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -84,7 +92,8 @@ def build_cmd(
 
     Gathers and renders everything in memory (with --validate, checks each JSON artifact
     against its schema), scans every public byte, then writes each changed file once,
-    all-or-nothing.
+    all-or-nothing. OUT is locked while it is written (a second build into it waits); no
+    link in it is followed, and only files a manifest of ours wrote are replaced or removed.
     """
     from loopx.build.pipeline import build, check, parse_audiences
     from loopx.model.errors import CheckFailed
@@ -107,7 +116,15 @@ def build_cmd(
             )
         emit(fmt, result.to_dict(), f"{out} is up to date")
         return
-    res = build(project, out, audiences=auds, head=_head(head), validate=validate, reuse=not force)
+    res = build(
+        project,
+        out,
+        audiences=auds,
+        head=_head(head),
+        validate=validate,
+        reuse=not force,
+        overwrite=overwrite,
+    )
     data = res.to_dict()
     data["out"] = str(out)
 
@@ -117,6 +134,8 @@ def build_cmd(
             f"built {data['files']} files into {out}: {len(res.report.written)} written, "
             f"{res.report.unchanged} unchanged, {len(res.report.removed)} removed"
         ]
+        if res.report.kept:
+            lines.append(_kept_line(res.report.kept))
         if "public" in auds:
             lines.append(f"public boundary scan: clean; open {out}/public/index.html")
         if "team" in auds:
@@ -124,6 +143,14 @@ def build_cmd(
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+def _kept_line(kept: list[str]) -> str:
+    shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+    return (
+        f"kept {len(kept)} file(s) an earlier build listed, because they changed since "
+        f"(or a link is in the way): {shown}"
+    )
 
 
 @click.command("diff")
@@ -174,12 +201,18 @@ def diff_cmd(
 )
 @click.option("--head", default=None, help=HEAD_HELP)
 @click.option("--message", default=None, help="Commit message (default names the sources).")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="With --to: replace files in DIR that no earlier publish wrote, or that changed since.",
+)
 @common()
 def publish_cmd(
     to_dir: Path | None,
     git_branch: str | None,
     head: str | None,
     message: str | None,
+    overwrite: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -193,7 +226,12 @@ def publish_cmd(
             "give exactly one of --to DIR or --git-branch BRANCH", code="usage_error"
         )
     result: dict[str, Any] = publish(
-        _root(root), to_dir=to_dir, git_branch=git_branch, head=_head(head), message=message
+        _root(root),
+        to_dir=to_dir,
+        git_branch=git_branch,
+        head=_head(head),
+        message=message,
+        overwrite=overwrite,
     )
     where = to_dir if to_dir is not None else f"branch {git_branch}"
     emit(
@@ -202,6 +240,7 @@ def publish_cmd(
         lambda: (
             f"published {result['files']} public files to {where}"
             + (f" (commit {result['commit'][:12]})" if result.get("commit") else "")
+            + (f"\n{_kept_line(result['kept'])}" if result.get("kept") else "")
         ),
     )
 

@@ -57,12 +57,18 @@ def _resolved_head(store: Any, head: str | None) -> str | None:
     help="Exit 6 if this committed file is stale or was edited by hand.",
 )
 @click.option("--head", default=None, help=HEAD_HELP)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="With --write: replace a file that is not a loopx workbench (never one in .loopx/).",
+)
 @common(formats=("markdown", "json", "text"))
 def workbench_cmd(
     goal_id: str,
     write_to: Path | None,
     check_path: Path | None,
     head: str | None,
+    overwrite: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -113,9 +119,15 @@ def workbench_cmd(
             ledger_revision=state.revision,
         )
     if write_to is not None:
-        with fsio.guard("write the workbench file"):
-            write_to.parent.mkdir(parents=True, exist_ok=True)
-            fsio.current().write_atomic(write_to, text.encode("utf-8"))
+        from loopx.build.outdir import write_file
+
+        write_file(
+            store.root,
+            write_to,
+            text.encode("utf-8"),
+            ours=lambda data: read_header(data.decode("utf-8", "replace")) is not None,
+            overwrite=overwrite,
+        )
         emit(
             fmt,
             {"path": str(write_to), "revision": state.revision},
