@@ -30,6 +30,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,9 +142,8 @@ class Folder:
             st = os.lstat(self.path / rel)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        kind = fsio.kind(self.path / rel)
-        if kind != "file":
-            raise _unsafe(self.label + rel, kind)
+        if not stat.S_ISREG(st.st_mode):
+            raise _unsafe(self.label + rel, fsio.kind(self.path / rel))
         return st
 
     def read(self, rel: str, cap: int = READ_CAP) -> bytes | None:
