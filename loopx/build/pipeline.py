@@ -30,6 +30,7 @@ from loopx.store import fsio
 from loopx.store.filestore import FileStore
 
 MANIFEST = "manifest.json"
+MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
 AUTO = "auto"
 
@@ -169,7 +170,7 @@ def manifest_entries(folder: Folder, name: str = MANIFEST) -> dict[str, Entry]:
     own `manifest.json` is not ours: never replaced or deleted without --overwrite). A
     publish listing (`.loopx-published`) has the same shape."""
     try:
-        raw = folder.read(name)
+        raw = folder.read(name, MANIFEST_CAP)
         manifest = orjson.loads(raw) if raw is not None else None
     except (orjson.JSONDecodeError, UnsafeOutput, OSError):
         return {}

@@ -148,8 +148,8 @@ def build_cmd(
 def _kept_line(kept: list[str]) -> str:
     shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
     return (
-        f"kept {len(kept)} file(s) an earlier build listed, because they changed since "
-        f"(or a link is in the way): {shown}"
+        f"kept {len(kept)} file(s) an earlier build or publish listed, because they changed "
+        f"since, a link is in the way, or the path is not one loopx writes: {shown}"
     )
 
 
