@@ -209,8 +209,7 @@ def build(
     from loopx.build import reuse as reuse_mod
 
     head = resolve_head(root, head)
-    folder = outdir.open_folder(out, root)
-    with outdir.lock(root, out):
+    with outdir.open_folder(out, root) as folder, outdir.lock(root, out):
         if reuse and cache is None:
             cache = reuse_mod.load(root, out, audiences, head, validate)
         site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
@@ -226,7 +225,7 @@ def build(
         if cache is not None:
             trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
         result.report = write_tree(
-            folder.path,
+            folder,
             site.artifacts,
             manifest_entries(folder),
             trusted=trusted,
@@ -265,9 +264,8 @@ def check(
     interrupted write first, so the comparison sees a consistent folder). Links in the
     folder are refused (`unsafe_output_path`), never followed."""
     head = resolve_head(root, head)
-    folder = outdir.open_folder(out, root, create=False)
-    with outdir.lock(root, out):
-        recover(folder.path, outdir.BUILD)
+    with outdir.open_folder(out, root, create=False) as folder, outdir.lock(root, out):
+        recover(folder, outdir.BUILD)
         site, _ = make_site(root, audiences, head)
         stale, missing = [], []
         for path, artifact in sorted(site.artifacts.items()):

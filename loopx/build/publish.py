@@ -63,12 +63,11 @@ def _publish_to(root: Path, to_dir: Path, files: dict[str, bytes], overwrite: bo
     files an earlier publish (or build) wrote, with the hash it recorded, are replaced or
     removed; anything else is `output_not_ours` unless `overwrite`. `.loopx-published`
     records what this publish wrote."""
-    folder = outdir.open_folder(to_dir, root)
     listing = {p: {"sha256": outdir.sha256(d), "bytes": len(d)} for p, d in sorted(files.items())}
     files = {**files, PUBLISHED: dumps({"schema": PUBLISHED_SCHEMA, "files": listing})}
-    with outdir.lock(root, to_dir):
+    with outdir.open_folder(to_dir, root) as folder, outdir.lock(root, to_dir):
         previous = {**manifest_entries(folder), **manifest_entries(folder, PUBLISHED)}
-        report = write_tree(folder.path, files, previous, overwrite=overwrite)
+        report = write_tree(folder, files, previous, overwrite=overwrite)
     return {"to": str(to_dir), "written": len(report.written), "kept": report.kept}
 
 

@@ -65,9 +65,24 @@ def _read(path: Path) -> Any:
 def load(
     root: Path, out: Path, audiences: tuple[str, ...], head: str | None, validate: bool
 ) -> BuildCache | None:
-    """A build cache holding the unchanged goals of the last build into `out`, or None."""
+    """A build cache holding the unchanged goals of the last build into `out`, or None (also
+    for a manifest or memo of the wrong shape: a forged one only costs a full render)."""
+    with outdir.Folder(out) as folder:
+        try:
+            return _load(root, out, folder, audiences, head, validate)
+        except (AttributeError, TypeError, KeyError, ValueError):
+            return None
+
+
+def _load(
+    root: Path,
+    out: Path,
+    folder: outdir.Folder,
+    audiences: tuple[str, ...],
+    head: str | None,
+    validate: bool,
+) -> BuildCache | None:
     memo = _read(memo_path(root, out))
-    folder = outdir.Folder(out)
     manifest = _read(out / "manifest.json")
     if not isinstance(memo, dict) or not isinstance(manifest, dict):
         return None

@@ -50,14 +50,19 @@ class WriteReport:
     recovered: bool = False
 
 
-def recover(out: Path, layout: Layout = ANY) -> bool:
+def recover(out: Path | Folder, layout: Layout = ANY) -> bool:
     """Finish (roll forward) or discard an interrupted write. True when it rolled forward."""
-    with fsio.guard("finish an interrupted write of the output folder"):
-        return _recover(Folder(out), layout)
+    folder = out if isinstance(out, Folder) else Folder(out)
+    try:
+        with fsio.guard("finish an interrupted write of the output folder"):
+            return _recover(folder, layout)
+    finally:
+        if folder is not out:
+            folder.close()
 
 
 def _recover(folder: Folder, layout: Layout) -> bool:
-    staging = folder.path / STAGING
+    staging = folder.must(STAGING)
     kind = fsio.kind(staging)
     if kind == "missing":
         return False
@@ -104,9 +109,22 @@ def _apply(folder: Folder, staging: Path, plan: dict[str, Any], *, verify: bool)
     """Move the staged files into place and remove the stale ones. With `verify` (a
     roll-forward of a journal found on disk), each staged file must still have its journal
     hash and each target the hash the journal saw, or it is left alone."""
+    with Folder(staging / "files") as staged:
+        _move(folder, staged, plan["write"], verify)
     fs = fsio.current()
-    staged = Folder(staging / "files")
-    for rel, (new, old) in sorted(plan["write"].items()):
+    for rel, sha in sorted(plan["remove"].items()):
+        try:
+            if folder.digest(rel) != sha:
+                continue
+        except UnsafeOutput:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            fs.unlink(folder.must(rel))
+
+
+def _move(folder: Folder, staged: Folder, write: dict[str, Any], verify: bool) -> None:
+    fs = fsio.current()
+    for rel, (new, old) in sorted(write.items()):
         try:
             if staged.stat(rel) is None:
                 continue  # already moved by an earlier, interrupted roll-forward
@@ -120,22 +138,13 @@ def _apply(folder: Folder, staging: Path, plan: dict[str, Any], *, verify: bool)
             if not verify:
                 raise
             continue
-        parent = rel.rpartition("/")[0]
-        folder.makedirs(parent)
+        folder.makedirs(rel.rpartition("/")[0])
         folder.stat(rel)  # the target is still a file or nothing, never a link
-        fs.replace(staged.path / rel, folder.path / rel)
-    for rel, sha in sorted(plan["remove"].items()):
-        try:
-            if folder.digest(rel) != sha:
-                continue
-        except UnsafeOutput:
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            fs.unlink(folder.path / rel)
+        fs.replace(staged.must(rel), folder.must(rel))
 
 
 def write_tree(
-    out: Path,
+    out: Path | Folder,
     files: Mapping[str, Any],
     previous: Mapping[str, Entry],
     *,
@@ -148,9 +157,15 @@ def write_tree(
     Values are bytes, or artifacts whose `.data` is read only when the file must be compared.
     `previous` is what the last manifest listed. `trusted` names files this process itself
     wrote with the same content in its last build (`loopx serve`): they are not read back.
+    `out` is a checked `Folder` (`outdir.open_folder`), or a path to open as one.
     """
-    with fsio.guard("write the output folder"):
-        return _write_tree(Folder(out), files, previous, trusted, overwrite, layout)
+    folder = out if isinstance(out, Folder) else Folder(out)
+    try:
+        with fsio.guard("write the output folder"):
+            return _write_tree(folder, files, previous, trusted, overwrite, layout)
+    finally:
+        if folder is not out:
+            folder.close()
 
 
 def _owned(folder: Folder, rel: str, entry: Entry | None) -> str | None:
@@ -184,7 +199,7 @@ def _write_tree(
         if st is None:
             changed[rel], replaced[rel] = data, None
             continue
-        if st.st_size == len(data) and fsio.read_regular(folder.path / rel, len(data)) == data:
+        if st.st_size == len(data) and fsio.read_regular(folder.must(rel), len(data)) == data:
             continue
         if rel not in previous and not overwrite:
             refused.append(rel)  # no manifest of ours wrote it: a user's file
@@ -210,7 +225,7 @@ def _write_tree(
     if not changed and not remove:
         return report
     fs = fsio.current()
-    staging = folder.path / STAGING
+    staging = folder.must(STAGING)
     plan = {
         "format": JOURNAL_FORMAT,
         "write": {rel: [sha256(data), replaced[rel]] for rel, data in sorted(changed.items())},
@@ -218,11 +233,11 @@ def _write_tree(
     }
     try:
         fs.mkdir(staging)
-        staged = Folder(staging / "files")
-        fs.mkdir(staged.path)
-        for rel in sorted(changed):
-            staged.makedirs(rel.rpartition("/")[0])
-            fsio.write_new(staged.path / rel, changed[rel])  # discarded unless the journal lands
+        fs.mkdir(staging / "files")
+        with Folder(staging / "files") as staged:
+            for rel in sorted(changed):
+                staged.makedirs(rel.rpartition("/")[0])
+                fsio.write_new(staged.must(rel), changed[rel])  # discarded unless journaled
         fs.sync_all(staging)  # every staged byte is durable before the commit point
         fs.write_atomic(staging / JOURNAL, orjson.dumps(plan), sync=True)
     except Exception:
@@ -241,9 +256,9 @@ def _write_tree(
 def _prune_empty_dirs(fs: fsio.FileSystem, folder: Folder, removed: list[str]) -> None:
     for rel in removed:
         parent = rel.rpartition("/")[0]
-        while parent and fsio.kind(folder.path / parent) == "dir":
+        while parent:
             try:
-                fs.rmdir(folder.path / parent)
+                fs.rmdir(folder.must(parent))  # not empty, gone, or not a folder: stop
             except OSError:
                 break
             folder.forget(parent)

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from loopx.engine.demo import REV_NEW, create_demo
+from loopx.store import fsio
 from tests.conftest import run_cli
 
 MARKER = b"SENTINEL-OUTSIDE-THE-PROJECT-7f3a"
@@ -63,7 +64,13 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def outside(tmp_path: Path) -> Iterator[Path]:
     """The sentinel tree: what must never change. It looks like a build folder on purpose."""
     folder = tmp_path / "outside"
-    for rel in ("secret.txt", "victim.html", "team/index.html", "goals/launch/index.html"):
+    for rel in (
+        "secret.txt",
+        "victim.html",
+        "team/index.html",
+        "team/goals/docs/index.html",
+        "goals/launch/index.html",
+    ):
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(MARKER + b" " + rel.encode())
     (folder / "staging/files/public").mkdir(parents=True)
@@ -375,3 +382,44 @@ def test_publish_to_a_folder_follows_the_same_rules(proj: Path, outside: Path) -
         assert error(publish(dest, *extra)) == "unsafe_output_path"
     (proj / "linked-pages").symlink_to(outside)
     assert error(publish(proj / "linked-pages")) == "unsafe_output_path"
+
+
+# -- a race: a folder swapped for a link while the build writes ------------------------------
+
+
+class SwapOnFirstReplace(fsio.FileSystem):
+    """Swaps `site/team` for a link to a folder outside, just before the first rename."""
+
+    def __init__(self, folder: Path, target: Path) -> None:
+        self.folder, self.target, self.swapped = folder, target, False
+
+    def replace(self, src: Path, dst: Path) -> None:
+        if not self.swapped:
+            self.swapped = True
+            (self.folder / "team").rename(self.folder / "team.moved")
+            (self.folder / "team").symlink_to(self.target)
+        super().replace(src, dst)
+
+
+def test_a_folder_swapped_for_a_link_mid_write_still_gets_nothing_outside(
+    proj: Path, outside: Path
+) -> None:
+    """Each folder is opened once, without following a link, and files are renamed through
+    its descriptor: a folder swapped for a link after the check keeps receiving the files."""
+    from loopx.build.pipeline import build as build_fn
+
+    site = proj / "site"
+    assert build(proj, site, "--audience", "team").exit_code == 0
+    page = site / "team" / "goals" / "docs" / "index.html"
+    page.write_bytes(b"<p>edited</p>")  # so the next build has a file to replace in team/
+    (site / "team" / "index.html").write_bytes(b"<p>edited</p>")
+    swap = SwapOnFirstReplace(site, outside / "team")
+    previous = fsio.install(swap)
+    try:
+        build_fn(proj, site, audiences=("team",), head=REV_NEW, reuse=False)
+    finally:
+        fsio.install(previous)
+    assert swap.swapped
+    moved = site / "team.moved"
+    assert b"edited" not in (moved / "goals" / "docs" / "index.html").read_bytes()
+    assert b"edited" not in (moved / "index.html").read_bytes()
