@@ -214,11 +214,12 @@ class Folder:
         """The `lstat` of a regular file at `rel`, None when nothing is there;
         `unsafe_output_path` when a link, folder or special file is in the way."""
         parts_of(rel)
-        path = self.at(rel)
-        if path is None:
+        parent, _, name = rel.rpartition("/")
+        fd = self._open_dir(parent, False)
+        if fd is None:
             return None
         try:
-            st = os.lstat(path)
+            st = os.lstat(name, dir_fd=fd)
         except (FileNotFoundError, NotADirectoryError):
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -228,16 +229,22 @@ class Folder:
         return st
 
     def read(self, rel: str, cap: int = READ_CAP) -> bytes | None:
+        """The bytes of the regular file at `rel` (None when missing or over `cap`)."""
         if self.stat(rel) is None:
             return None
-        return fsio.read_regular(self.must(rel), cap)
+        return self.read_checked(rel, cap)
+
+    def read_checked(self, rel: str, cap: int) -> bytes | None:
+        """`read` for a file `stat` has just checked: one open through its folder."""
+        parent, _, name = rel.rpartition("/")
+        return fsio.read_regular_at(self._fds[parent], name, cap)
 
     def digest(self, rel: str, size: int | None = None) -> str | None:
         """The sha256 of the file at `rel` (None when missing, or not of `size` bytes)."""
         st = self.stat(rel)
         if st is None or (size is not None and st.st_size != size):
             return None
-        data = fsio.read_regular(self.must(rel), READ_CAP if size is None else size)
+        data = self.read_checked(rel, READ_CAP if size is None else size)
         return None if data is None else sha256(data)
 
     def must(self, rel: str) -> Path:

@@ -199,7 +199,7 @@ def _write_tree(
         if st is None:
             changed[rel], replaced[rel] = data, None
             continue
-        if st.st_size == len(data) and fsio.read_regular(folder.must(rel), len(data)) == data:
+        if st.st_size == len(data) and folder.read_checked(rel, len(data)) == data:
             continue
         if rel not in previous and not overwrite:
             refused.append(rel)  # no manifest of ours wrote it: a user's file

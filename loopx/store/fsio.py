@@ -326,3 +326,27 @@ def write_atomic_nofollow(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             fs.unlink(tmp)
         raise
+
+
+def read_regular_at(dir_fd: int, name: str, cap: int) -> bytes | None:
+    """`read_regular` of the entry `name` of the folder open as `dir_fd` (no path lookup
+    beyond that one name, no link followed)."""
+    import stat
+
+    fs = current()
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as err:
+        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):
+            return None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            return None
+        data = fs.read_from(fd)
+        return data if len(data) <= cap else None
+    finally:
+        os.close(fd)
