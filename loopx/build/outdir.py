@@ -16,7 +16,8 @@ checkout nobody vetted, so every write and delete of the build's writer goes thr
   edited by hand is output, and is rendered again, as `build --check` expects.)
 - **Only our own files are deleted**: a file the previous manifest listed that the new build
   does not have is removed only if it still has the listed hash; otherwise it is kept and
-  reported. A build deletes nothing outside `manifest.json` and the audience folders.
+  reported. A build deletes nothing outside `manifest.json` and the audience folders (its
+  `Layout`); a publish nothing outside the top-level names it writes.
 - **One writer per folder**: an advisory lock in `.loopx/cache/build/` (`lock`) that a second
   build waits for, so two builds into one folder run one after the other.
 
@@ -43,12 +44,7 @@ from loopx.store import fsio
 STAGING = ".loopx-staging"
 RESERVED = frozenset({".loopx", ".git", STAGING})
 READ_CAP = 256 << 20  # no artifact or manifest of ours comes near this
-_KIND_NAMES = {
-    "link": "a symbolic link",
-    "other": "a special file (FIFO, socket or device)",
-    "dir": "a folder",
-    "file": "a file",
-}
+_KIND_NAMES = {"link": "a symbolic link", "other": "a special file (FIFO, socket or device)"}
 
 
 class UnsafeOutput(InvalidInput):
@@ -95,11 +91,14 @@ def sha256(data: bytes) -> str:
 
 
 def _unsafe(where: str, kind: str) -> UnsafeOutput:
-    return UnsafeOutput(
-        f"{where} is {_KIND_NAMES[kind]}; loopx never writes, reads or deletes through one "
-        "in an output folder (replace it with a real folder, or choose another output folder)",
-        path=where,
-    )
+    if kind == "dir":
+        message = f"{where} is a folder where loopx writes a file; move it away"
+    else:
+        message = (
+            f"{where} is {_KIND_NAMES[kind]}; loopx never writes, reads or deletes through "
+            "one in an output folder (replace it with a real folder, or choose another one)"
+        )
+    return UnsafeOutput(message, path=where, kind=kind)
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC
@@ -347,7 +346,7 @@ def write_file(
     refuse_store(root, target)
     name = target.name
     if not name or name in (".", ".."):
-        raise InvalidInput("the output file needs a file name", code="invalid_path")
+        raise InvalidInput("the output file needs a file name", code="usage_error")
     with open_folder(target.parent, root) as parent, fsio.guard("write the output file"):
         path = parent.must(name)
         kind = fsio.kind(path)

@@ -65,9 +65,15 @@ def _publish_to(root: Path, to_dir: Path, files: dict[str, bytes], overwrite: bo
     records what this publish wrote."""
     listing = {p: {"sha256": outdir.sha256(d), "bytes": len(d)} for p, d in sorted(files.items())}
     files = {**files, PUBLISHED: dumps({"schema": PUBLISHED_SCHEMA, "files": listing})}
+    # What a publish may create or delete: the top-level names it writes, nothing else (a
+    # forged listing naming `src/main.py` with its right hash deletes nothing).
+    layout = outdir.Layout(
+        frozenset(p for p in files if "/" not in p),
+        frozenset(p.split("/")[0] for p in files if "/" in p),
+    )
     with outdir.open_folder(to_dir, root) as folder, outdir.lock(root, to_dir):
         previous = {**manifest_entries(folder), **manifest_entries(folder, PUBLISHED)}
-        report = write_tree(folder, files, previous, overwrite=overwrite)
+        report = write_tree(folder, files, previous, overwrite=overwrite, layout=layout)
     return {"to": str(to_dir), "written": len(report.written), "kept": report.kept}
 
 

@@ -376,6 +376,15 @@ def test_publish_to_a_folder_follows_the_same_rules(proj: Path, outside: Path) -
     }
     (dest / ".loopx-published").write_text(json.dumps(listing))
     assert publish(dest).json()["kept"] == ["../outside/secret.txt"]
+    # publishing into the project root: a listing naming a project file with its right hash
+    (proj / "src").mkdir()
+    (proj / "src" / "main.py").write_bytes(b"print('hello')\n")
+    assert publish(proj, "--overwrite").exit_code == 0
+    rooted = json.loads((proj / ".loopx-published").read_bytes())
+    rooted["files"]["src/main.py"] = {"sha256": sha(b"print('hello')\n"), "bytes": 15}
+    (proj / ".loopx-published").write_text(json.dumps(rooted))
+    assert publish(proj).json()["kept"] == ["src/main.py"]
+    assert (proj / "src" / "main.py").read_bytes() == b"print('hello')\n"
     shutil.rmtree(dest / "goals")
     (dest / "goals").symlink_to(outside / "goals")
     for extra in ((), ("--overwrite",)):
