@@ -339,10 +339,11 @@ def not_ours(paths: list[str]) -> Conflict:
 
 def write_file(
     root: Path, target: Path, data: bytes, *, ours: Callable[[bytes], bool], overwrite: bool
-) -> None:
+) -> bool:
     """Write one output file (`workbench --write`) under the same rules: not in `.loopx/`, no
     link on the way (inside the project) or at the file itself, and an existing file is
-    replaced only when `ours(its bytes)` says loopx wrote it, or with `overwrite`."""
+    replaced only when `ours(its bytes)` says loopx wrote it, or with `overwrite`. A file that
+    already holds `data` is left untouched (False); True when it was written."""
     refuse_store(root, target)
     name = target.name
     if not name or name in (".", ".."):
@@ -352,8 +353,10 @@ def write_file(
         kind = fsio.kind(path)
         if kind not in ("missing", "file"):
             raise _unsafe(str(target), kind)
-        if kind == "file" and not overwrite:
-            existing = fsio.read_regular(path, READ_CAP)
-            if existing is None or not ours(existing):
-                raise not_ours([str(target)])
+        existing = fsio.read_regular(path, READ_CAP) if kind == "file" else None
+        if existing == data:
+            return False
+        if kind == "file" and not overwrite and (existing is None or not ours(existing)):
+            raise not_ours([str(target)])
         fsio.write_atomic_nofollow(path, data)
+        return True
