@@ -432,3 +432,20 @@ def test_a_folder_swapped_for_a_link_mid_write_still_gets_nothing_outside(
     moved = site / "team.moved"
     assert b"edited" not in (moved / "goals" / "docs" / "index.html").read_bytes()
     assert b"edited" not in (moved / "index.html").read_bytes()
+
+
+def test_a_plain_publish_listing_lets_files_be_replaced_but_never_deleted(proj: Path) -> None:
+    """The listing an older loopx wrote, or the one `publish --git-branch` keeps on a branch,
+    names files but has no hashes: they may be replaced, never deleted."""
+    dest = proj / "pages"
+    (dest / "goals" / "old").mkdir(parents=True)
+    (dest / "index.html").write_bytes(b"<h1>an older publish</h1>")
+    (dest / "goals" / "old" / "index.html").write_bytes(b"<h1>an old goal</h1>")
+    (dest / ".loopx-published").write_bytes(b"index.html\ngoals/old/index.html\n")
+    result = loopx(proj, "publish", "--to", str(dest), "--head", REV_NEW)
+    assert result.exit_code == 0, result.stdout
+    assert result.json()["kept"] == ["goals/old/index.html"]
+    assert (dest / "goals" / "old" / "index.html").read_bytes() == b"<h1>an old goal</h1>"
+    assert (dest / "index.html").read_bytes() != b"<h1>an older publish</h1>"
+    listing = json.loads((dest / ".loopx-published").read_bytes())
+    assert listing["schema"] == "loopx.published/v1"
