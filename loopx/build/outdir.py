@@ -357,6 +357,12 @@ def write_file(
         if existing == data:
             return False
         if kind == "file" and not overwrite and (existing is None or not ours(existing)):
-            raise not_ours([str(target)])
+            raise Conflict(
+                f"{target} exists and is not a file loopx wrote; move it away, or pass "
+                "--overwrite to replace it",
+                code="output_not_ours",
+                paths=[str(target)],
+                count=1,
+            )
         fsio.write_atomic_nofollow(path, data)
         return True
