@@ -1,9 +1,16 @@
 """The public-boundary scanner: finds credentials, personal and machine data, and non-public text.
 
 Every artifact is scanned as written ("plain") and through each decoding it might hide a secret
-behind: JSON string escapes, HTML character references and URL percent-encoding. A decoded view
-keeps a map back to the raw text, so a finding always points at the raw line and column, and a
-finding of one kind at one raw place is reported once, in the first encoding that found it.
+behind: JSON string escapes, HTML character references, Mermaid entity codes, URL
+percent-encoding, base64 runs that decode to text, and Unicode compatibility forms (NFKC, with
+format characters such as U+200B, U+00AD and U+2060 removed). Decodings chain (``%255F`` is URL
+encoding twice, a fullwidth token inside a JSON string is JSON then Unicode), up to
+`MAX_DEPTH` deep. A decoded view keeps a map back to the raw text, so a finding always points at
+the raw line and column, and a finding of one kind at one raw place is reported once, in the
+first encoding that found it.
+
+Generic rules (keyword + entropy) judge only the fully decoded text: in the raw bytes of a page,
+``api_key = settings.api_key&#34;`` looks random because of its escape, not because of its value.
 
 Speed: one Aho-Corasick pass over a view finds both the exact forbidden strings and which rules'
 anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run; very large sets of
@@ -16,12 +23,15 @@ Findings never carry the matched text, so a report can be printed or published s
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import getpass
 import html
 import os
 import re
 import socket
+import unicodedata
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -38,7 +48,11 @@ from loopx.privacy.rules import HOSTNAME, NON_PUBLIC_ID, NON_PUBLIC_TEXT, RULES,
 MIN_FORBIDDEN_LENGTH = 6
 
 #: Encodings in the order views are scanned; the first that finds a place is reported.
-ENCODINGS = ("plain", "json", "html", "url")
+#: A chained view is named by its steps joined with ``+`` (``url+url``, ``json+unicode``).
+ENCODINGS = ("plain", "json", "html", "mermaid", "url", "base64", "unicode")
+
+#: How many decodings may be chained to reach a view.
+MAX_DEPTH = 3
 
 #: Machine names too common to mean anything (a home path still reveals them: see home-path).
 COMMON_MACHINE_NAMES = words(
@@ -102,25 +116,37 @@ class Hit:
 
 
 class View:
-    """Text as seen through one decoding, with a map from its positions back to the raw text.
+    """Text as seen through one or more decodings, with a map from its positions back to the raw
+    text (through `parent` for a chained view).
 
     The map is built only when a finding needs it: most views find nothing.
     """
 
-    __slots__ = ("encoding", "text", "_raw", "_decoder", "_map")
+    __slots__ = ("encoding", "text", "depth", "leaf", "_raw", "_decoder", "_map", "_parent")
 
-    def __init__(self, encoding: str, text: str, raw: str = "", decoder: _Decoder | None = None):
+    def __init__(
+        self,
+        encoding: str,
+        text: str,
+        raw: str = "",
+        decoder: _Decoder | None = None,
+        parent: View | None = None,
+    ):
         self.encoding = encoding
         self.text = text
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.leaf = True  # no decoding of this view differs from it (set by `views`)
         self._raw = raw
         self._decoder = decoder
         self._map: tuple[list[int], list[int], list[int], list[int]] | None = None
+        self._parent = parent
 
     def raw_span(self, start: int, end: int) -> tuple[int, int]:
         """The raw span that decodes to view[start:end] (escapes cut in half are widened)."""
         if self._decoder is None:
             return start, end
-        return self._to_raw(start, at_end=False), self._to_raw(max(start, end - 1), at_end=True)
+        span = self._to_raw(start, at_end=False), self._to_raw(max(start, end - 1), at_end=True)
+        return span if self._parent is None else self._parent.raw_span(*span)
 
     def _to_raw(self, pos: int, *, at_end: bool) -> int:
         if self._map is None:
@@ -168,10 +194,15 @@ class _Decoder:
     def _sub(self, match: re.Match[str]) -> str:
         return self.replace(match.group())
 
-    def view(self, raw: str) -> View | None:
-        """`raw` with every escape decoded; None when nothing changed."""
+    def view(self, parent: View) -> View | None:
+        """`parent`'s text with every escape decoded; None when nothing changed."""
+        raw = parent.text
         text = self.pattern.sub(self._sub, raw)
-        return None if text == raw else View(self.encoding, text, raw, self)
+        if text == raw:
+            return None
+        if parent.depth == 0:
+            return View(self.encoding, text, raw, self)
+        return View(f"{parent.encoding}+{self.encoding}", text, raw, self, parent)
 
 
 _JSON_SIMPLE = {
@@ -226,23 +257,94 @@ _URL = _Decoder("url", _PERCENT, _url_unescape)
 _URL_PLUS = _Decoder("url", r"\+|" + _PERCENT, _url_unescape)  # form encoding: '+' is a space
 _JOINED_BY_PLUS = re.compile(r"[^\s+]\+[^\s+]")  # words joined by '+': maybe form-encoded
 
+# Mermaid labels write a quote as `#quot;` and other characters as `#<code>;`.
+_MERMAID_NAMED = {"#quot;": '"', "#lt;": "<", "#gt;": ">", "#amp;": "&"}
+
+
+def _mermaid_unescape(token: str) -> str:
+    named = _MERMAID_NAMED.get(token)
+    if named is not None:
+        return named
+    code = int(token[1:-1])
+    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else token
+
+
+_MERMAID = _Decoder("mermaid", r"(?<!&)#(?:quot|lt|gt|amp|[0-9]{1,7});", _mermaid_unescape)
+
+
+def _base64_text(token: str) -> str:
+    """The text a base64 run stands for, when it is printable text; else the run itself."""
+    body = token.rstrip("=")
+    padded = body + "=" * (-len(body) % 4)
+    try:
+        data = (
+            base64.urlsafe_b64decode(padded)
+            if "-" in body or "_" in body
+            else base64.b64decode(padded, validate=True)
+        )
+    except (binascii.Error, ValueError):
+        return token
+    if len(data) < 16 or not all(32 <= b < 127 for b in data):
+        return token
+    return data.decode("ascii")
+
+
+# A run long enough to hold a token (16+ bytes), with both letters and digits or case (hex ids
+# and words rarely decode to printable text and are left as they are).
+_BASE64 = _Decoder("base64", r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,4096}={0,2}", _base64_text)
+
+
+def _unicode_fold(char: str) -> str:
+    if unicodedata.category(char) == "Cf":
+        return ""  # zero-width space/joiner, soft hyphen, word joiner, bidi marks
+    return unicodedata.normalize("NFKC", char)
+
+
+_UNICODE = _Decoder("unicode", r"[^\x00-\x7f]", _unicode_fold)
+
+
+def _decoders(text: str) -> list[_Decoder]:
+    """The decodings that could change `text` (cheap tests first)."""
+    found = []
+    if "\\" in text:
+        found.append(_JSON)
+    if "&" in text:
+        found.append(_HTML)
+    if "#" in text and ";" in text:
+        found.append(_MERMAID)
+    if "%" in text:
+        found.append(_URL)
+    if "+" in text and ("%" in text or _JOINED_BY_PLUS.search(text)):
+        found.append(_URL_PLUS)
+    if _BASE64_HINT.search(text):
+        found.append(_BASE64)
+    if not text.isascii():
+        found.append(_UNICODE)
+    return found
+
+
+_BASE64_HINT = re.compile(r"[A-Za-z0-9+/_-]{24}")
+
 
 def views(text: str) -> Iterator[View]:
-    """The raw text, then each decoding of it that differs from it."""
-    yield View("plain", text)
-    decoders = []
-    if "\\" in text:
-        decoders.append(_JSON)
-    if "&" in text:
-        decoders.append(_HTML)
-    if "%" in text:
-        decoders.append(_URL)
-    if "+" in text and ("%" in text or _JOINED_BY_PLUS.search(text)):
-        decoders.append(_URL_PLUS)
-    for decoder in decoders:
-        view = decoder.view(text)
-        if view is not None:
-            yield view
+    """The raw text, then each decoding of it that differs from it, then decodings of those
+    (breadth first, up to `MAX_DEPTH` steps; a text reached twice is scanned once)."""
+    root = View("plain", text)
+    seen = {text}
+    queue = [root]
+    for view in queue:
+        if view.depth >= MAX_DEPTH:
+            continue
+        for decoder in _decoders(view.text):
+            child = decoder.view(view)
+            if child is None:
+                continue
+            if decoder is not _BASE64:  # base64 is content, not an escape of this text
+                view.leaf = False
+            if child.text not in seen:
+                seen.add(child.text)
+                queue.append(child)
+    yield from queue
 
 
 # --- matchers ----------------------------------------------------------------------------------
@@ -439,6 +541,8 @@ class Scanner:
                     self._add(found, view, kind, start, end, False, _EXACT_PRIORITY)
         for number in sorted(numbers):
             rule = RULES[number]
+            if rule.generic and not view.leaf:
+                continue  # judged on the decoded text (see the module docstring)
             for start, end in rule.spans(text, anchors.get(number, ())):
                 if self._allow and text[start:end] in self._allow:
                     continue
