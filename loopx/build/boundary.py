@@ -13,6 +13,7 @@ from typing import Any
 
 from loopx.build.artifacts import Site
 from loopx.model.errors import BoundaryViolation
+from loopx.privacy.distinct import MIN_TEXT, distinctive_id, distinctive_text, found_in
 from loopx.privacy.scanner import Scanner
 from loopx.resources import resource_dir
 from loopx.state.entities import GoalState
@@ -41,9 +42,6 @@ class Forbidden:
 
     def scanner(self) -> Any:
         return Scanner(sorted(self.texts), forbidden_ids=sorted(self.ids))
-
-
-MIN_TEXT = 12  # shorter team text ("Review", "Fix tests") is too generic to match safely
 
 
 def _handoff_texts(record: dict[str, Any]) -> list[Any]:
@@ -109,10 +107,10 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
             public.update(texts)
             public_ids.add(entity_id)
             continue
-        found.update(t for t in texts if len(t.strip()) >= MIN_TEXT)
-        if visibility == "private":
+        found.update(t for t in texts if distinctive_text(t))
+        if visibility == "private" and distinctive_id(entity_id):
             ids.add(entity_id)
-    if state.visibility == "private":
+    if state.visibility == "private" and distinctive_id(state.goal_id):
         ids.add(state.goal_id)
     return GoalStrings(frozenset(found), frozenset(ids), frozenset(public), frozenset(public_ids))
 
@@ -140,12 +138,13 @@ def non_public_strings(
     public = frozenset().union(*(p.public for p in parts)) if parts else frozenset()
     ids = frozenset().union(*(p.ids for p in parts)) if parts else frozenset()
     public_ids = frozenset().union(*(p.public_ids for p in parts)) if parts else frozenset()
-    # Text that is also public (the same words on a public item) or part of the templates
-    # themselves cannot leak anything; matching it would only cry wolf. Likewise a private
-    # id that is also a public id, a word of the templates or a key of the JSON artifacts
-    # (a private todo called `index` or `status`).
+    # Text that is also public (the same words on a public item, or inside a longer public
+    # text) or part of the templates themselves cannot leak anything; matching it would only
+    # cry wolf (see loopx.privacy.distinct). Likewise a private id that is also a public id, a
+    # word of the templates or a key of the JSON artifacts (a private todo called `index`).
     boilerplate = _Boilerplate.get()
-    kept = frozenset(s for s in found - public if not boilerplate.contains(s))
+    candidates = {s for s in found - public if not boilerplate.contains(s)}
+    kept = frozenset(candidates - found_in(candidates, sorted(public)))
     kept_ids = frozenset(i for i in ids - public_ids if i not in boilerplate.words)
     return Forbidden(kept, kept_ids)
 

@@ -134,7 +134,7 @@ class View:
     ):
         self.encoding = encoding
         self.text = text
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self.leaf = True  # no decoding of this view differs from it (set by `views`)
         self._raw = raw
         self._decoder = decoder
