@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from loopx.build.artifacts import Artifact, Site
-from loopx.build.boundary import enforce, non_public_strings, scan_public
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, run_units
@@ -188,12 +188,10 @@ def build(
     site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
     result = BuildResult(site)
     if "public" in audiences:
-        result.findings = scan_public(
-            site,
-            non_public_strings(goals, cache=cache.strings if cache is not None else None),
-            cache.scan if cache is not None else None,
-        )
-        enforce(result.findings)
+        forbidden = non_public_strings(goals, cache=cache.strings if cache is not None else None)
+        forbidden = forbidden.with_names(project_names(root))
+        result.findings = scan_public(site, forbidden, cache.scan if cache is not None else None)
+        enforce(result.findings, goals, forbidden)
     with fsio.guard("create the output folder"):
         out.mkdir(parents=True, exist_ok=True)
     trusted: set[str] = set()

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from loopx.build.boundary import enforce, non_public_strings, scan_public
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
 from loopx.build.pipeline import AUTO, make_site, previous_files, resolve_head
 from loopx.build.writer import write_tree
 from loopx.model.errors import Conflict, LoopxError
@@ -34,7 +34,8 @@ def publish(
 ) -> dict[str, Any]:
     head = resolve_head(root, head)
     site, (goals, _) = make_site(root, ("public",), head)
-    enforce(scan_public(site, non_public_strings(goals)))
+    forbidden = non_public_strings(goals).with_names(project_names(root))
+    enforce(scan_public(site, forbidden), goals, forbidden)
     files = _public_files(site)
     sources = ", ".join(
         f"{g}@{s['revision']}"

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit
+from loopx.cli.common import common, emit, print_findings
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -87,7 +87,7 @@ def build_cmd(
     all-or-nothing.
     """
     from loopx.build.pipeline import build, check, parse_audiences
-    from loopx.model.errors import CheckFailed
+    from loopx.model.errors import BoundaryViolation, CheckFailed
 
     project = _root(root)
     auds = parse_audiences(audiences)
@@ -107,7 +107,14 @@ def build_cmd(
             )
         emit(fmt, result.to_dict(), f"{out} is up to date")
         return
-    res = build(project, out, audiences=auds, head=_head(head), validate=validate, reuse=not force)
+    try:
+        res = build(
+            project, out, audiences=auds, head=_head(head), validate=validate, reuse=not force
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":  # JSON mode: the findings travel in the error envelope
+            print_findings(err.details.get("findings", []))
+        raise
     data = res.to_dict()
     data["out"] = str(out)
 
@@ -186,15 +193,20 @@ def publish_cmd(
 ) -> None:
     """Ship the public partition only, after the boundary scan passes."""
     from loopx.build.publish import publish
-    from loopx.model.errors import InvalidInput
+    from loopx.model.errors import BoundaryViolation, InvalidInput
 
     if (to_dir is None) == (git_branch is None):
         raise InvalidInput(
             "give exactly one of --to DIR or --git-branch BRANCH", code="usage_error"
         )
-    result: dict[str, Any] = publish(
-        _root(root), to_dir=to_dir, git_branch=git_branch, head=_head(head), message=message
-    )
+    try:
+        result: dict[str, Any] = publish(
+            _root(root), to_dir=to_dir, git_branch=git_branch, head=_head(head), message=message
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":
+            print_findings(err.details.get("findings", []))
+        raise
     where = to_dir if to_dir is not None else f"branch {git_branch}"
     emit(
         fmt,

@@ -152,3 +152,13 @@ def split_ids(values: tuple[str, ...]) -> list[str]:
     for value in values:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+def print_findings(findings: list[dict[str, Any]]) -> None:
+    """One line per finding (never the matched text), then the commands that clear it."""
+    for f in findings:
+        click.echo(f"{f['path']}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
+        for command in f.get("clear", []):
+            click.echo(f"  clear with: {command}")
+        if "clear" in f and not f["clear"]:
+            click.echo("  no field holds it (an id or generated text): rename or report it")

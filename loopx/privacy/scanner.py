@@ -27,6 +27,7 @@ import base64
 import binascii
 import contextlib
 import getpass
+import hashlib
 import html
 import os
 import re
@@ -407,9 +408,24 @@ _ALWAYS = tuple(n for n, rule in enumerate(RULES) if not rule.anchors)
 _POSITIONAL = frozenset(n for n, rule in enumerate(RULES) if rule.locate is not None)
 
 
+#: Names to refuse wherever the scan runs (a CI secret, say): comma- or space-separated.
+NAMES_ENV = "LOOPX_PRIVATE_NAMES"
+
+
+def name_hash(name: str) -> str:
+    """How `.loopx/names` lists a name without saying it: sha256 of its lowercase form."""
+    return hashlib.sha256(name.strip().lower().encode("utf-8")).hexdigest()
+
+
 def machine_names() -> dict[str, set[str]]:
-    """This machine's user and host names worth looking for (trivial, common ones dropped)."""
+    """The user and host names of "this host" worth looking for (trivial, common ones dropped):
+    the machine the scan runs on, plus every name in ``$LOOPX_PRIVATE_NAMES`` (so a CI
+    machine refuses the names of the machines the work was done on; see also `name_hashes`
+    for the committed, hashed list)."""
     names: dict[str, set[str]] = {USERNAME: set(), HOSTNAME: set()}
+    for name in re.split(r"[\s,]+", os.environ.get(NAMES_ENV, "")):
+        if name:
+            names[USERNAME].update({name, name.lower()})
     with contextlib.suppress(Exception):  # getuser raises whatever the platform lookup raises
         names[USERNAME].add(getpass.getuser())
     try:
@@ -453,7 +469,10 @@ class Scanner:
         forbidden_ids: Iterable[str] = (),
         allow: Iterable[str] = (),
         rules: bool = True,
+        name_hashes: Iterable[str] = (),
     ) -> None:
+        self._name_hashes = frozenset(name_hashes)
+        self._hashed: dict[str, bool] = {}  # word -> is it a listed name (words recur)
         tagged: dict[str, set[str]] = {}
         # Long forbidden texts go into the automaton by their first PREFIX characters only and
         # are confirmed where a prefix matches: an automaton over tens of thousands of long
@@ -539,6 +558,8 @@ class Scanner:
                     ):
                         continue
                     self._add(found, view, kind, start, end, False, _EXACT_PRIORITY)
+        if self._name_hashes:
+            self._scan_names(view, found)
         for number in sorted(numbers):
             rule = RULES[number]
             if rule.generic and not view.leaf:
@@ -547,6 +568,22 @@ class Scanner:
                 if self._allow and text[start:end] in self._allow:
                     continue
                 self._add(found, view, rule.kind, start, end, rule.generic, rule.priority)
+
+    def _scan_names(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
+        """Whole words whose hash is listed (and a dotted host name's first label)."""
+        hashed = self._hashed
+        for match in _WORD.finditer(view.text):
+            word = match.group().rstrip(".-")
+            for candidate in (word, word.split(".", 1)[0]) if "." in word else (word,):
+                listed = hashed.get(candidate)
+                if listed is None:
+                    listed = name_hash(candidate) in self._name_hashes
+                    if len(hashed) < 200_000:
+                        hashed[candidate] = listed
+                if listed:
+                    start = match.start()
+                    self._add(found, view, USERNAME, start, start + len(candidate), False, 4)
+                    break
 
     @staticmethod
     def _add(
@@ -564,6 +601,7 @@ class Scanner:
             found[key] = Hit(kind, raw_start, raw_end, view.encoding, generic, priority)
 
 
+_WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9][A-Za-z0-9_.-]{3,252}(?![A-Za-z0-9_])")
 _PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t\n\r]{8,}")
 
 

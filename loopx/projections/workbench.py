@@ -81,6 +81,16 @@ def workbench(
             for n in notes
             if n.kind in ("lesson", "decision")
         ],
+        "corrections": [
+            {
+                "redaction_id": r["redaction_id"],
+                "what": f"{r['entity']} {r['entity_id']} {r['field']}",
+                "by": r["by"],
+                "at": r["at"],
+                "reason": lens.text(r["reason"]),
+            }
+            for r in sorted(state.redactions.values(), key=lambda r: r["seq"])
+        ],
         "omissions": lens.omissions(),
     }
 
