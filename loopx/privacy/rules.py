@@ -852,7 +852,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "home-path",
         r"(?<![A-Za-z0-9._~%+-])(?:/home|/Users)/[A-Za-z0-9._-]*[A-Za-z0-9_-]"
-        r"|(?<![A-Za-z0-9._~%+-])/root(?=[/\s\"'),;:\]}.]|$)",
+        r"|(?<![A-Za-z0-9._~%+/:-])/root(?=[/\s\"'),;:\]}.]|$)",  # not scheme://root:pw@
         ["/home/", "/Users/", "/root"],
         category=PERSONAL,
     ),
