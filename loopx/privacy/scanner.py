@@ -9,8 +9,9 @@ encoding twice, a fullwidth token inside a JSON string is JSON then Unicode), up
 the raw line and column, and a finding of one kind at one raw place is reported once, in the
 first encoding that found it.
 
-Generic rules (keyword + entropy) judge only the fully decoded text: in the raw bytes of a page,
-``api_key = settings.api_key&#34;`` looks random because of its escape, not because of its value.
+Generic rules (keyword + entropy) judge a value only where it is decoded: in the raw bytes of a
+page, ``api_key = settings.api_key&#34;`` looks random because of its escape, not because of its
+value, so a generic hit whose value still holds an escape is left to the view that decodes it.
 
 Speed: one Aho-Corasick pass over a view finds both the exact forbidden strings and which rules'
 anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run; very large sets of
@@ -123,7 +124,7 @@ class View:
     The map is built only when a finding needs it: most views find nothing.
     """
 
-    __slots__ = ("encoding", "text", "depth", "leaf", "_raw", "_decoder", "_map", "_parent")
+    __slots__ = ("encoding", "text", "depth", "_raw", "_decoder", "_map", "_parent")
 
     def __init__(
         self,
@@ -132,11 +133,11 @@ class View:
         raw: str = "",
         decoder: _Decoder | None = None,
         parent: View | None = None,
+        depth: int = 0,
     ):
         self.encoding = encoding
         self.text = text
-        self.depth: int = 0 if parent is None else parent.depth + 1
-        self.leaf = True  # no decoding of this view differs from it (set by `views`)
+        self.depth = depth  # how many decodings led here (0: the raw text)
         self._raw = raw
         self._decoder = decoder
         self._map: tuple[list[int], list[int], list[int], list[int]] | None = None
@@ -202,8 +203,9 @@ class _Decoder:
         if text == raw:
             return None
         if parent.depth == 0:
-            return View(self.encoding, text, raw, self)
-        return View(f"{parent.encoding}+{self.encoding}", text, raw, self, parent)
+            return View(self.encoding, text, raw, self, depth=1)
+        encoding = f"{parent.encoding}+{self.encoding}"
+        return View(encoding, text, raw, self, parent, depth=parent.depth + 1)
 
 
 _JSON_SIMPLE = {
@@ -258,24 +260,22 @@ _URL = _Decoder("url", _PERCENT, _url_unescape)
 _URL_PLUS = _Decoder("url", r"\+|" + _PERCENT, _url_unescape)  # form encoding: '+' is a space
 _JOINED_BY_PLUS = re.compile(r"[^\s+]\+[^\s+]")  # words joined by '+': maybe form-encoded
 
-# Mermaid labels write a quote as `#quot;` and other characters as `#<code>;`.
+# Mermaid labels (loopx.render.graph) write `"`, `<`, `>` and `&` as named entity codes.
 _MERMAID_NAMED = {"#quot;": '"', "#lt;": "<", "#gt;": ">", "#amp;": "&"}
 
 
 def _mermaid_unescape(token: str) -> str:
-    named = _MERMAID_NAMED.get(token)
-    if named is not None:
-        return named
-    code = int(token[1:-1])
-    return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else token
+    return _MERMAID_NAMED.get(token, token)
 
 
-_MERMAID = _Decoder("mermaid", r"(?<!&)#(?:quot|lt|gt|amp|[0-9]{1,7});", _mermaid_unescape)
+_MERMAID = _Decoder("mermaid", r"(?<!&)#(?:quot|lt|gt|amp);", _mermaid_unescape)
 
 
 def _base64_text(token: str) -> str:
     """The text a base64 run stands for, when it is printable text; else the run itself."""
     body = token.rstrip("=")
+    if len(body) % 4 == 1 or _HEX_RUN.fullmatch(body):
+        return token  # not base64 of anything, or a hash / revision
     padded = body + "=" * (-len(body) % 4)
     try:
         data = (
@@ -292,7 +292,9 @@ def _base64_text(token: str) -> str:
 
 # A run long enough to hold a token (16+ bytes), with both letters and digits or case (hex ids
 # and words rarely decode to printable text and are left as they are).
-_BASE64 = _Decoder("base64", r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,4096}={0,2}", _base64_text)
+# Greedy runs are maximal, so no look-around is needed (it would cost a check per character).
+_BASE64 = _Decoder("base64", r"[A-Za-z0-9+/_-]{24,4096}={0,2}", _base64_text)
+_HEX_RUN = re.compile(r"[0-9a-fA-F]+")
 
 
 def _unicode_fold(char: str) -> str:
@@ -302,46 +304,117 @@ def _unicode_fold(char: str) -> str:
 
 
 _UNICODE = _Decoder("unicode", r"[^\x00-\x7f]", _unicode_fold)
+# Every format character (category Cf, Unicode 15), which NFKC keeps: soft hyphen, zero-width
+# and bidi marks, word joiners, BOM, tags; a test checks the class against `unicodedata`.
+_FORMAT = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]"
+)
 
 
-def _decoders(text: str) -> list[_Decoder]:
-    """The decodings that could change `text` (cheap tests first)."""
+def _unicode_hint(text: str) -> bool:
+    """Whether NFKC or dropping format characters would change `text` (both checks in C)."""
+    return not unicodedata.is_normalized("NFKC", text) or _FORMAT.search(text) is not None
+
+
+# What may follow each decoding in a chain: an escape can hide inside another (`%255F` is URL
+# twice; a JSON string holds HTML; a page holds Mermaid), and any of them can hide fullwidth or
+# zero-width characters. Base64 is decoded only where it sits in the raw text (JSON escapes
+# nothing of its alphabet but `/`).
+_NEXT: dict[str, tuple[str, ...]] = {
+    "plain": ("json", "html", "mermaid", "url", "base64", "unicode"),
+    "json": ("html", "url", "unicode"),
+    "html": ("mermaid", "unicode"),
+    "url": ("url", "unicode"),
+    "mermaid": ("unicode",),
+    "base64": (),
+    "unicode": (),
+}
+
+
+def _decoders(text: str, allowed: tuple[str, ...], base64: bool | None = None) -> list[_Decoder]:
+    """The decodings in `allowed` that could change `text` (cheap tests first); `base64` says
+    whether an encoded anchor occurs, when the caller already knows."""
     found = []
-    if "\\" in text:
+    if "json" in allowed and "\\" in text:
         found.append(_JSON)
-    if "&" in text:
+    if "html" in allowed and "&" in text:
         found.append(_HTML)
-    if "#" in text and ";" in text:
+    if "mermaid" in allowed and (
+        "#quot;" in text or "#lt;" in text or "#gt;" in text or "#amp;" in text
+    ):
         found.append(_MERMAID)
-    if "%" in text:
+    if "url" in allowed and "%" in text:
         found.append(_URL)
-    if "+" in text and ("%" in text or _JOINED_BY_PLUS.search(text)):
+        if "+" in text:
+            found.append(_URL_PLUS)
+    elif "url" in allowed and "+" in text and _JOINED_BY_PLUS.search(text):
         found.append(_URL_PLUS)
-    if _BASE64_HINT.search(text):
+    if "base64" in allowed and (_base64_hint(text) if base64 is None else base64):
         found.append(_BASE64)
-    if not text.isascii():
+    if "unicode" in allowed and not text.isascii() and _unicode_hint(text):
         found.append(_UNICODE)
     return found
 
 
-_BASE64_HINT = re.compile(r"[A-Za-z0-9+/_-]{24}")
+# Base64 is decoded only where the encoded form of a rule anchor (a token prefix such as
+# `ghp_`, a keyword such as `password`) occurs: whatever alignment the anchor had in the
+# encoded bytes, some of its base64 characters are fixed. One automaton pass finds them, so
+# text without them (nearly all of it) pays no regex pass over every run of letters.
+_URLSAFE = str.maketrans("+/", "-_")
 
 
-def views(text: str) -> Iterator[View]:
+def _encoded_segments(word: bytes) -> set[str]:
+    """The base64 characters fixed by `word` at each of the three byte alignments."""
+    found = set()
+    for shift in range(3):
+        encoded = base64.b64encode(b"\x00" * shift + word + b"\x00\x00\x00").decode()
+        first = -(-8 * shift // 6)  # the first sextet made of `word`'s bits only
+        last = 8 * (shift + len(word)) // 6
+        segment = encoded[first:last]
+        if len(segment) >= 5:
+            found.update({segment, segment.translate(_URLSAFE)})
+    return found
+
+
+@lru_cache(maxsize=1)
+def _base64_segments() -> tuple[str, ...]:
+    words = {a for rule in RULES for a in rule.anchors if len(a) >= 4 and a.isascii()}
+    return tuple(sorted({s for w in words for s in _encoded_segments(w.encode())}))
+
+
+@lru_cache(maxsize=1)
+def _base64_anchors() -> Any:
+    return ahocorasick_rs.AhoCorasick(
+        list(_base64_segments()), implementation=ahocorasick_rs.Implementation.DFA
+    )
+
+
+def _base64_hint(text: str) -> bool:
+    try:
+        return bool(_base64_anchors().find_matches_as_indexes(text))
+    except UnicodeEncodeError:
+        return True
+
+
+def views(text: str, base64: bool | None = None) -> Iterator[View]:
     """The raw text, then each decoding of it that differs from it, then decodings of those
-    (breadth first, up to `MAX_DEPTH` steps; a text reached twice is scanned once)."""
+    (breadth first, up to `MAX_DEPTH` steps; a text reached twice is scanned once). `base64`:
+    whether the raw text holds an encoded anchor, when the caller's scan already found out."""
     root = View("plain", text)
     seen = {text}
     queue = [root]
     for view in queue:
         if view.depth >= MAX_DEPTH:
             continue
-        for decoder in _decoders(view.text):
+        last = view.encoding.rsplit("+", 1)[-1]
+        hint = base64 if view is root else None
+        for decoder in _decoders(view.text, _NEXT[last], hint):
             child = decoder.view(view)
             if child is None:
                 continue
-            if decoder is not _BASE64:  # base64 is content, not an escape of this text
-                view.leaf = False
             if child.text not in seen:
                 seen.add(child.text)
                 queue.append(child)
@@ -387,6 +460,8 @@ def _rule_anchors() -> dict[str, tuple[int, ...]]:
     for number, rule in enumerate(RULES):
         for anchor in rule.anchors:
             tagged.setdefault(anchor, []).append(number)
+    for segment in _base64_segments():  # not a rule: says the base64 view is worth building
+        tagged.setdefault(segment, []).append(_BASE64_ANCHOR)
     return {anchor: tuple(numbers) for anchor, numbers in tagged.items()}
 
 
@@ -404,6 +479,7 @@ def _automata(kinds: Mapping[str, Iterable[str]]) -> tuple[_Literals, ...]:
     return (_Literals(kinds, {}, dfa=False), _anchors_only())
 
 
+_BASE64_ANCHOR = len(RULES)  # the tag of encoded anchors in the rule-anchor automaton
 _ALWAYS = tuple(n for n, rule in enumerate(RULES) if not rule.anchors)
 _POSITIONAL = frozenset(n for n, rule in enumerate(RULES) if rule.locate is not None)
 
@@ -519,15 +595,18 @@ class Scanner:
     def hits(self, text: str) -> list[Hit]:
         """Raw spans of every finding, deduplicated and sorted; what `redact` works from."""
         found: dict[tuple[str, int], Hit] = {}
-        for view in views(text):
-            self._scan_view(view, found)
+        encoded = self._scan_view(View("plain", text), found)
+        for view in views(text, base64=encoded if self._rules else False):
+            if view.depth:
+                self._scan_view(view, found)
         if not found:
             return []
         hits = _drop_generic_overlaps(list(found.values()))
         hits.sort(key=lambda h: (h.start, h.kind, h.end))
         return hits
 
-    def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
+    def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> bool:
+        """Add the view's hits to `found`; True when an encoded (base64) anchor occurs."""
         text = view.text
         numbers = set(_ALWAYS) if self._rules else set()
         anchors: dict[int, list[int]] = {}  # positional rule -> where its anchors start
@@ -560,14 +639,17 @@ class Scanner:
                     self._add(found, view, kind, start, end, False, _EXACT_PRIORITY)
         if self._name_hashes:
             self._scan_names(view, found)
+        encoded = _BASE64_ANCHOR in numbers
+        numbers.discard(_BASE64_ANCHOR)
         for number in sorted(numbers):
             rule = RULES[number]
-            if rule.generic and not view.leaf:
-                continue  # judged on the decoded text (see the module docstring)
             for start, end in rule.spans(text, anchors.get(number, ())):
                 if self._allow and text[start:end] in self._allow:
                     continue
+                if rule.generic and _ESCAPED.search(text, start, end + 1):  # `;` ends it
+                    continue  # judged where it is decoded (see the module docstring)
                 self._add(found, view, rule.kind, start, end, rule.generic, rule.priority)
+        return encoded
 
     def _scan_names(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
         """Whole words whose hash is listed (and a dotted host name's first label)."""
@@ -602,6 +684,11 @@ class Scanner:
 
 
 _WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9][A-Za-z0-9_.-]{3,252}(?![A-Za-z0-9_])")
+# An escape left inside a generic rule's value: the view has not decoded it yet (another has).
+_ESCAPED = re.compile(
+    r"&(?:#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});"
+    r"|#(?:quot|lt|gt|amp);|\\[\"'/\\bfnrtu]|%[0-9a-fA-F]{2}"
+)
 _PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t\n\r]{8,}")
 
 
