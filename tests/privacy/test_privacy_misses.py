@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from loopx.privacy.redact import redact
 from loopx.privacy.scanner import Scanner
+from tests.conftest import run_cli
 
 SCANNER = Scanner(machine=False)
 HEX40 = "9f3c" * 10
@@ -95,3 +97,42 @@ def test_base64_of_a_token() -> None:
 def test_base64_of_plain_words_and_hex_is_left_alone() -> None:
     for text in ("sha256:" + "ab" * 32, "dGhpcyBpcyBhIHBsYWluIHNlbnRlbmNlLCBub3RoaW5nIG1vcmU="):
         assert _kinds(text) == set()
+
+
+def test_format_class_is_every_format_character() -> None:
+    import unicodedata
+
+    from loopx.privacy.scanner import _FORMAT
+
+    every = [chr(i) for i in range(0x110000) if unicodedata.category(chr(i)) == "Cf"]
+    assert all(_FORMAT.match(c) for c in every)
+    assert not _FORMAT.search("plain ascii and \u00e9\u4e2d")
+
+
+def test_repository_token_and_quota_unit_never_reach_public_output(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    assert run_cli(["init", "--root", str(root)]).exit_code == 0
+    repo = f"https://{HEX40}@github.com/org/repo.git"
+    created = run_cli(
+        ["goal", "create", "--root", str(root), "--goal-id", "g", "--title", "Public goal",
+         "--objective", "Ship it", "--visibility", "public", "--repository", repo]
+    )  # fmt: skip
+    assert created.exit_code == 0, created.stderr
+    unit = GITLAB
+    quota = run_cli(
+        ["quota", "set", "--root", str(root), "--goal-id", "g", "--budget", "5", "--unit", unit]
+    )
+    assert quota.exit_code == 0, quota.stderr
+    out = tmp_path / "site"
+    built = run_cli(["build", "--root", str(root), "--out", str(out), "--audience", "public"])
+    assert built.exit_code == 0, built.stderr
+    status = json.loads((out / "public/goals/g/status.json").read_text())
+    assert (
+        status["goal"]["repository"] == "https://[redacted:url-token-user]@github.com/org/repo.git"
+    )
+    assert status["quota"]["unit"] == "[redacted:gitlab-token]"
+    for path in out.rglob("*"):
+        if path.is_file():
+            data = path.read_text(errors="replace")
+            assert HEX40 not in data and GITLAB not in data
