@@ -76,7 +76,7 @@ def scan_cmd(
         if goals is not None:
             from loopx.build.corrections import add_commands
 
-            add_commands(shown[:100], goals, scanner)
+            add_commands(shown[:100], goals(), scanner)
         if fmt != "json":  # JSON mode: the findings travel in the error envelope
             print_findings(findings)
         raise BoundaryViolation(
@@ -88,6 +88,9 @@ def scan_cmd(
 
 
 def _ledger_scanner(root: Path | None, machine: bool) -> tuple[Any, Any]:
+    """A scanner for the project's non-public strings (cached between runs, see
+    `loopx.build.scancache`), and a function that gathers the goals (for clearing commands)."""
+    from loopx.build import scancache
     from loopx.build.boundary import non_public_strings, project_names
     from loopx.build.pipeline import gather
     from loopx.privacy.scanner import Scanner
@@ -96,12 +99,15 @@ def _ledger_scanner(root: Path | None, machine: bool) -> tuple[Any, Any]:
 
     project = find_root(root)
     store = FileStore(project)
-    goals = gather(store)
-    forbidden = non_public_strings(goals, store.get_blob)
+    wanted = scancache.key(store)
+    forbidden = scancache.load(store, wanted)
+    if forbidden is None:
+        forbidden = non_public_strings(gather(store), store.get_blob)
+        scancache.save(store, wanted, forbidden)
     scanner = Scanner(
         sorted(forbidden.texts),
         forbidden_ids=sorted(forbidden.ids),
         machine=machine,
         name_hashes=project_names(project),
     )
-    return scanner, goals
+    return scanner, lambda: gather(store)

@@ -16,6 +16,7 @@ What is not forbidden by exact match is still scanned by the rules (credentials,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import ahocorasick_rs
@@ -35,9 +36,28 @@ def distinctive_id(value: str) -> bool:
     return len(value) >= MIN_WORD or any(c.isdigit() or c in "-_" for c in value)
 
 
+_HASH = re.compile(r"(?:sha256:)?[0-9a-f]{64}")
+
+
 def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
-    """The `strings` that occur inside any of `texts` (one Aho-Corasick pass)."""
-    patterns = sorted(set(strings))
+    """The `strings` that occur inside any of `texts` (one Aho-Corasick pass).
+
+    Cheap filters first, so the automaton holds only strings that can occur: a string of three
+    or more words occurs in a text only if its inner words are whole words of it; loopx's own
+    blob hashes are never public text (and must stay forbidden)."""
+    texts = list(texts)
+    words: set[str] = set()
+    for text in texts:
+        words.update(text.split())
+    patterns = []
+    for candidate in set(strings):
+        if _HASH.fullmatch(candidate):
+            continue
+        parts = candidate.split()
+        if len(parts) > 2 and not words.issuperset(parts[1:-1]):
+            continue
+        patterns.append(candidate)
+    patterns.sort()
     haystack = "\x00".join(texts)
     if not patterns or not haystack:
         return set()

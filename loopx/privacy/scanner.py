@@ -432,8 +432,18 @@ class _Literals:
         self, kinds: Mapping[str, Iterable[str]], rules: Mapping[str, Iterable[int]], *, dfa: bool
     ) -> None:
         self.patterns = sorted(set(kinds) | set(rules))
-        self.kinds = [tuple(sorted(set(kinds.get(p, ())))) for p in self.patterns]
-        self.rules = [tuple(sorted(set(rules.get(p, ())))) for p in self.patterns]
+        # Tens of thousands of patterns share a handful of tag sets: normalise each set once.
+        memo: dict[frozenset[Any], tuple[Any, ...]] = {frozenset(): ()}
+
+        def tags(value: Iterable[Any]) -> tuple[Any, ...]:
+            key = frozenset(value)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = tuple(sorted(key))
+            return found
+
+        self.kinds = [tags(kinds.get(p, ())) for p in self.patterns]
+        self.rules = [tags(rules.get(p, ())) for p in self.patterns]
         kind = ahocorasick_rs.Implementation
         implementation = kind.DFA if dfa else kind.ContiguousNFA
         self._automaton = (
@@ -558,7 +568,7 @@ class Scanner:
             for text in texts:
                 if len(text) >= MIN_FORBIDDEN_LENGTH:
                     # lone surrogates cannot be matched as UTF-8; scanned text gets the same fix
-                    clean = _SURROGATES.sub("\ufffd", text)
+                    clean = text if text.isascii() else _SURROGATES.sub("\ufffd", text)
                     if kind == NON_PUBLIC_TEXT and len(clean) > PREFIX:
                         self._long.setdefault(clean[:PREFIX], []).append(clean)
                         tagged.setdefault(clean[:PREFIX], set()).add(_PREFIX_KIND)
