@@ -102,7 +102,7 @@ def test_base64_of_plain_words_and_hex_is_left_alone() -> None:
 def test_format_class_is_every_format_character() -> None:
     import unicodedata
 
-    from loopx.privacy.scanner import _FORMAT
+    from loopx.privacy.views import _FORMAT
 
     every = [chr(i) for i in range(0x110000) if unicodedata.category(chr(i)) == "Cf"]
     assert all(_FORMAT.match(c) for c in every)
