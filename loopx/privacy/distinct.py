@@ -27,9 +27,10 @@ MIN_WORD = 16
 
 def distinctive_text(text: str) -> bool:
     stripped = text.strip()
-    if len(stripped) < MIN_TEXT:
-        return False
-    return len(stripped.split()) >= 2 or len(stripped) >= MIN_WORD
+    size = len(stripped)
+    if size >= MIN_WORD:
+        return True
+    return size >= MIN_TEXT and len(stripped.split(None, 1)) == 2  # two words
 
 
 def distinctive_id(value: str) -> bool:
@@ -51,10 +52,9 @@ def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
         words.update(text.split())
     patterns = []
     for candidate in set(strings):
-        if _HASH.fullmatch(candidate):
+        if len(candidate) in (64, 71) and _HASH.fullmatch(candidate):
             continue
-        parts = candidate.split()
-        if len(parts) > 2 and not words.issuperset(parts[1:-1]):
+        if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
             continue
         patterns.append(candidate)
     patterns.sort()
