@@ -154,6 +154,17 @@ def split_ids(values: tuple[str, ...]) -> list[str]:
     return out
 
 
+def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | None:
+    """A `--workspace` option's value as the top of the git work tree it lies in, so a
+    command run from a subfolder observes the same checkout (paths in a handoff note are
+    relative to it); a folder outside git is taken as it is."""
+    if value is None:
+        return None
+    from loopx.engine.git import checkout_root
+
+    return checkout_root(value)
+
+
 def print_findings(findings: list[dict[str, Any]]) -> None:
     """One line per finding (never the matched text), then the commands that clear it."""
     for f in findings:

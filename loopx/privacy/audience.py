@@ -100,6 +100,7 @@ def _count(n: int, what: str) -> str:
 _SINGULAR = (
     ("evidence items", "evidence item"),
     ("fields", "field"),
+    ("corrections", "correction"),
     ("edges", "edge"),
     ("todos", "todo"),
     ("gates", "gate"),
