@@ -358,9 +358,11 @@ _URL_USERINFO = re.compile(r"://(?:[^\s/?#@:\"'<>]*:[^\s@\"'<>]*)?\Z")
 
 
 #: Domains reserved for documentation (RFC 2606, RFC 6761): an address there names nobody.
-#: Only the names themselves: ``corp.example.org`` reads as a stand-in for a real company.
+#: Only the second-level names themselves and the TLDs that can never resolve: a subdomain
+#: such as ``corp.example.org`` or a ``corp.example`` name reads as a stand-in for a real
+#: company in docs and tests, so it is treated as one.
 RESERVED_DOMAINS = frozenset({"example.com", "example.org", "example.net"})
-RESERVED_TLDS = (".example", ".test", ".invalid", ".localhost")
+RESERVED_TLDS = (".test", ".invalid", ".localhost")
 #: Local parts of addresses that receive nothing (``noreply@github.com``).
 NO_REPLY = frozenset({"noreply", "no-reply", "donotreply", "do-not-reply", "notifications"})
 

@@ -152,7 +152,7 @@ _EMAILS = [
     "41898282+github-actions[bot]@users.noreply.github.com",
     "49699333+dependabot[bot]@users.noreply.github.com",
     "user@host.test",
-    "admin@server.example",
+    "ci@example.invalid",
     "nobody@nowhere.invalid",
     "dev@app.localhost",
 ]
