@@ -15,7 +15,7 @@ import orjson
 
 from loopx.build import outdir
 from loopx.build.artifacts import Artifact, Site
-from loopx.build.boundary import enforce, non_public_strings, scan_public
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
@@ -215,12 +215,13 @@ def build(
         site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
         result = BuildResult(site)
         if "public" in audiences:
+            forbidden = non_public_strings(
+                goals, cache=cache.strings if cache is not None else None
+            ).with_names(project_names(root))
             result.findings = scan_public(
-                site,
-                non_public_strings(goals, cache=cache.strings if cache is not None else None),
-                cache.scan if cache is not None else None,
+                site, forbidden, cache.scan if cache is not None else None
             )
-            enforce(result.findings)
+            enforce(result.findings, goals, forbidden)
         trusted: set[str] = set()
         if cache is not None:
             trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
