@@ -15,7 +15,7 @@ from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context
 from loopx.store.filestore import FileStore
 from loopx.store.memorystore import MemoryStore
-from tests.pg import pg_store, pg_url  # noqa: F401 (a fixture, shared with every test)
+from tests.pg import pg_empty, pg_store, pg_url  # noqa: F401 (fixtures, shared by every test)
 
 T0 = "2026-03-01T12:00:00Z"
 

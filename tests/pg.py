@@ -118,3 +118,22 @@ def quarantined(url: str, goal: str) -> list[bytes]:
         .fetchall()
     )
     return [bytes(r[0]) for r in rows]
+
+
+def as_url(conninfo: str) -> str:
+    """The same database as a postgresql:// URL (what `loopx init --store` takes)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = conninfo_to_dict(conninfo)
+    user = params.get("user", "postgres")
+    return (
+        f"postgresql://{user}@{params.get('host', '127.0.0.1')}:{params.get('port', 5432)}"
+        f"/{params['dbname']}"
+    )
+
+
+@pytest.fixture
+def pg_empty(pg_url: str) -> str:
+    """The session database, emptied, as a postgresql:// URL."""
+    reset(pg_url)
+    return as_url(pg_url)

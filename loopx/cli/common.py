@@ -79,11 +79,24 @@ def guarded(fn: F) -> F:
     return fn
 
 
-def open_store(root: Path | None) -> Any:
-    from loopx.store.filestore import FileStore
-    from loopx.store.root import find_root
+_OPENED: list[Any] = []  # stores this command opened, closed by `close_stores`
 
-    return FileStore(find_root(root))
+
+def open_store(root: Path | None) -> Any:
+    """The project's store (files, or PostgreSQL when configured), closed when the command ends."""
+    from loopx.store.root import find_root
+    from loopx.store.select import open_store as select
+
+    store = select(find_root(root))
+    _OPENED.append(store)
+    return store
+
+
+def close_stores() -> None:
+    from loopx.store.select import close
+
+    while _OPENED:
+        close(_OPENED.pop())
 
 
 def context(root: Path | None, agent_id: str, session_id: str) -> Any:

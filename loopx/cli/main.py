@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
     "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
     "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
+    "store": ("loopx.cli.store", "store", "Move a project between the file and PostgreSQL stores."),
 }
 
 
@@ -107,6 +108,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _run(args, as_json, debug)
     finally:
+        from loopx.cli.common import close_stores
+
+        close_stores()
         if collecting:
             gc.enable()
 

@@ -1,0 +1,107 @@
+"""Which store a project uses: its `.loopx/` files (the default) or a PostgreSQL database.
+
+The choice is `LOOPX_STORE` when set, else `.loopx/store.json` (written by `loopx init
+--store`), else the file store. A PostgreSQL URL is recorded and accepted only without a
+password: libpq supplies it from `PGPASSWORD`, `~/.pgpass` or a service file, so no secret
+ever lands in the project folder, the ledger, a projection, an error or a log.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from loopx.model.errors import InvalidInput
+from loopx.store import fsio
+from loopx.store.base import Store
+from loopx.store.root import STATE_DIR
+
+CONFIG = "store.json"
+MAX_CONFIG = 4096
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+def check_url(url: str) -> str:
+    """`url` if it is a PostgreSQL URL without a password; never echoes it back."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    if url == "file":
+        return url
+    if not url.startswith(_SCHEMES):
+        raise InvalidInput(
+            "a store is `file` or a postgresql:// URL", code="invalid_store", field="store"
+        )
+    try:
+        params = conninfo_to_dict(url)
+    except Exception:  # psycopg.ProgrammingError: its message quotes the URL
+        raise InvalidInput(
+            "the store URL is not a valid PostgreSQL URL", code="invalid_store", field="store"
+        ) from None
+    if params.get("password"):
+        raise InvalidInput(
+            "the store URL carries a password: leave it out and let libpq supply it "
+            "(PGPASSWORD, ~/.pgpass or a service file)",
+            code="store_url_password",
+            field="store",
+        )
+    return url
+
+
+def configured(root: Path) -> str:
+    """The store this project uses: `file` or a PostgreSQL URL."""
+    named = os.environ.get("LOOPX_STORE")
+    if named:
+        return check_url(named)
+    path = root / STATE_DIR / CONFIG
+    try:
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise OSError("not a regular file")
+        raw = fsio.current().read_file(path)
+    except FileNotFoundError:
+        return "file"
+    except OSError:
+        raise InvalidInput(
+            f"cannot read {STATE_DIR}/{CONFIG} (not a regular file?)", code="invalid_store"
+        ) from None
+    try:
+        data = orjson.loads(raw[: MAX_CONFIG + 1]) if len(raw) <= MAX_CONFIG else None
+        url = data["store"] if isinstance(data, dict) else None
+    except (orjson.JSONDecodeError, KeyError):
+        url = None
+    if not isinstance(url, str):
+        raise InvalidInput(
+            f"{STATE_DIR}/{CONFIG} must be a small JSON object with a `store` string",
+            code="invalid_store",
+        )
+    return check_url(url)
+
+
+def record(root: Path, url: str) -> None:
+    """Write the project's store choice (atomically) after checking it."""
+    check_url(url)
+    data = orjson.dumps({"store": url}, option=orjson.OPT_SORT_KEYS) + b"\n"
+    fs = fsio.current()
+    with fsio.guard("record the store"):
+        fs.write_atomic(root / STATE_DIR / CONFIG, data, sync=True)
+
+
+def open_store(root: Path, url: str | None = None) -> Any:
+    """The project's store (the file store, or a `PostgresStore` caching snapshots locally)."""
+    from loopx.store.filestore import FileStore
+
+    url = check_url(url) if url is not None else configured(root)
+    if url == "file":
+        return FileStore(root)
+    from loopx.store.postgres import PostgresStore
+
+    return PostgresStore(url, cache_dir=root / STATE_DIR / "cache" / "postgres")
+
+
+def close(store: Store | Any) -> None:
+    """Release a store's connections (nothing to do for the file store)."""
+    closer = getattr(store, "close", None)
+    if callable(closer):
+        closer()
