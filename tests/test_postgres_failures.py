@@ -22,7 +22,9 @@ from tests import pg
 from tests.conftest import make_ctx
 
 G = "goal-a"
-STEPS = ["locked", "begin", "events", "operations", "commit", "committed"]
+# A write holds the goal's lock, reads the tail, then sends one statement that commits on
+# its own: the connection is killed after the lock, just before that statement, and after it.
+STEPS = ["locked", "append", "committed"]
 
 
 def kill(url: str, pid: int) -> None:

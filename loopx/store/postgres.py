@@ -109,42 +109,54 @@ def _rows(
     return rows, ops
 
 
+# One statement, so one round trip and one implicit transaction (the connection is in
+# autocommit): the events, their operations and the new head land together or not at all.
+_APPEND = """
+WITH events AS (
+    INSERT INTO loopx_events (goal_id, seq, end_offset, line, sum, prev)
+    SELECT %(goal)s, * FROM unnest(
+        %(seq)s::bigint[], %(end)s::bigint[], %(line)s::bytea[], %(sum)s::text[], %(prev)s::text[])
+), operations AS (
+    INSERT INTO loopx_operations (goal_id, operation_id, op_hash, seq_first, seq_last)
+    SELECT %(goal)s, * FROM unnest(
+        %(op)s::text[], %(op_hash)s::text[], %(first)s::bigint[], %(last)s::bigint[])
+), head AS (
+    INSERT INTO loopx_heads (goal_id, seq, head, end_offset)
+    VALUES (%(goal)s, %(head_seq)s, %(head)s, %(head_end)s)
+    ON CONFLICT (goal_id) DO UPDATE
+    SET seq = excluded.seq, head = excluded.head, end_offset = excluded.end_offset
+)
+SELECT pg_notify(%(channel)s, %(goal)s)
+"""
+
+
 def _insert(
     conn: Any, fault: Fault | None, rows: list[tuple[Any, ...]], ops: list[list[Any]], head: Cursor
 ) -> None:
-    """Insert ledger rows and their operations, move the head, notify; commit or nothing."""
+    """Insert ledger rows and their operations, move the head, notify: all or nothing."""
     import psycopg
 
-    goal_id = rows[0][0]
-    step = (lambda name: fault(name, conn.info.backend_pid)) if fault else (lambda name: None)
+    params = {
+        "goal": rows[0][0],
+        "seq": [r[1] for r in rows],
+        "end": [r[2] for r in rows],
+        "line": [r[3] for r in rows],
+        "sum": [r[4] for r in rows],
+        "prev": [r[5] for r in rows],
+        "op": [o[1] for o in ops],
+        "op_hash": [o[2] for o in ops],
+        "first": [o[3] for o in ops],
+        "last": [o[4] for o in ops],
+        "head_seq": head.seq,
+        "head": head.head,
+        "head_end": head.offset,
+        "channel": CHANNEL,
+    }
     with guard("append to the ledger"):
+        if fault:
+            fault("append", conn.info.backend_pid)
         try:
-            with conn.transaction():
-                step("begin")
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO loopx_events (goal_id, seq, end_offset, line, sum, prev)"
-                        " VALUES (%s, %s, %s, %s, %s, %s)",
-                        rows,
-                    )
-                    step("events")
-                    cur.executemany(
-                        "INSERT INTO loopx_operations"
-                        " (goal_id, operation_id, op_hash, seq_first, seq_last)"
-                        " VALUES (%s, %s, %s, %s, %s)",
-                        ops,
-                    )
-                step("operations")
-                conn.execute(
-                    "INSERT INTO loopx_heads (goal_id, seq, head, end_offset)"
-                    " VALUES (%s, %s, %s, %s) ON CONFLICT (goal_id) DO UPDATE"
-                    " SET seq = excluded.seq, head = excluded.head,"
-                    " end_offset = excluded.end_offset",
-                    (goal_id, head.seq, head.head, head.offset),
-                )
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, goal_id))
-                step("commit")
-            step("committed")
+            conn.execute(_APPEND, params)
         except psycopg.errors.UniqueViolation as err:
             if err.diag.constraint_name == "loopx_operations_pkey":
                 raise Conflict(
@@ -155,6 +167,8 @@ def _insert(
                 "the ledger changed under its lock (written by something other than loopx?)",
                 code="ledger_changed",
             ) from None
+        if fault:
+            fault("committed", conn.info.backend_pid)
 
 
 class PostgresStore:
@@ -380,17 +394,21 @@ def _bytes_after(conn: Any, goal_id: str, offset: int) -> bytes:
 
 
 def _read(conn: Any, goal_id: str, since: Cursor | None) -> Scan:
-    """The scan after `since` (SnapshotStale when `since` is not the end of an intact line)."""
+    """The scan after `since` (SnapshotStale when `since` is not the end of an intact line).
+
+    One round trip: the line the cursor names and every line after it.
+    """
     start = since or Cursor()
-    if start.offset:
-        with guard("read the ledger"):
-            row = conn.execute(
-                "SELECT line FROM loopx_events WHERE goal_id = %s AND end_offset = %s",
-                (goal_id, start.offset),
-            ).fetchone()
-        if row is None or not _ends_at(bytes(row[0]), start):
-            raise SnapshotStale()
-    return scan(_bytes_after(conn, goal_id, start.offset), start, goal_id=goal_id)
+    with guard("read the ledger"):
+        row = conn.execute(
+            "SELECT (SELECT line FROM loopx_events WHERE goal_id = %(g)s AND end_offset = %(o)s),"
+            " (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM loopx_events"
+            "  WHERE goal_id = %(g)s AND end_offset > %(o)s)",
+            {"g": goal_id, "o": start.offset},
+        ).fetchone()
+    if start.offset and (row[0] is None or not _ends_at(bytes(row[0]), start)):
+        raise SnapshotStale()
+    return scan(bytes(row[1]) if row[1] is not None else b"", start, goal_id=goal_id)
 
 
 def _ends_at(line: bytes, cursor: Cursor) -> bool:
