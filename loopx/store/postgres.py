@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -171,6 +172,33 @@ def _insert(
             fault("committed", conn.info.backend_pid)
 
 
+class _Single:
+    """One connection with the pool's `connection()`/`close()`, for a one-command process:
+    no pool threads to start and join. Re-entrant (a write stores its blobs on the same
+    connection it holds the goal's lock with); a broken connection is replaced on next use."""
+
+    def __init__(self, conninfo: str, kwargs: dict[str, Any]):
+        self._conninfo = conninfo
+        self._kwargs = kwargs
+        self._conn: Any = None
+        self._lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        import psycopg
+
+        with self._lock:
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                with guard("connect"):
+                    self._conn = psycopg.connect(self._conninfo, **self._kwargs)
+            yield self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
 class PostgresStore:
     """Ledgers, blobs and quarantined tails in one PostgreSQL database (see the module doc)."""
 
@@ -188,38 +216,50 @@ class PostgresStore:
         self._max = max_connections
         self._timeout = connect_timeout
         self._pool: Any = None
+        self._pid = os.getpid()
         self._opening = threading.Lock()
         self.fault: Fault | None = None
 
     # -- connections ------------------------------------------------------------------------
 
     def _open(self) -> Any:
-        """The connection pool, opened on first use after checking (or migrating) the schema."""
+        """The connections, opened on first use after checking (or migrating) the schema:
+        a pool when `max_connections` > 1, else one connection (a short CLI process)."""
         with self._opening:
+            if self._pool is not None and self._pid != os.getpid():
+                # A forked child (the build's workers) must not touch its parent's sockets:
+                # it abandons the inherited connections, unclosed, and opens its own.
+                self._pool = None
             if self._pool is not None:
                 return self._pool
             import psycopg
-            from psycopg_pool import ConnectionPool
 
             kwargs = {"autocommit": True, "connect_timeout": self._timeout}
-            with guard("connect"), psycopg.connect(self._conninfo, **kwargs) as conn:
-                migrate(conn)
-            pool = ConnectionPool(
-                self._conninfo,
-                min_size=1,
-                max_size=self._max,
-                kwargs=kwargs,
-                timeout=float(self._timeout),
-                open=False,
-            )
-            with guard("connect"):
-                pool.open(wait=True, timeout=float(self._timeout))
-            self._pool = pool
+            if self._max <= 1:
+                pool: Any = _Single(self._conninfo, kwargs)
+                with pool.connection() as conn:
+                    migrate(conn)
+            else:
+                from psycopg_pool import ConnectionPool
+
+                with guard("connect"), psycopg.connect(self._conninfo, **kwargs) as conn:
+                    migrate(conn)
+                pool = ConnectionPool(
+                    self._conninfo,
+                    min_size=1,
+                    max_size=self._max,
+                    kwargs=kwargs,
+                    timeout=float(self._timeout),
+                    open=False,
+                )
+                with guard("connect"):
+                    pool.open(wait=True, timeout=float(self._timeout))
+            self._pool, self._pid = pool, os.getpid()
             return pool
 
     @contextlib.contextmanager
     def connection(self) -> Iterator[Any]:
-        """A pooled autocommit connection (connection errors become `store_unavailable`)."""
+        """An autocommit connection (connection errors become `store_unavailable`)."""
         pool = self._open()
         with guard("connect"), pool.connection() as conn:
             yield conn
@@ -239,9 +279,9 @@ class PostgresStore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        if self._pool is not None:
+        if self._pool is not None and self._pid == os.getpid():
             self._pool.close()
-            self._pool = None
+        self._pool = None
 
     def __enter__(self) -> PostgresStore:
         return self

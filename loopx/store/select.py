@@ -25,8 +25,12 @@ _SCHEMES = ("postgresql://", "postgres://")
 
 
 def check_url(url: str) -> str:
-    """`url` if it is a PostgreSQL URL without a password; never echoes it back."""
-    from psycopg.conninfo import conninfo_to_dict
+    """`url` if it is a PostgreSQL URL without a password; never echoes it back.
+
+    Parsed here with the standard library (libpq's URI form), so a file-store project
+    never imports the database driver.
+    """
+    from urllib.parse import parse_qs, urlsplit
 
     if url == "file":
         return url
@@ -35,12 +39,15 @@ def check_url(url: str) -> str:
             "a store is `file` or a postgresql:// URL", code="invalid_store", field="store"
         )
     try:
-        params = conninfo_to_dict(url)
-    except Exception:  # psycopg.ProgrammingError: its message quotes the URL
+        parts = urlsplit(url)
+        query = parse_qs(parts.query, keep_blank_values=True)
+        userinfo = parts.netloc.rpartition("@")[0]
+        password = ":" in userinfo or "password" in query
+    except ValueError:  # a bad port or bracket: urllib's message may quote the URL
         raise InvalidInput(
             "the store URL is not a valid PostgreSQL URL", code="invalid_store", field="store"
         ) from None
-    if params.get("password"):
+    if password:
         raise InvalidInput(
             "the store URL carries a password: leave it out and let libpq supply it "
             "(PGPASSWORD, ~/.pgpass or a service file)",
@@ -88,8 +95,9 @@ def record(root: Path, url: str) -> None:
         fs.write_atomic(root / STATE_DIR / CONFIG, data, sync=True)
 
 
-def open_store(root: Path, url: str | None = None) -> Any:
-    """The project's store (the file store, or a `PostgresStore` caching snapshots locally)."""
+def open_store(root: Path, url: str | None = None, *, connections: int = 1) -> Any:
+    """The project's store (the file store, or a `PostgresStore` caching snapshots locally;
+    one connection unless a long-running caller asks for a pool of `connections`)."""
     from loopx.store.filestore import FileStore
 
     url = check_url(url) if url is not None else configured(root)
@@ -97,7 +105,9 @@ def open_store(root: Path, url: str | None = None) -> Any:
         return FileStore(root)
     from loopx.store.postgres import PostgresStore
 
-    return PostgresStore(url, cache_dir=root / STATE_DIR / "cache" / "postgres")
+    return PostgresStore(
+        url, cache_dir=root / STATE_DIR / "cache" / "postgres", max_connections=connections
+    )
 
 
 def close(store: Store | Any) -> None:
