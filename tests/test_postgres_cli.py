@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loopx.engine.demo import create_demo
 from loopx.store.filestore import FileStore
 from loopx.store.postgres import PostgresStore
@@ -198,3 +200,97 @@ def test_two_hosts_claim_the_same_todo_through_one_database(tmp_path: Path, pg_e
     assert codes == [0, 4], "exactly one host wins the claim; the other gets a conflict"
     ledger = pg_ledgers(pg_empty)["g"]
     assert ledger.count(b'"todo.claimed"') == 1
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def twins(tmp_path: Path, pg_empty: str) -> tuple[Path, Path]:
+    """The demo project twice: in files, and imported into PostgreSQL (another folder)."""
+    files = tmp_path / "files"
+    create_demo(files)
+    shared = tmp_path / "shared"
+    ok(loopx(shared, "init", "--store", pg_empty))
+    ok(loopx(shared, "store", "import", "--from", str(files)))
+    return files, shared
+
+
+def test_builds_from_either_store_are_byte_identical(twins: tuple[Path, Path]) -> None:
+    files, shared = twins
+    outs = []
+    for root in (files, shared):
+        out = root.parent / f"site-{root.name}"
+        ok(loopx(root, "build", "--out", str(out), "--head", "none", "--audience", "public,team"))
+        outs.append(tree(out))
+    assert len(outs[0]) > 20
+    assert outs[0] == outs[1]
+
+
+def test_diff_and_scan_read_through_the_store(twins: tuple[Path, Path], tmp_path: Path) -> None:
+    files, shared = twins
+    for args in (("diff", "--goal-id", "launch", "2", "9"),):
+        a, b = loopx(files, *args, fmt="json"), loopx(shared, *args, fmt="json")
+        assert a.exit_code == 0 and a.stdout == b.stdout and json.loads(a.stdout)
+    # A file quoting a private goal's title is flagged when the ledger is in the database too.
+    from loopx.engine.core import load_state
+
+    store = FileStore(files)
+    states = [load_state(store, g).state for g in store.goal_ids()]
+    private = [s.title for s in states if s is not None and s.visibility == "private"]
+    assert private
+    leak = tmp_path / "leak.txt"
+    leak.write_text(f"see {private[0]}\n")
+    found = [loopx(root, "scan", str(leak), "--no-machine", fmt="json") for root in twins]
+    assert [r.exit_code for r in found] == [7, 7]
+    assert found[0].stdout == found[1].stdout
+
+
+def test_the_build_cache_follows_the_database_head(pg_empty: str, tmp_path: Path) -> None:
+    from loopx.store.select import change_token
+
+    shared = tmp_path / "shared"
+    ok(loopx(shared, "init", "--store", pg_empty))
+    ok(loopx(shared, "goal", "create", "--goal-id", "g", "--title", "T", "--objective", "O"))
+    with PostgresStore(pg_empty) as store:
+        before = change_token(store, "g")
+        assert change_token(store, "g") == before
+        ok(loopx(shared, "todo", "add", "--goal-id", "g", "--title", "x"))
+        after = change_token(store, "g")
+        assert after != before and after[1] == 2
+
+
+def test_serve_rebuilds_when_another_host_appends(pg_empty: str, tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from loopx.build.serve import Builder, watch
+
+    shared, other = tmp_path / "shared", tmp_path / "other"
+    for root in (shared, other):
+        ok(loopx(root, "init", "--store", pg_empty))
+    ok(loopx(other, "goal", "create", "--goal-id", "g", "--title", "T", "--objective", "O"))
+    logs: list[str] = []
+    builder = Builder(shared, tmp_path / "out", logs.append, audiences=("team",), head=None)
+    assert builder.rebuild()
+    stop = threading.Event()
+    observer = watch(builder, 0.05, stop)
+    try:
+        deadline = time.monotonic() + 5
+        while builder.number < 2 and time.monotonic() < deadline:  # the listener's first call
+            time.sleep(0.05)
+        first = builder.number
+        ok(loopx(other, "todo", "add", "--goal-id", "g", "--title", "from another host"))
+        while builder.number == first and time.monotonic() < deadline + 10:
+            time.sleep(0.05)
+        assert builder.number > first, logs
+        assert b"from another host" in b"".join(tree(tmp_path / "out").values())
+    finally:
+        stop.set()
+        observer.stop()
+        observer.join(timeout=2)

@@ -66,9 +66,9 @@ def _ledger_scanner(root: Path | None, machine: bool) -> Any:
     from loopx.build.boundary import non_public_strings
     from loopx.build.pipeline import gather
     from loopx.privacy.scanner import Scanner
-    from loopx.store.filestore import FileStore
     from loopx.store.root import find_root
+    from loopx.store.select import open_store
 
-    store = FileStore(find_root(root))
+    store = open_store(find_root(root))
     forbidden = non_public_strings(gather(store), store.get_blob)
     return Scanner(sorted(forbidden.texts), forbidden_ids=sorted(forbidden.ids), machine=machine)

@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,11 @@ def _insert(
             fault("committed", conn.info.backend_pid)
 
 
+def _close_in(pool: Any, pid: int) -> None:
+    if os.getpid() == pid:  # never from a forked child: the sockets are the parent's
+        pool.close()
+
+
 class _Single:
     """One connection with the pool's `connection()`/`close()`, for a one-command process:
     no pool threads to start and join. Re-entrant (a write stores its blobs on the same
@@ -234,7 +240,7 @@ class PostgresStore:
                 return self._pool
             import psycopg
 
-            kwargs = {"autocommit": True, "connect_timeout": self._timeout}
+            kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": self._timeout}
             if self._max <= 1:
                 pool: Any = _Single(self._conninfo, kwargs)
                 with pool.connection() as conn:
@@ -255,6 +261,9 @@ class PostgresStore:
                 with guard("connect"):
                     pool.open(wait=True, timeout=float(self._timeout))
             self._pool, self._pid = pool, os.getpid()
+            # Closed with the store object too, so a caller that drops it (a build in
+            # `serve`) never leaks a connection.
+            weakref.finalize(self, _close_in, pool, self._pid)
             return pool
 
     @contextlib.contextmanager
@@ -375,6 +384,22 @@ class PostgresStore:
                 )
             _insert(writer._conn, self.fault, rows, ops, result.cursor)
         return len(rows)
+
+    def listen(self, changed: Callable[[str], None], stop: threading.Event) -> None:
+        """Call `changed(goal_id)` for every append any host commits, until `stop` is set
+        (`LISTEN` on a connection of its own, reconnecting after a loss)."""
+        import psycopg
+
+        while not stop.is_set():
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    changed("")  # (re)connected: anything may have changed meanwhile
+                    while not stop.is_set():
+                        for note in conn.notifies(timeout=0.5):
+                            changed(note.payload)
+            except psycopg.Error:
+                stop.wait(1.0)  # the database is away: try again shortly
 
     # -- cache and blobs --------------------------------------------------------------------
 
