@@ -6,15 +6,17 @@ hash chain), so the concatenated rows of a goal are its file ledger byte for byt
 read is checked by the same `scan`. `end_offset` keeps the file store's cursor (seq, head,
 byte offset) meaningful, so snapshots and their cursors work unchanged.
 
-Sequencing: a writer holds a per-goal advisory lock (`pg_advisory_lock`, keyed by a hash
-of the goal id) for the whole read-fold-plan-append, exactly like the file store's `flock`.
+Sequencing: a writer holds a per-goal advisory lock (`pg_advisory_xact_lock`, keyed by a
+hash of the goal id) for the whole read-fold-plan-append, like the file store's `flock`;
+the append's commit releases it, so the next writer's read always sees that append.
 A unique (goal, seq) key with a retry was the alternative; it was not chosen because the
 engine decides *under the lock* (claims, revision guards, terminal goals, idempotency): on a
 lost race it would have to re-read, re-fold and re-plan, and a precondition such as "this
 todo is unclaimed" is only sound if nobody appends between the check and the append. The
-lock makes every CAS exact, costs one round trip, and the server drops it with the session
-if a host dies. The primary key (goal_id, seq) still backs it up: a writer that somehow ran
-without the lock fails its insert instead of forking the chain.
+lock makes every CAS exact, costs no extra round trip (it is pipelined with BEGIN and the
+read), and the server drops it with the transaction if a host dies. The primary key
+(goal_id, seq) still backs it up: a writer that somehow ran without the lock fails its
+insert instead of forking the chain.
 
 Idempotency: each operation's (goal, operation id) is a primary key in `loopx_operations`,
 inserted in the same transaction as its events, so the database itself refuses a second
@@ -76,21 +78,42 @@ def guard(what: str) -> Iterator[None]:
 
 
 class PostgresWriter:
-    def __init__(self, store: PostgresStore, conn: Any, goal_id: str, cursor: Cursor):
+    def __init__(self, store: PostgresStore, conn: Any, goal_id: str, cursor: Cursor, key: int):
         self._store = store
         self._conn = conn
         self._goal_id = goal_id
+        self._key = key
+        self._locked = True
         self.cursor = cursor
         self.repair: Repair | None = None
         self.tail: Scan | None = None
 
     def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Insert the stamped lines, the operations and the new head in one transaction."""
+        """Insert the stamped lines, the operations and the new head, and commit."""
+        if not self._locked:  # a second append: the first one's commit released the lock
+            self._relock()
         data, stamped, cursor = stamp(envelopes, self.cursor)
         rows, ops = _rows(self._goal_id, stamped, data, self.cursor.offset)
         _insert(self._conn, self._store.fault, rows, ops, cursor)
+        self._locked = False
         self.cursor = cursor
         return stamped
+
+    def _relock(self) -> None:
+        conn = self._conn
+        with guard("lock the goal's ledger"):
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
+                cur = conn.execute(
+                    "SELECT seq, end_offset FROM loopx_heads WHERE goal_id = %s", (self._goal_id,)
+                )
+            row = cur.fetchone()
+        if row is None or (row[0], row[1]) != (self.cursor.seq, self.cursor.offset):
+            raise LedgerDamage(
+                "the ledger changed between two appends of one writer", code="ledger_changed"
+            )
+        self._locked = True
 
 
 def _rows(
@@ -111,8 +134,8 @@ def _rows(
     return rows, ops
 
 
-# One statement, so one round trip and one implicit transaction (the connection is in
-# autocommit): the events, their operations and the new head land together or not at all.
+# One statement, sent with its COMMIT in one round trip: the events, their operations and the
+# new head land together or not at all, and the commit releases the goal's lock.
 _APPEND = """
 WITH events AS (
     INSERT INTO loopx_events (goal_id, seq, end_offset, line, sum, prev)
@@ -158,7 +181,9 @@ def _insert(
         if fault:
             fault("append", conn.info.backend_pid)
         try:
-            conn.execute(_APPEND, params)
+            with conn.pipeline():
+                conn.execute(_APPEND, params)
+                conn.execute("COMMIT")
         except psycopg.errors.UniqueViolation as err:
             if err.diag.constraint_name == "loopx_operations_pkey":
                 raise Conflict(
@@ -343,47 +368,46 @@ class PostgresStore:
 
     @contextlib.contextmanager
     def writing(self, goal_id: str, since: Cursor | None = None) -> Iterator[PostgresWriter]:
-        """Hold the goal's advisory lock, repair a damaged tail, and yield a writer."""
+        """Open a transaction holding the goal's lock, repair a damaged tail, yield a writer.
+
+        `BEGIN`, the lock and the read of the tail go out in one pipeline (one round trip);
+        the server runs the read after the lock is granted, so it sees every committed
+        append. The writer's append commits, which releases the lock; leaving the block
+        without an append rolls back.
+        """
         import psycopg
 
         check_id(goal_id, "goal_id")
         key = _lock_key(goal_id)
         with self.connection() as conn:
-            with guard("lock the goal's ledger"):
-                conn.execute("SELECT pg_advisory_lock(%s)", (key,))
             try:
-                if self.fault:
-                    self.fault("locked", conn.info.backend_pid)
-                try:
-                    result = _read(conn, goal_id, since)
-                except SnapshotStale:
-                    result = _read(conn, goal_id, None)
-                writer = PostgresWriter(self, conn, goal_id, result.cursor)
+                repair = None
+                while True:
+                    row = _lock_and_read(conn, key, goal_id, since)
+                    if self.fault:
+                        self.fault("locked", conn.info.backend_pid)
+                    try:
+                        result = _scanned(row, goal_id, since)
+                    except SnapshotStale:
+                        result = _read(conn, goal_id, None)
+                    if result.damage is None:
+                        break
+                    # The repair is kept even if the write is then refused: commit it on
+                    # its own, and lock and read again.
+                    repair = _quarantine(conn, goal_id, result)
+                    with guard("quarantine a damaged ledger tail"):
+                        conn.execute("COMMIT")
+                    since = None
+                writer = PostgresWriter(self, conn, goal_id, result.cursor, key)
                 writer.tail = result
-                if result.damage is not None:
-                    writer.repair = _quarantine(conn, goal_id, result)
+                writer.repair = repair
                 yield writer
             finally:
-                # A broken connection already lost the lock with its session.
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-
-    def import_ledger(self, goal_id: str, data: bytes) -> int:
-        """Load a whole, intact ledger (from `store import`) into an empty goal; return events."""
-        check_id(goal_id, "goal_id")
-        result = scan(data, Cursor(), goal_id=goal_id)
-        if result.damage is not None or result.cursor.offset != len(data):
-            raise LedgerDamage("the ledger to import has a damaged tail", code="ledger_corrupt")
-        if not result.events:
-            return 0
-        rows, ops = _rows(goal_id, result.events, data, 0)
-        with self.writing(goal_id) as writer:
-            if writer.cursor.seq:
-                raise Conflict(
-                    "goal already exists in this store", code="goal_exists", goal_id=goal_id
-                )
-            _insert(writer._conn, self.fault, rows, ops, result.cursor)
-        return len(rows)
+                # Nothing appended (a refusal) or a failed append: end the transaction (a
+                # broken connection already lost it, and its lock, with the session).
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
 
     def listen(self, changed: Callable[[str], None], stop: threading.Event) -> None:
         """Call `changed(goal_id)` for every append any host commits, until `stop` is set
@@ -458,6 +482,13 @@ def _bytes_after(conn: Any, goal_id: str, offset: int) -> bytes:
     return bytes(row[0]) if row and row[0] is not None else b""
 
 
+_READ = (
+    "SELECT (SELECT line FROM loopx_events WHERE goal_id = %(g)s AND end_offset = %(o)s),"
+    " (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM loopx_events"
+    "  WHERE goal_id = %(g)s AND end_offset > %(o)s)"
+)
+
+
 def _read(conn: Any, goal_id: str, since: Cursor | None) -> Scan:
     """The scan after `since` (SnapshotStale when `since` is not the end of an intact line).
 
@@ -465,12 +496,22 @@ def _read(conn: Any, goal_id: str, since: Cursor | None) -> Scan:
     """
     start = since or Cursor()
     with guard("read the ledger"):
-        row = conn.execute(
-            "SELECT (SELECT line FROM loopx_events WHERE goal_id = %(g)s AND end_offset = %(o)s),"
-            " (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM loopx_events"
-            "  WHERE goal_id = %(g)s AND end_offset > %(o)s)",
-            {"g": goal_id, "o": start.offset},
-        ).fetchone()
+        row = conn.execute(_READ, {"g": goal_id, "o": start.offset}).fetchone()
+    return _scanned(row, goal_id, since)
+
+
+def _lock_and_read(conn: Any, key: int, goal_id: str, since: Cursor | None) -> Any:
+    """BEGIN, take the goal's transaction lock, and read after `since`: one round trip."""
+    with guard("lock the goal's ledger"):
+        with conn.pipeline():
+            conn.execute("BEGIN")
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            cur = conn.execute(_READ, {"g": goal_id, "o": (since or Cursor()).offset})
+        return cur.fetchone()
+
+
+def _scanned(row: Any, goal_id: str, since: Cursor | None) -> Scan:
+    start = since or Cursor()
     if start.offset and (row[0] is None or not _ends_at(bytes(row[0]), start)):
         raise SnapshotStale()
     return scan(bytes(row[1]) if row[1] is not None else b"", start, goal_id=goal_id)
