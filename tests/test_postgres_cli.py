@@ -294,3 +294,15 @@ def test_serve_rebuilds_when_another_host_appends(pg_empty: str, tmp_path: Path)
         stop.set()
         observer.stop()
         observer.join(timeout=2)
+
+
+def test_the_demo_written_into_postgresql_is_the_file_demo_byte_for_byte(
+    tmp_path: Path, pg_empty: str
+) -> None:
+    create_demo(tmp_path / "files")
+    with PostgresStore(pg_empty) as store:
+        summary = create_demo(tmp_path / "unused", store)
+        assert len(summary["goals"]) == len(file_ledgers(tmp_path / "files"))
+        again = create_demo(tmp_path / "unused", store)  # fixed operation ids: a replay
+        assert again == summary
+    assert pg_ledgers(pg_empty) == file_ledgers(tmp_path / "files")
