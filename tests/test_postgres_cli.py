@@ -306,3 +306,31 @@ def test_the_demo_written_into_postgresql_is_the_file_demo_byte_for_byte(
         again = create_demo(tmp_path / "unused", store)  # fixed operation ids: a replay
         assert again == summary
     assert pg_ledgers(pg_empty) == file_ledgers(tmp_path / "files")
+
+
+READS = [
+    ("status", "--format", "json"),
+    ("next", "--goal-id", "launch", "--explain", "--format", "json"),
+    ("log", "--goal-id", "launch", "--format", "json"),
+    ("verify", "--format", "json"),
+    ("verify", "--goal-id", "launch", "--format", "json"),
+    ("goal", "show", "--goal-id", "launch", "--format", "json"),
+    ("goal", "list", "--format", "json"),
+    ("todo", "list", "--goal-id", "launch", "--format", "json"),
+    ("gate", "list", "--goal-id", "launch", "--format", "json"),
+    ("evidence", "list", "--goal-id", "launch", "--format", "json"),
+    ("run", "list", "--goal-id", "launch", "--format", "json"),
+    ("handoff", "list", "--format", "json"),
+    ("workbench", "--goal-id", "launch", "--head", "none"),
+    ("review", "--goal-id", "launch", "--head", "none"),
+    ("graph", "--goal-id", "launch", "--format", "mermaid"),
+]
+
+
+def test_every_read_command_prints_the_same_from_either_store(twins: tuple[Path, Path]) -> None:
+    files, shared = twins
+    for args in READS:
+        a = run_cli([*args, "--root", str(files)])
+        b = run_cli([*args, "--root", str(shared)])
+        assert a.exit_code == 0, (args, a.stderr)
+        assert (b.exit_code, b.stdout, b.stderr) == (0, a.stdout, a.stderr), args

@@ -237,11 +237,13 @@ class PostgresStore:
         self,
         conninfo: str,
         *,
+        root: Path | None = None,
         cache_dir: Path | None = None,
         max_connections: int = 10,
         connect_timeout: int = 5,
     ):
         self._conninfo = conninfo
+        self.root = root  # the project folder of this host (its checkout), when there is one
         self._cache_dir = cache_dir
         self._snapshots: dict[str, bytes] = {}
         self._max = max_connections

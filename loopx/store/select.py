@@ -106,7 +106,10 @@ def open_store(root: Path, url: str | None = None, *, connections: int = 1) -> A
     from loopx.store.postgres import PostgresStore
 
     return PostgresStore(
-        url, cache_dir=root / STATE_DIR / "cache" / "postgres", max_connections=connections
+        url,
+        root=root,
+        cache_dir=root / STATE_DIR / "cache" / "postgres",
+        max_connections=connections,
     )
 
 
