@@ -64,11 +64,16 @@ LATEST = MIGRATIONS[-1][0]
 
 
 def schema_version(conn: Any) -> int:
-    """The highest migration recorded in the database (0 for a database loopx never used)."""
-    row = conn.execute("SELECT to_regclass('loopx_schema') IS NOT NULL").fetchone()
-    if not row[0]:
+    """The highest migration recorded in the database (0 for a database loopx never used).
+
+    One round trip in the common case (every process checks it when it connects).
+    """
+    import psycopg
+
+    try:  # `conn` is in autocommit: a failed statement leaves nothing to roll back
+        row = conn.execute("SELECT coalesce(max(version), 0) FROM loopx_schema").fetchone()
+    except psycopg.errors.UndefinedTable:
         return 0
-    row = conn.execute("SELECT coalesce(max(version), 0) FROM loopx_schema").fetchone()
     return int(row[0])
 
 

@@ -63,16 +63,13 @@ def configured(root: Path) -> str:
     if named:
         return check_url(named)
     path = root / STATE_DIR / CONFIG
-    try:
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise OSError("not a regular file")
-        raw = fsio.current().read_file(path)
-    except FileNotFoundError:
-        return "file"
-    except OSError:
-        raise InvalidInput(
-            f"cannot read {STATE_DIR}/{CONFIG} (not a regular file?)", code="invalid_store"
-        ) from None
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise InvalidInput(f"{STATE_DIR}/{CONFIG} is not a regular file", code="invalid_store")
+    with fsio.guard("read the store choice"):
+        try:
+            raw = fsio.current().read_file(path)
+        except FileNotFoundError:
+            return "file"
     try:
         data = orjson.loads(raw[: MAX_CONFIG + 1]) if len(raw) <= MAX_CONFIG else None
         url = data["store"] if isinstance(data, dict) else None

@@ -7,12 +7,13 @@ after each goal, never assumed). Every source ledger is verified before anything
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 from loopx.model.errors import Conflict, InvalidInput, LedgerDamage
+from loopx.store import fsio
 from loopx.store.blobs import _HEX64
 from loopx.store.filestore import FileStore
 
@@ -97,16 +98,20 @@ def export_to(source: Any, folder: Path) -> dict[str, Any]:
         raise InvalidInput("the export folder is not empty", code="export_not_empty")
     # Built beside the folder and moved in whole: a failure leaves no half-written export.
     scratch = folder.parent / f".{folder.name}.loopx-export-{os.getpid()}"
+    fs = fsio.current()
     try:
-        scratch.mkdir(parents=True)
+        with fsio.guard("create the export folder"):
+            fs.makedirs(scratch)
         target = FileStore(scratch)
         target.init()
         summary = copy_store(source, target)
-        if folder.is_dir():
-            folder.rmdir()
-        os.replace(scratch, folder)
+        with fsio.guard("move the export into place"):
+            if folder.is_dir():
+                fs.rmdir(folder)
+            fs.replace(scratch, folder)
+            fs.sync_dir(folder.parent)
     finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            fs.remove_tree(scratch)
     summary["to"] = os.fspath(folder)
     return summary
