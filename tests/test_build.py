@@ -420,7 +420,7 @@ def test_workbench_write_and_check(demo: Path, tmp_path: Path) -> None:
     args = ["workbench", "--root", str(demo), "--goal-id", "launch", "--head", REV_NEW]
     assert run_cli([*args, "--write", str(path)]).exit_code == 0
     text = path.read_text()
-    assert text.startswith("<!-- loopx:workbench goal=launch revision=")
+    assert text.startswith("<!-- loopx:workbench goal=launch digest=")
     for heading in (
         "## Objective",
         "## Acceptance",

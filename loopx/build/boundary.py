@@ -13,7 +13,7 @@ from typing import Any
 
 from loopx.build.artifacts import Site
 from loopx.model.errors import BoundaryViolation
-from loopx.privacy.scanner import Scanner
+from loopx.privacy.scanner import Scanner, views
 from loopx.resources import resource_dir
 from loopx.state.entities import GoalState
 
@@ -40,7 +40,21 @@ class Forbidden:
     ids: frozenset[str]
 
     def scanner(self) -> Any:
-        return Scanner(sorted(self.texts), forbidden_ids=sorted(self.ids))
+        """Built once per set: an automaton over tens of thousands of strings costs a second."""
+        built = self.__dict__.get("_scanner")
+        if built is None:
+            built = Scanner(sorted(self.texts), forbidden_ids=sorted(self.ids))
+            object.__setattr__(self, "_scanner", built)
+        return built
+
+    def within(self, texts: list[str]) -> Forbidden:
+        """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
+        short texts (a commit message) needs, without an automaton over the whole set."""
+        seen = [view.text for text in texts for view in views(text)]
+        return Forbidden(
+            frozenset(s for s in self.texts if any(s in v for v in seen)),
+            frozenset(i for i in self.ids if any(i in v for v in seen)),
+        )
 
 
 MIN_TEXT = 12  # shorter team text ("Review", "Fix tests") is too generic to match safely
@@ -235,7 +249,15 @@ class ScanCache:
 
 
 def _public(site: Site) -> list[tuple[str, Any]]:
-    return [(p, a) for p, a in sorted(site.artifacts.items()) if a.audience == "public"]
+    """Every public artifact; and, in a public-only build, the top-level files too (the
+    manifest): beside nothing but the public folder, the whole folder may well be served."""
+    audiences = {a.audience for a in site.artifacts.values()}
+    shared = audiences <= {"public", None}
+    return [
+        (p, a)
+        for p, a in sorted(site.artifacts.items())
+        if a.audience == "public" or (shared and a.audience is None)
+    ]
 
 
 def _scan(scanners: list[Any], items: list[tuple[str, Any]]) -> list[dict[str, Any]]:

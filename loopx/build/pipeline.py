@@ -173,7 +173,7 @@ def build(
     out: Path,
     *,
     audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
-    head: str | None = AUTO,
+    head: str | None = None,
     validate: bool = False,
     cache: BuildCache | None = None,
     reuse: bool = False,
@@ -226,7 +226,7 @@ def check(
     out: Path,
     *,
     audiences: tuple[str, ...] = DEFAULT_AUDIENCES,
-    head: str | None = AUTO,
+    head: str | None = None,
 ) -> CheckResult:
     """Compare the folder with what a build would write; never writes (but finishes an
     interrupted write first, so the comparison sees a consistent folder)."""

@@ -165,3 +165,14 @@ def split_ids(values: tuple[str, ...]) -> list[str]:
     for value in values:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | None:
+    """A `--workspace` option's value as the top of the git work tree it lies in, so a
+    command run from a subfolder observes the same checkout (paths in a handoff note are
+    relative to it); a folder outside git is taken as it is."""
+    if value is None:
+        return None
+    from loopx.engine.git import checkout_root
+
+    return checkout_root(value)

@@ -12,6 +12,7 @@ import click
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
     actor,
+    checkout_root_option,
     common,
     context,
     emit,
@@ -72,8 +73,9 @@ def handoff() -> None:
     "--workspace",
     type=WORKSPACE,
     default=Path("."),
-    show_default=True,
-    help="The checkout whose git HEAD (and dirtiness) the note is bound to.",
+    callback=checkout_root_option,
+    help="The checkout whose git HEAD (and dirtiness) the note is bound to "
+    "(default: the git work tree of the current folder).",
 )
 @guarded
 @actor
@@ -221,8 +223,9 @@ def _note_paths(note: Any, resolve: Any) -> list[str]:
     "--workspace",
     type=WORKSPACE,
     default=Path("."),
-    show_default=True,
-    help="The checkout to compare with the note: HEAD, dirtiness, files touched.",
+    callback=checkout_root_option,
+    help="The checkout to compare with the note: HEAD, dirtiness, files touched "
+    "(default: the git work tree of the current folder).",
 )
 @click.option(
     "--audience",
@@ -358,8 +361,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     "--workspace",
     type=WORKSPACE,
     default=Path("."),
-    show_default=True,
-    help="The adopting checkout; its HEAD is recorded with the adoption.",
+    callback=checkout_root_option,
+    help="The adopting checkout; its HEAD is recorded with the adoption "
+    "(default: the git work tree of the current folder).",
 )
 @guarded
 @actor

@@ -473,10 +473,10 @@ def _reinspect(
             f"{fresh['historical']} evidence item(s) were observed at another revision: "
             "re-run them before relying on them.",
         )
-    elif fresh["historical"]:
+    elif fresh["bound"]:
         say(
             "evidence_unverified",
-            f"{fresh['historical']} evidence item(s) are bound to a revision that was not "
+            f"{fresh['bound']} evidence item(s) are bound to a revision that was not "
             "compared with a checkout.",
         )
     if fresh["unbound"]:

@@ -202,6 +202,9 @@ class GoalState:
     quota_spent: int = 0
     created_at: str = ""
     updated_at: str = ""
+    # The time of the last event other than a heartbeat (`todo.renewed`): the "now" of
+    # committed projections, which a heartbeat must not change.
+    changed_at: str = ""
     closed_at: str | None = None
     revision: int = 0
     head: str = ""
