@@ -151,7 +151,7 @@ WITH events AS (
     ON CONFLICT (goal_id) DO UPDATE
     SET seq = excluded.seq, head = excluded.head, end_offset = excluded.end_offset
 )
-SELECT pg_notify(%(channel)s, %(goal)s)
+SELECT 1
 """
 
 
@@ -175,7 +175,6 @@ def _insert(
         "head_seq": head.seq,
         "head": head.head,
         "head_end": head.offset,
-        "channel": CHANNEL,
     }
     with guard("append to the ledger"):
         if fault:
@@ -183,6 +182,14 @@ def _insert(
         try:
             with conn.pipeline():
                 conn.execute(_APPEND, params)
+                conn.execute("COMMIT")
+                # NOTIFY holds a cluster-wide lock through its transaction's commit: inside
+                # the append it would serialise every goal's commits on one WAL flush each.
+                # So it goes in a transaction of its own that need not wait for the disk
+                # (a lost notification costs `serve` a rebuild, not an event).
+                conn.execute("BEGIN")
+                conn.execute("SET LOCAL synchronous_commit TO off")
+                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, params["goal"]))
                 conn.execute("COMMIT")
         except psycopg.errors.UniqueViolation as err:
             if err.diag.constraint_name == "loopx_operations_pkey":
