@@ -156,3 +156,28 @@ def test_a_fresh_database_gets_the_schema_on_first_use(pg_url: str) -> None:
     finally:
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_user_who_may_not_create_the_tables_gets_a_clear_error(pg_url: str) -> None:
+    import secrets
+
+    import psycopg
+
+    server = pg.server_conninfo()
+    suffix = secrets.token_hex(4)
+    name, role = f"loopx_nocreate_{suffix}", f"loopx_reader_{suffix}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        with psycopg.connect(pg.with_db(server, name), autocommit=True) as conn:
+            conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")  # the default since 15
+        url = pg.with_db(server, name) + f" user={role}"
+        with PostgresStore(url) as store, pytest.raises(StoreUnavailable) as caught:
+            store.goal_ids()
+        assert caught.value.code == "store_unavailable"
+        assert "tables" in caught.value.message
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')

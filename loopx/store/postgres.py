@@ -65,11 +65,10 @@ def _lock_key(goal_id: str) -> int:
 def guard(what: str) -> Iterator[None]:
     """Map the driver's connection errors to `store_unavailable` (never echoing the URL)."""
     import psycopg
-    import psycopg_pool
 
     try:
         yield
-    except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as err:
+    except (psycopg.OperationalError, psycopg.InterfaceError) as err:  # PoolTimeout included
         raise StoreUnavailable(
             f"the store's database is unavailable ({what}): check that PostgreSQL is running "
             "and reachable",
@@ -205,6 +204,23 @@ def _insert(
             fault("committed", conn.info.backend_pid)
 
 
+def _migrate(conn: Any) -> None:
+    """Check or create the schema; a refusal (no right to create tables) is unavailable too."""
+    import psycopg
+
+    with guard("check the schema"):
+        try:
+            migrate(conn)
+        except (psycopg.OperationalError, psycopg.InterfaceError):
+            raise
+        except psycopg.Error:
+            raise StoreUnavailable(
+                "cannot create or upgrade loopx's tables in the store's database "
+                "(does this user have the right to?)",
+                code="store_unavailable",
+            ) from None
+
+
 def _close_in(pool: Any, pid: int) -> None:
     if os.getpid() == pid:  # never from a forked child: the sockets are the parent's
         pool.close()
@@ -278,12 +294,12 @@ class PostgresStore:
             if self._max <= 1:
                 pool: Any = _Single(self._conninfo, kwargs)
                 with pool.connection() as conn:
-                    migrate(conn)
+                    _migrate(conn)
             else:
                 from psycopg_pool import ConnectionPool
 
                 with guard("connect"), psycopg.connect(self._conninfo, **kwargs) as conn:
-                    migrate(conn)
+                    _migrate(conn)
                 pool = ConnectionPool(
                     self._conninfo,
                     min_size=1,
