@@ -271,9 +271,16 @@ def render(r: dict[str, Any], args: argparse.Namespace) -> str:
         )
     lines += [
         "",
-        "- Each append is its own locked write (lock, read the tail since the thread's last "
-        "head, one INSERT statement that commits, unlock); the file store's is flock + "
-        "append + fsync. On one goal the writers queue on the goal's lock in both stores.",
+        "- Each append is its own locked write: `BEGIN`, the goal's transaction lock and the "
+        "read of the tail since the thread's last head in one round trip, then the INSERT and"
+        " its `COMMIT` (durable) in another, with the NOTIFY in an asynchronous transaction "
+        "of its own; the file store's is flock + read + append + fsync. On one goal the "
+        "writers queue on the goal's lock in both stores.",
+        "- What a PostgreSQL CLI call adds: importing the driver (psycopg and psycopg_binary,"
+        " which pull in asyncio, ssl and importlib.metadata: about 0.1 s of CPU here) and a "
+        "new server backend for its connection; the queries themselves are 2 round trips for "
+        "`status` and 4 for a claim. That floor is why the whole-process ratios miss 1.5×; on"
+        " this machine's load (8+ runnable tasks on 2 cores) wall times stretch it further.",
         f"- Load average at the end: {', '.join(map(str, r['load_average_after']))}.",
         END_MARK,
     ]
