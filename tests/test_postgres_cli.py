@@ -334,3 +334,27 @@ def test_every_read_command_prints_the_same_from_either_store(twins: tuple[Path,
         b = run_cli([*args, "--root", str(shared)])
         assert a.exit_code == 0, (args, a.stderr)
         assert (b.exit_code, b.stdout, b.stderr) == (0, a.stdout, a.stderr), args
+
+
+def test_the_store_choice_stays_out_of_git_and_file_goals_are_pointed_out(
+    tmp_path: Path, pg_empty: str
+) -> None:
+    root = tmp_path / "proj"
+    ok(loopx(root, "init"))
+    ok(loopx(root, "goal", "create", "--goal-id", "old", "--title", "T", "--objective", "O"))
+    switched = ok(loopx(root, "init", "--store", pg_empty))
+    assert "loopx store import --from" in switched.stdout
+    ignore = (root / ".loopx" / ".gitignore").read_text().splitlines()
+    assert "store.json" in ignore and "private/" in ignore and "cache/" in ignore
+    ok(loopx(root, "init", "--store", pg_empty))  # again: the line is not repeated
+    assert (root / ".loopx" / ".gitignore").read_text().splitlines().count("store.json") == 1
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    listed = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".loopx/goals/old/ledger.jsonl" in listed and "store.json" not in listed
+    ok(loopx(root, "store", "import", "--from", str(root)))
+    assert list(pg_ledgers(pg_empty)) == ["old"]

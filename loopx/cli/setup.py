@@ -39,10 +39,18 @@ def init_cmd(store_url: str | None, root: Path | None, fmt: str, debug: bool) ->
             close(chosen)
     created = FileStore(folder).init()
     data: dict[str, object] = {"root": str(folder), "created": created}
+    text = f"{'initialised' if created else 'already initialised'}: {folder}/.loopx"
     if store_url is not None:
         record(folder, store_url)
         data["store"] = "file" if store_url == "file" else "postgresql"
-    emit(fmt, data, f"{'initialised' if created else 'already initialised'}: {folder}/.loopx")
+        left = FileStore(folder).goal_ids() if store_url != "file" else []
+        if left:  # they stay in the files; say how to move them
+            data["file_goals"] = len(left)
+            text += (
+                f"\nthe ledgers now live in PostgreSQL; this folder's files still hold "
+                f"{len(left)} goal(s): copy them with `loopx store import --from {folder}`"
+            )
+    emit(fmt, data, text)
 
 
 @click.command("demo")

@@ -84,11 +84,23 @@ def configured(root: Path) -> str:
 
 
 def record(root: Path, url: str) -> None:
-    """Write the project's store choice (atomically) after checking it."""
+    """Write this host's store choice (atomically) after checking it, and keep it out of git.
+
+    The choice is per host (each one runs `loopx init --store`): a checkout that carried it
+    would decide, for whoever clones it, which server receives their private content.
+    """
     check_url(url)
     data = orjson.dumps({"store": url}, option=orjson.OPT_SORT_KEYS) + b"\n"
     fs = fsio.current()
+    ignore = root / STATE_DIR / ".gitignore"
     with fsio.guard("record the store"):
+        try:
+            kept = fs.read_file(ignore) if ignore.is_file() and not ignore.is_symlink() else b""
+        except FileNotFoundError:
+            kept = b""
+        if CONFIG.encode() not in kept.splitlines():
+            lines = kept if not kept or kept.endswith(b"\n") else kept + b"\n"
+            fs.write_atomic(ignore, lines + CONFIG.encode() + b"\n", sync=True)
         fs.write_atomic(root / STATE_DIR / CONFIG, data, sync=True)
 
 
