@@ -85,7 +85,14 @@ def run_cli(
     from loopx.cli.main import main
 
     runner = CliRunner()
-    base = {"LOOPX_NOW": T0, "LOOPX_AGENT_ID": None, "LOOPX_SESSION_ID": None, "LOOPX_ROOT": None}
+    base = {
+        "LOOPX_NOW": T0,
+        "LOOPX_AGENT_ID": None,
+        "LOOPX_SESSION_ID": None,
+        "LOOPX_ROOT": None,
+        "LOOPX_GOAL_ID": None,
+        "NO_COLOR": None,
+    }
     base.update(env or {})
     old = Path.cwd()
     with runner.isolation(input=input, env=base) as (out, err, _):

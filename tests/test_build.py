@@ -219,7 +219,7 @@ def test_diff_of_two_builds_speaks_domain_terms(demo: Path, tmp_path: Path) -> N
     md = run_cli(["diff", str(tmp_path / "old"), str(tmp_path / "new"), "--format", "markdown"])
     assert md.stdout.startswith("### loopx: what changed\n\n`")
     assert "\n\n- " in md.stdout  # the list stands apart from the summary line
-    assert "- todo cli done: Command-line interface" in md.stdout
+    assert "- todo `cli` done: Command-line interface" in md.stdout  # ids as code
     public = run_cli(
         [
             "diff",

@@ -120,7 +120,7 @@ def build_cmd(
     if set(auds) - {"public"}:
         from loopx.build.exposure import guard_team_output
 
-        guard_team_output(out, lambda line: click.echo(line, err=True))
+        guard_team_output(out, lambda line: click.echo(line, err=True), directory=True)
     res = build(project, out, audiences=auds, head=_head(head), validate=validate, reuse=not force)
     data = res.to_dict()
     data["out"] = str(out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -79,7 +80,9 @@ def guarded(fn: F) -> F:
     return fn
 
 
-_OPENED: list[Any] = []  # stores this command opened, closed by `close_stores`
+# Stores this command opened, closed by `close_stores` when it ends. Weak: a long-running
+# caller (the MCP server) opens one per call, and each closes when it is dropped.
+_OPENED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def open_store(root: Path | None) -> Any:
@@ -88,7 +91,7 @@ def open_store(root: Path | None) -> Any:
     from loopx.store.select import open_store as select
 
     store = select(find_root(root))
-    _OPENED.append(store)
+    _OPENED.add(store)
     return store
 
 

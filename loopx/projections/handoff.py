@@ -36,7 +36,11 @@ FRONTIER_LIMIT = 5
 NOT_ON_HOST = PRIVATE_MISSING  # the one marker every view shows for text not on this host
 HIDDEN = "[private]"
 
-TEMPLATES = {"digest": "handoff/digest.md.j2", "markdown": "handoff/handoff.md.j2"}
+TEMPLATES = {
+    "digest": "handoff/digest.md.j2",  # compact Markdown to paste into any agent
+    "markdown": "handoff/handoff.md.j2",  # the full report, with provenance and tables
+    "text": "handoff/digest.txt.j2",  # the digest as plain text, for plain prompts
+}
 
 TextFn = Callable[[Any], Any]
 
