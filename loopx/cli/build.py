@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit
+from loopx.cli.common import common, echo, emit
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -154,7 +154,7 @@ def diff_cmd(
     else:
         changes = diff_builds(Path(old), Path(new), audience)
     if fmt == "markdown":
-        click.echo(render_markdown(changes, old, new), nl=False)
+        echo(render_markdown(changes, old, new), nl=False)
         return
     emit(fmt, changes, lambda: render_text(changes))
 
@@ -239,5 +239,5 @@ def serve_cmd(
         audiences=parse_audiences(audiences),
         head=_head(head),
         debounce=debounce,
-        log=lambda line: click.echo(line, err=True),
+        log=lambda line: echo(line, err=True),
     )

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 
+from loopx.cli import terminal
 from loopx.model.ids import VISIBILITIES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -112,17 +113,30 @@ def text_resolver(store: Any) -> Callable[[Any], Any]:
 
 
 def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> None:
-    """Print `data` as canonical JSON, or the text rendering."""
+    """Print `data` as canonical JSON, or the text rendering.
+
+    Text mode never prints `data` as JSON, so its strings are first made terminal-safe in
+    place (`terminal.field`): every text renderer reads its values from `data`, so no value
+    can drive the terminal or break its record onto a second line. The whole text then goes
+    through `echo` (`terminal.document`) for whatever did not come from `data`.
+    """
     if fmt == "json":
         sys.stdout.buffer.write(
             orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
         )
         sys.stdout.flush()
         return
+    terminal.fields_in_place(data)
     out = text() if callable(text) else text
     if out is None:
         out = orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
-    click.echo(out)
+    echo(out)
+
+
+def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
+    """Print text (a document: its own newlines kept) with nothing a terminal would act on.
+    Every text-mode print of loopx goes through here."""
+    click.echo(terminal.document(text), nl=nl, err=err)
 
 
 def receipt_text(result: Any, what: str) -> str:

@@ -14,6 +14,7 @@ from loopx.cli.common import (
     actor,
     common,
     context,
+    echo,
     emit,
     guarded,
     open_store,
@@ -282,8 +283,11 @@ def inspect(
     else:
         template = "markdown" if fmt == "markdown" else "digest"
         out = render_cached(store, digest, template, max_chars)
-    sys.stdout.write(out)
-    sys.stdout.flush()
+    if fmt == "json":
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    else:
+        echo(out, nl=False)
 
 
 def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:

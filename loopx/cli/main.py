@@ -91,7 +91,9 @@ def report(err: Any, as_json: bool) -> None:
         sys.stdout.buffer.write(orjson.dumps({"error": err.to_dict()}) + b"\n")
         sys.stdout.flush()
     else:
-        click.echo(f"loopx: error [{err.code}]: {err.message}", err=True)
+        from loopx.cli.terminal import field
+
+        click.echo(f"loopx: error [{err.code}]: {field(err.message)}", err=True)
 
 
 def main(argv: list[str] | None = None) -> None:

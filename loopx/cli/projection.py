@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from loopx.cli.build import HEAD_HELP, _head
-from loopx.cli.common import common, emit, open_store
+from loopx.cli.common import common, echo, emit, open_store
 
 
 def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dict[str, str]]:
@@ -125,7 +125,7 @@ def workbench_cmd(
     if fmt == "json":
         emit(fmt, {"goal_id": goal_id, "revision": state.revision, "markdown": text})
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
 
 
 @click.command("review")
@@ -179,7 +179,7 @@ def review_cmd(
     if fmt == "json":
         emit(fmt, rp)
     else:
-        click.echo(markdown, nl=False)
+        echo(markdown, nl=False)
 
 
 @click.command("graph")
@@ -203,13 +203,13 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
     if fmt == "json":
         emit(fmt, gr)
     elif fmt == "dot":
-        click.echo(graph_source.to_dot(gr), nl=False)
+        echo(graph_source.to_dot(gr), nl=False)
     elif fmt == "svg":
         svg = to_svg(gr)
         if svg is None:
             raise InvalidInput(
                 "graph is too large to lay out; use --format dot or mermaid", code="graph_too_large"
             )
-        click.echo(svg)
+        echo(svg)
     else:
-        click.echo(graph_source.to_mermaid(gr), nl=False)
+        echo(graph_source.to_mermaid(gr), nl=False)

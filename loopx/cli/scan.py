@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit
+from loopx.cli.common import common, echo, emit
+from loopx.cli.terminal import field
 
 
 @click.command("scan")
@@ -53,7 +54,7 @@ def scan_cmd(
     if findings:
         if fmt != "json":  # JSON mode: the findings travel in the error envelope
             for f in findings:
-                click.echo(f"{f['path']}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
+                echo(f"{field(f['path'])}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
         raise BoundaryViolation(
             f"{len(findings)} finding(s) in the scanned paths",
             count=len(findings),
