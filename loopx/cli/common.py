@@ -15,6 +15,16 @@ from loopx.cli import terminal
 from loopx.model.ids import VISIBILITIES
 
 F = TypeVar("F", bound=Callable[..., Any])
+# The largest integer any option takes: every JSON reader holds it exactly (2**53 - 1), and a
+# larger one could not be written to the ledger (orjson stops at 64 bits) anyway.
+MAX_INT = 2**53 - 1
+
+
+def count(minimum: int = 0) -> click.IntRange:
+    """An integer option from `minimum` to MAX_INT (a larger one is a usage error, exit 2)."""
+    return click.IntRange(minimum, MAX_INT)
+
+
 VISIBILITY_CHOICE = click.Choice(VISIBILITIES)  # every --visibility option
 
 
@@ -68,7 +78,7 @@ def guarded(fn: F) -> F:
     """Add --operation-id and --expected-revision to a write command."""
     fn = click.option(
         "--expected-revision",
-        type=click.IntRange(min=0),
+        type=count(),
         default=None,
         help="Refuse unless the entity is at this revision (revision_conflict).",
     )(fn)

@@ -14,6 +14,7 @@ from loopx.cli.common import (
     actor,
     common,
     context,
+    count,
     echo,
     emit,
     guarded,
@@ -234,7 +235,7 @@ def _note_paths(note: Any, resolve: Any) -> list[str]:
 )
 @click.option(
     "--max-chars",
-    type=click.IntRange(min=1),
+    type=count(1),
     default=None,
     help="Fit the output into N characters, dropping the least important material first.",
 )

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from loopx.cli.build import HEAD_HELP, _head
-from loopx.cli.common import common, echo, emit, open_store
+from loopx.cli.common import common, count, echo, emit, open_store
 
 
 def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dict[str, str]]:
@@ -133,7 +133,7 @@ def workbench_cmd(
 @click.option("--todo-id", default=None, help="A packet for one todo.")
 @click.option(
     "--since",
-    type=click.IntRange(min=1),
+    type=count(1),
     default=None,
     help="List what changed since this ledger revision.",
 )
