@@ -22,6 +22,7 @@ from loopx.cli.common import (
     text_resolver,
 )
 from loopx.engine.lookup import LEASE_RANGE
+from loopx.store import fsio
 
 WORKSPACE = click.Path(file_okay=False, path_type=Path)
 
@@ -323,8 +324,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
         base = state_dir / "private" if digest["audience"] == "private" else state_dir
         name = f"{digest['todo']['todo_id']}.{template}.{max_chars or 'full'}.md"
         path = base / "cache" / "handoff" / digest["source"]["goal_id"] / name
+        # Through the store's file rules: a linked or special cache file is `unsafe_path`.
         try:
-            cached = path.read_text("utf-8")
+            cached = fsio.current().read_file(path, limit=fsio.MAX_READ).decode("utf-8")
             if cached.startswith(key + "\n"):
                 return cached[len(key) + 1 :]
         except (OSError, UnicodeDecodeError):
@@ -332,9 +334,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     out = render_digest_markdown(digest, max_chars, template=template)
     if path is not None:
         try:
-            from loopx.store import fsio
-
-            path.parent.mkdir(parents=True, exist_ok=True)
+            fsio.current().makedirs(path.parent)
             fsio.current().write_atomic(path, (key + "\n" + out).encode("utf-8"))
         except OSError:
             pass  # the cache is an optimisation; failing to write it is never an error

@@ -33,6 +33,9 @@ import ahocorasick_rs
 
 from loopx.model.errors import NotFound
 from loopx.privacy.rules import HOSTNAME, NON_PUBLIC_ID, NON_PUBLIC_TEXT, RULES, USERNAME, words
+from loopx.store import fsio
+
+MAX_SCAN_BYTES = 256 * 1024 * 1024  # one scanned file
 
 #: Forbidden strings shorter than this are ignored: short ids and words hit ordinary text.
 MIN_FORBIDDEN_LENGTH = 6
@@ -522,7 +525,12 @@ def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Fi
         else:
             raise NotFound("scan path does not exist", code="path_not_found", path=str(path))
     findings: list[Finding] = []
+    fs = fsio.current()
     for shown in sorted(files):
-        findings.extend(scanner.scan_bytes(files[shown].read_bytes(), shown))
+        # The store's file rules: a link, FIFO or device is `unsafe_path` (never followed,
+        # never waited on), a file over the cap `file_too_large`.
+        with fsio.guard("read a file to scan"):
+            data = fs.read_file(files[shown], limit=MAX_SCAN_BYTES)
+        findings.extend(scanner.scan_bytes(data, shown))
     findings.sort(key=lambda f: (f.path, f.offset, f.kind, f.encoding))
     return findings

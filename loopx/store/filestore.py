@@ -89,7 +89,7 @@ class FileStore:
         goals = self.state_dir / "goals"
         fs = fsio.current()
         with fsio.guard("list the goals"):
-            if not fs.is_dir(goals):
+            if not fs.existing_dir(goals):
                 return []
             return [
                 name

@@ -295,13 +295,13 @@ class FileSystem:
     def makedirs(self, path: Path, *, sync: bool = False) -> None:
         """Create `path` and missing parents; with `sync`, make each new entry durable.
         A link where a folder belongs is `unsafe_path`, never followed."""
-        if self._existing_dir(path):
+        if self.existing_dir(path):
             return
         self.makedirs(path.parent, sync=sync)
         try:
             self.mkdir(path)
         except FileExistsError:
-            if not self._existing_dir(path):
+            if not self.existing_dir(path):
                 raise
             return
         if sync:
@@ -350,7 +350,9 @@ class FileSystem:
         if sync:
             self.sync_dir(path.parent)
 
-    def _existing_dir(self, path: Path) -> bool:
+    def existing_dir(self, path: Path) -> bool:
+        """True for a folder, False when nothing is there; anything else (a link, a file)
+        is `unsafe_path`."""
         info = self.lstat(path)
         if info is None or stat.S_ISDIR(info.st_mode):
             return info is not None
