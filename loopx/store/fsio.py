@@ -97,18 +97,62 @@ def _parent(path: Path | str) -> Iterator[tuple[int | None, str]]:
     parts = os.path.relpath(full, anchor).split(os.sep)
     fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for part in parts[:-1]:
-            try:
-                sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as err:
-                if err.errno in (errno_codes.ELOOP, errno_codes.ENOTDIR):
-                    raise _unsafe(full, "a folder on its path is a link or not a folder") from None
-                raise
+        if len(parts) > 1 and (sub := _beneath(fd, "/".join(parts[:-1]), full)) is not None:
             os.close(fd)
             fd = sub
+        else:  # no openat2 (Linux < 5.6, other systems): one component at a time
+            for part in parts[:-1]:
+                try:
+                    sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as err:
+                    if err.errno in (errno_codes.ELOOP, errno_codes.ENOTDIR):
+                        raise _unsafe(full, _LINKED_FOLDER) from None
+                    raise
+                os.close(fd)
+                fd = sub
         yield fd, parts[-1]
     finally:
         os.close(fd)
+
+
+_LINKED_FOLDER = "a folder on its path is a link or not a folder"
+_RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x04, 0x08
+_OPENAT2 = 437  # the same number on every Linux architecture
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+
+_SYSCALL: list[Callable[..., int] | None] = []
+
+
+def _beneath(folder: int, rel: str, full: str) -> int | None:
+    """The folder `rel` below descriptor `folder` in one openat2(2) call that refuses every
+    link on the way (RESOLVE_NO_SYMLINKS) and any way out (RESOLVE_BENEATH); None when the
+    kernel has no openat2."""
+    if not _SYSCALL:
+        call: Callable[..., int] | None = None
+        with contextlib.suppress(OSError, AttributeError, TypeError):
+            if os.uname().sysname == "Linux":
+                call = ctypes.CDLL(None, use_errno=True).syscall
+        _SYSCALL.append(call)
+    syscall = _SYSCALL[0]
+    if syscall is None:
+        return None
+    how = _OpenHow(
+        os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_BENEATH
+    )
+    fd = syscall(_OPENAT2, folder, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
+    if fd >= 0:
+        return int(fd)
+    code = ctypes.get_errno()
+    if code in (errno_codes.ENOSYS, errno_codes.EPERM):  # no openat2, or a seccomp filter
+        _SYSCALL[0] = None
+        return None
+    if code in (errno_codes.ELOOP, errno_codes.ENOTDIR, errno_codes.EXDEV):
+        raise _unsafe(full, _LINKED_FOLDER)
+    raise OSError(code, os.strerror(code))
 
 
 def check_opened(fd: int, flags: int, full: str) -> None:
@@ -195,6 +239,11 @@ class FileSystem:
         os.ftruncate(fd, length)
 
     def replace(self, src: Path, dst: Path) -> None:
+        if os.path.dirname(os.path.abspath(src)) == os.path.dirname(os.path.abspath(dst)):
+            with _parent(dst) as (folder, dst_name):  # one walk for a rename in place
+                src_name = os.path.abspath(src) if folder is None else os.path.basename(src)
+                os.replace(src_name, dst_name, src_dir_fd=folder, dst_dir_fd=folder)
+            return
         with _parent(src) as (src_dir, src_name), _parent(dst) as (dst_dir, dst_name):
             os.replace(src_name, dst_name, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
 
