@@ -30,7 +30,9 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from loopx.model.errors import InvalidInput, StorageError
+from loopx.model.errors import StorageError, TooLarge, UnsafePath
+
+__all__ = ["MAX_READ", "FileSystem", "TooLarge", "UnsafePath", "confine", "current", "guard"]
 
 _CHUNK = 1 << 20
 # The default cap on one whole-file read: larger than any ledger, snapshot or blob loopx
@@ -38,19 +40,6 @@ _CHUNK = 1 << 20
 MAX_READ = 1 << 30
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _WRITING = os.O_WRONLY | os.O_RDWR
-
-
-class UnsafePath(InvalidInput):
-    """A symlink, a special file (FIFO, device, socket), a folder where a file belongs, a
-    hard-linked file opened for writing, or a path leaving its confined root."""
-
-    code = "unsafe_path"
-
-
-class TooLarge(InvalidInput):
-    """A file larger than the cap of the read that asked for it."""
-
-    code = "file_too_large"
 
 
 _ROOTS: set[str] = set()
