@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         rows = [
             ("inspect --format digest (rendered)", digest, True),
             ("inspect --format digest (reused)", digest, False),
+            ("inspect --format text (rendered)", [*inspect, "--format", "text"], True),
             ("inspect --format json", [*inspect, "--format", "json"], False),
             ("inspect --max-chars 2000 (rendered)", budget, True),
             ("handoff list", [*loopx, "handoff", "list"], False),

@@ -219,7 +219,7 @@ def test_diff_of_two_builds_speaks_domain_terms(demo: Path, tmp_path: Path) -> N
     md = run_cli(["diff", str(tmp_path / "old"), str(tmp_path / "new"), "--format", "markdown"])
     assert md.stdout.startswith("### loopx: what changed\n\n`")
     assert "\n\n- " in md.stdout  # the list stands apart from the summary line
-    assert "- todo cli done: Command-line interface" in md.stdout
+    assert "- todo `cli` done: Command-line interface" in md.stdout  # ids as code
     public = run_cli(
         [
             "diff",
@@ -420,7 +420,7 @@ def test_workbench_write_and_check(demo: Path, tmp_path: Path) -> None:
     args = ["workbench", "--root", str(demo), "--goal-id", "launch", "--head", REV_NEW]
     assert run_cli([*args, "--write", str(path)]).exit_code == 0
     text = path.read_text()
-    assert text.startswith("<!-- loopx:workbench goal=launch revision=")
+    assert text.startswith("<!-- loopx:workbench goal=launch digest=")
     for heading in (
         "## Objective",
         "## Acceptance",

@@ -434,7 +434,7 @@ def test_evidence_add_with_a_file_and_list(busy: Path, tmp_path: Path) -> None:
     assert row["freshness"] == "unbound" and row["visibility"] == "private"
     assert row["summary"] == "Full log", "this host has the private summary"
     assert b"212 passed" not in (busy / ".loopx/goals/demo/ledger.jsonl").read_bytes()
-    assert "ev-1" in text and "historical" in text  # abc1234 is not this checkout's HEAD
+    assert "ev-1" in text and "bound" in text  # bound to abc1234; tmp_path is no checkout
     _, only = both(busy, "evidence", "list", "--goal-id", G, "--todo-id", "build")
     assert [e["evidence_id"] for e in only["evidence"]] == ["ev-1"]
 

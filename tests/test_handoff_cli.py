@@ -441,7 +441,7 @@ def test_flags_build_a_structured_note(repo: Path) -> None:
 # -- output ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", ["digest", "markdown", "json"])
+@pytest.mark.parametrize("fmt", ["digest", "text", "markdown", "json"])
 def test_max_chars_is_a_hard_ceiling(repo: Path, fmt: str) -> None:
     assert prepare(repo, "--from-context", str(repo / "handoff-context.json")).exit_code == 0
     full = inspect(repo, "--format", fmt).stdout
@@ -467,6 +467,44 @@ def test_max_chars_is_a_hard_ceiling(repo: Path, fmt: str) -> None:
             )
         for step in CONTEXT["next_steps"]:
             assert step in result.stdout
+
+
+HOSTILE_CONTEXT = {
+    "work_summary": "Renamed `_visible_width` to __visible_width__; see *notes* & <b>x</b>.",
+    "next_steps": ["Fix test_wide.py::test_cjk[2]", "# not a heading", "1. not a list"],
+    "files_touched": [
+        {"path": "src/_visible_width.py", "action": "modified", "summary": "a | b"},
+        {"path": "docs/__init__.py", "action": "created"},
+    ],
+    "source_refs": ["https://github.com/acme/my_repo/pull/1", "javascript:alert(1)"],
+}
+
+
+def test_text_format_is_the_digest_without_markdown(repo: Path) -> None:
+    """`--format text` for agents that take plain prompts: every value verbatim, no syntax."""
+    (repo / "hostile.json").write_text(json.dumps(HOSTILE_CONTEXT))
+    assert prepare(repo, "--from-context", str(repo / "hostile.json")).exit_code == 0
+    ids = ("--goal-id", "demo", "--todo-id", "todo_a", "--agent-id", "agent-b")
+    text = loopx(repo, "handoff", "inspect", *ids, "--session-id", "s", "--format", "text")
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    values = [
+        HOSTILE_CONTEXT["work_summary"],
+        *HOSTILE_CONTEXT["next_steps"],
+        *(f["path"] for f in HOSTILE_CONTEXT["files_touched"]),
+        *HOSTILE_CONTEXT["source_refs"],
+        "a | b",
+    ]
+    for value in values:
+        assert value in out, value
+    template_syntax = [line for line in out.splitlines() if line.startswith(("#", ">", "|"))]
+    assert template_syntax == []
+    assert "**" not in out and "\\" not in out and "<http" not in out and "```" not in out
+    assert "`" not in out.replace(HOSTILE_CONTEXT["work_summary"], "")
+    digest = loopx(repo, "handoff", "inspect", *ids, "--session-id", "s", "--format", "digest")
+    assert "`src/_visible_width.py`" in digest.stdout  # the Markdown digest: code spans
+    assert "<https://github.com/acme/my_repo/pull/1>" in digest.stdout
+    assert "`javascript:alert(1)`" in digest.stdout
 
 
 def error_code_text(result: CliResult) -> str:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from loopx.build.boundary import enforce, non_public_strings, scan_public
-from loopx.build.pipeline import AUTO, make_site, previous_files, resolve_head
-from loopx.build.writer import write_tree
-from loopx.model.errors import Conflict, LoopxError
+from loopx.build import gitpublish, outdir
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
+from loopx.build.pipeline import AUTO, make_site, manifest_entries, resolve_head
+from loopx.build.writer import Entry, write_tree
+from loopx.privacy.scanner import Scanner
+from loopx.render.jsonout import dumps
 
 PUBLIC = "public/"
+PUBLISHED = gitpublish.LISTING  # `.loopx-published`
+PUBLISHED_SCHEMA = "loopx.published/v1"
 
 
 def _public_files(site: Any) -> dict[str, bytes]:
@@ -28,13 +29,18 @@ def publish(
     root: Path,
     *,
     to_dir: Path | None = None,
-    git_branch: str | None = None,
+    branch: gitpublish.BranchTarget | None = None,
     head: str | None = AUTO,
-    message: str | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
+    """Publish to a folder (`to_dir`) or a git branch (`branch`), after the boundary scan.
+    `overwrite`: with `to_dir`, replace files no earlier publish (or build) wrote there."""
+    # Every refusal about the branch comes before the build.
+    plan = gitpublish.plan(root, branch) if branch is not None else None
     head = resolve_head(root, head)
-    site, (goals, _) = make_site(root, ("public",), head)
-    enforce(scan_public(site, non_public_strings(goals)))
+    site, (goals, store) = make_site(root, ("public",), head)
+    forbidden = non_public_strings(goals).with_names(project_names(root))
+    enforce(scan_public(site, forbidden), goals, forbidden)
     files = _public_files(site)
     sources = ", ".join(
         f"{g}@{s['revision']}"
@@ -43,93 +49,63 @@ def publish(
     )
     result: dict[str, Any] = {"files": len(files), "sources": sources}
     if to_dir is not None:
-        to_dir.mkdir(parents=True, exist_ok=True)
-        previous = _listed(to_dir)
-        files[".loopx-published"] = ("\n".join(sorted(files)) + "\n").encode()
-        write_tree(to_dir, files, previous | previous_files(to_dir))
-        result["to"] = str(to_dir)
+        result.update(_publish_to(root, to_dir, files, overwrite))
         return result
-    assert git_branch is not None
-    result["commit"] = _commit_to_branch(
-        root, git_branch, files, message or f"loopx publish: {sources or 'no goals'}"
+    assert plan is not None
+    result.update(
+        gitpublish.commit(
+            root,
+            plan,
+            files,
+            scanner=forbidden.scanner(),
+            typed=_typed_scanner(plan.target, goals, store),
+            default_message=f"loopx publish: {sources or 'no goals'}",
+        )
     )
-    result["branch"] = git_branch
     return result
 
 
-def _listed(folder: Path) -> set[str]:
-    try:
-        names = (folder / ".loopx-published").read_text("utf-8").split("\n")
-    except FileNotFoundError:
-        return set()
-    return {n for n in names if n} | {".loopx-published"}
-
-
-def _git(
-    repo: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None
-) -> str:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, env=env, input=input, check=False
+def _publish_to(root: Path, to_dir: Path, files: dict[str, bytes], overwrite: bool) -> Any:
+    """Copy the public files into `to_dir` under the output-folder rules (`outdir`): only
+    files an earlier publish (or build) listed are replaced, only those with the hash it
+    recorded are removed; anything else is `output_not_ours` unless `overwrite`. In a folder,
+    `.loopx-published` records each file's hash (`loopx.published/v1`)."""
+    listing = {p: {"sha256": outdir.sha256(d), "bytes": len(d)} for p, d in sorted(files.items())}
+    files = {**files, PUBLISHED: dumps({"schema": PUBLISHED_SCHEMA, "files": listing})}
+    # What a publish may create or delete: the top-level names it writes, nothing else (a
+    # forged listing naming `src/main.py` with its right hash deletes nothing).
+    layout = outdir.Layout(
+        frozenset(p for p in files if "/" not in p),
+        frozenset(p.split("/")[0] for p in files if "/" in p),
     )
-    if proc.returncode != 0:
-        # git's own message quotes its arguments (a branch name may be anything): not echoed.
-        raise Conflict(
-            f"git {args[0]} failed (exit {proc.returncode})",
-            code="git_failed",
-            exit=proc.returncode,
-        )
-    return proc.stdout.decode().strip()
+    with outdir.open_folder(to_dir, root) as folder, outdir.lock(root, to_dir):
+        previous = {**manifest_entries(folder), **_listed(folder)}
+        report = write_tree(folder, files, previous, overwrite=overwrite, layout=layout)
+    return {"to": str(to_dir), "written": len(report.written), "kept": report.kept}
 
 
-def _identity_env(repo: Path) -> dict[str, str]:
-    """Use the repository's configured identity; fall back to a loopx one when there is none."""
-    env = dict(os.environ)
-    for key, field in (("NAME", "user.name"), ("EMAIL", "user.email")):
-        configured = (
-            subprocess.run(
-                ["git", "-C", str(repo), "config", field], capture_output=True, check=False
-            ).returncode
-            == 0
-        )
-        if not configured:
-            default = "loopx publish" if key == "NAME" else "loopx@localhost"
-            env.setdefault(f"GIT_AUTHOR_{key}", default)
-            env.setdefault(f"GIT_COMMITTER_{key}", default)
-    return env
-
-
-def _commit_to_branch(repo: Path, branch: str, files: dict[str, bytes], message: str) -> str:
-    """Commit exactly `files` as the whole tree of `branch`, without touching the work tree
-    or the index (a private index file and plumbing commands)."""
-    _git(repo, "check-ref-format", "--branch", branch)
-    with tempfile.TemporaryDirectory() as tmp:
-        # The files go to a scratch work tree and into a private index in one `git add`:
-        # three git processes however many pages there are.
-        work = Path(tmp) / "tree"
-        for path, data in files.items():
-            target = work / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        work.mkdir(exist_ok=True)
-        env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        git_dir = _git(repo, "rev-parse", "--absolute-git-dir")
-        _git(
-            work,
-            "add",
-            "--all",
-            "--force",
-            ".",
-            env={**env, "GIT_DIR": git_dir, "GIT_WORK_TREE": str(work)},
-        )
-        tree = _git(repo, "write-tree", env=env)
-    ref = f"refs/heads/{branch}"
+def _listed(folder: outdir.Folder) -> dict[str, Entry]:
+    """What the folder's `.loopx-published` says an earlier publish wrote. A plain list of
+    names (an older loopx; the listing `publish --git-branch` keeps on a branch) has no
+    hashes: its files may be replaced, but never deleted."""
+    entries = manifest_entries(folder, PUBLISHED)
+    if entries:
+        return entries
     try:
-        parent = _git(repo, "rev-parse", "--verify", "-q", ref)
-    except LoopxError:
-        parent = ""
-    if parent and _git(repo, "rev-parse", f"{parent}^{{tree}}") == tree:
-        return parent  # nothing changed: no empty commit
-    args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
-    commit = _git(repo, *args, env=_identity_env(repo))
-    _git(repo, "update-ref", ref, commit, *([parent] if parent else []))
-    return commit
+        raw = folder.read(PUBLISHED, gitpublish.MAX_LISTING)
+    except (outdir.UnsafeOutput, OSError):
+        return {}
+    if raw is None:
+        return {}
+    names = raw.decode("utf-8", "replace").split("\n")
+    return {n: ("", None) for n in names if n} | {PUBLISHED: (None, None)}
+
+
+def _typed_scanner(target: gitpublish.BranchTarget, goals: Any, store: Any) -> Any:
+    """What a message or identity typed by a person is also checked against: the private text
+    in the blob store (as `loopx scan` does), narrowed to what occurs in them."""
+    typed = [t for t in (target.message, target.identity) if t and t != gitpublish.DEFAULT_IDENTITY]
+    if not typed:
+        return None
+    found = non_public_strings(goals, store.get_blob).within(typed)
+    return Scanner(sorted(found.texts), forbidden_ids=sorted(found.ids), machine=False, rules=False)

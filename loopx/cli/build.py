@@ -7,28 +7,43 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, echo, emit
+from loopx.cli.common import common, echo, emit, print_findings
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
     "folder when it is a checkout; 'none' for no checkout)."
 )
+COMMITTED_HEAD_HELP = (
+    "Compare evidence with this git commit ('auto': the project's HEAD). Default: none, so "
+    "the output names the commit each item was observed at and stays true after a commit."
+)
 
 
-def _head(value: str | None) -> str | None:
+OVERWRITE_HELP = (
+    "Replace files in the output folder that no manifest of ours lists (by default they are "
+    "refused as output_not_ours)."
+)
+
+
+def _head(value: str | None, default: str | None = None) -> str | None:
+    """`--head`: a commit hash, 'auto' (the project's git HEAD) or 'none'; `default` when
+    not given (AUTO for live views, None for committed artifacts)."""
     from loopx.build.pipeline import AUTO
 
     if value is None:
-        return AUTO
+        return AUTO if default == AUTO else default
     if value.lower() == "none":
         return None
+    if value.lower() == AUTO:
+        return AUTO
     import re
 
     from loopx.model.errors import InvalidInput
 
     if not re.fullmatch(r"[0-9a-f]{7,64}", value):
         raise InvalidInput(
-            "--head must be a git commit hash (7-64 hex digits) or 'none'", code="invalid_revision"
+            "--head must be a git commit hash (7-64 hex digits), 'auto' or 'none'",
+            code="invalid_revision",
         )
     return value
 
@@ -54,7 +69,7 @@ def _root(root: Path | None) -> Path:
     show_default=True,
     help="Comma-separated audiences: public, team, private.",
 )
-@click.option("--head", default=None, help=HEAD_HELP)
+@click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
 @click.option(
     "--check",
     "check_only",
@@ -68,6 +83,7 @@ def _root(root: Path | None) -> Path:
     help="Render every goal again (by default, goals unchanged since the last build into OUT "
     "are carried over).",
 )
+@click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @common()
 def build_cmd(
     out: Path,
@@ -76,6 +92,7 @@ def build_cmd(
     check_only: bool,
     validate: bool,
     force: bool,
+    overwrite: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -84,10 +101,11 @@ def build_cmd(
 
     Gathers and renders everything in memory (with --validate, checks each JSON artifact
     against its schema), scans every public byte, then writes each changed file once,
-    all-or-nothing.
+    all-or-nothing. OUT is locked while it is written (a second build into it waits); no
+    link in it is followed, and only files a manifest of ours wrote are replaced or removed.
     """
     from loopx.build.pipeline import build, check, parse_audiences
-    from loopx.model.errors import CheckFailed
+    from loopx.model.errors import BoundaryViolation, CheckFailed
 
     project = _root(root)
     auds = parse_audiences(audiences)
@@ -100,14 +118,32 @@ def build_cmd(
                 + [f"extra: {p}" for p in result.extra]
             )
             raise CheckFailed(
-                f"{out} is out of date ({len(problems)} file(s)); run `loopx build` to "
-                f"regenerate: {'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}",
+                f"{out} is out of date ({len(problems)} file(s)); regenerate it with "
+                f"`{_rebuild_command(out, audiences, head)}`: "
+                f"{'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}",
                 code="build_stale",
                 **result.to_dict(),
             )
         emit(fmt, result.to_dict(), f"{out} is up to date")
         return
-    res = build(project, out, audiences=auds, head=_head(head), validate=validate, reuse=not force)
+    if set(auds) - {"public"}:
+        from loopx.build.exposure import guard_team_output
+
+        guard_team_output(out, lambda line: echo(line, err=True), directory=True)
+    try:
+        res = build(
+            project,
+            out,
+            audiences=auds,
+            head=_head(head),
+            validate=validate,
+            reuse=not force,
+            overwrite=overwrite,
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":  # JSON mode: the findings travel in the error envelope
+            print_findings(err.details.get("findings", []))
+        raise
     data = res.to_dict()
     data["out"] = str(out)
 
@@ -117,6 +153,8 @@ def build_cmd(
             f"built {data['files']} files into {out}: {len(res.report.written)} written, "
             f"{res.report.unchanged} unchanged, {len(res.report.removed)} removed"
         ]
+        if res.report.kept:
+            lines.append(_kept_line(res.report.kept))
         if "public" in auds:
             lines.append(f"public boundary scan: clean; open {out}/public/index.html")
         if "team" in auds:
@@ -124,6 +162,25 @@ def build_cmd(
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+def _kept_line(kept: list[str]) -> str:
+    shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+    return (
+        f"kept {len(kept)} file(s) an earlier build or publish listed, because they changed "
+        f"since, a link is in the way, or the path is not one loopx writes: {shown}"
+    )
+
+
+def _rebuild_command(out: Path, audiences: str, head: str | None) -> str:
+    import shlex
+
+    cmd = f"loopx build --out {shlex.quote(str(out))}"
+    if audiences != "public,team":
+        cmd += f" --audience {shlex.quote(audiences)}"
+    if head is not None:
+        cmd += f" --head {shlex.quote(head)}"
+    return cmd
 
 
 @click.command("diff")
@@ -139,6 +196,7 @@ def build_cmd(
     default="team",
     show_default=True,
     type=click.Choice(["public", "team", "private"]),
+    help="Whose facts to compare; public output is boundary-scanned before it is printed.",
 )
 @common(formats=("text", "markdown", "json"))
 def diff_cmd(
@@ -154,9 +212,34 @@ def diff_cmd(
     else:
         changes = diff_builds(Path(old), Path(new), audience)
     if fmt == "markdown":
-        echo(render_markdown(changes, old, new), nl=False)
+        out = render_markdown(changes, old, new)
+    elif fmt == "json":
+        from loopx.render.jsonout import dumps
+
+        out = dumps(changes).decode("utf-8")
+    else:
+        out = render_text(changes) + "\n"
+    if audience == "public":
+        from loopx.build.single import scan_public_output
+        from loopx.cli.common import open_store
+        from loopx.model.errors import NotFound
+
+        try:
+            store = open_store(root)
+        except NotFound:  # two build folders outside any project: the rules alone
+            store = None
+        goals = [goal_id] if goal_id is not None else None  # two builds: any goal
+        scan_public_output(store, f"diff.{fmt}", out.encode("utf-8"), goals)
+    if fmt == "json":
+        click.echo(out, nl=False)
         return
-    emit(fmt, changes, lambda: render_text(changes))
+    # Text and Markdown for a terminal: rendered again (after the scan saw the real values)
+    # from values whose control characters and newlines are escaped, one change per line.
+    from loopx.cli.terminal import fields_in_place
+
+    fields_in_place(changes)
+    shown = render_markdown(changes, old, new) if fmt == "markdown" else render_text(changes)
+    echo(shown if fmt == "markdown" else shown + "\n", nl=False)
 
 
 @click.command("publish")
@@ -170,40 +253,130 @@ def diff_cmd(
 @click.option(
     "--git-branch",
     default=None,
-    help="Commit the public partition to this branch of the project's git repo.",
+    help="Commit the public partition to this branch (e.g. gh-pages) of the project's git "
+    "repository, on a history of its own; the checked-out branch, index and work tree are "
+    "never touched.",
+)
+@click.option(
+    "--prefix",
+    default=None,
+    metavar="DIR",
+    help="With --git-branch: publish into this folder of the branch and keep the rest.",
+)
+@click.option(
+    "--nojekyll/--no-nojekyll",
+    default=True,
+    show_default=True,
+    help="With --git-branch and no --prefix: add an empty .nojekyll at the root (GitHub "
+    "Pages serves the files as they are).",
+)
+@click.option(
+    "--cname", default=None, metavar="DOMAIN", help="With --git-branch: write a CNAME file."
+)
+@click.option(
+    "--message",
+    default=None,
+    help="Commit message (default names the sources); scanned like every public byte.",
+)
+@click.option(
+    "--identity",
+    default=None,
+    metavar="'NAME <EMAIL>'",
+    help="Author and committer of the publish commit (or LOOPX_PUBLISH_IDENTITY; default "
+    "'loopx <loopx@localhost>', never your git identity).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace files that no earlier publish wrote (with --git-branch: and a branch that "
+    "shares history with another, by a fresh orphan commit).",
+)
+@click.option("--push", is_flag=True, help="With --git-branch: push the branch afterwards.")
+@click.option(
+    "--remote",
+    default=None,
+    help="With --git-branch: the remote to push to and continue from (default: origin).",
 )
 @click.option("--head", default=None, help=HEAD_HELP)
-@click.option("--message", default=None, help="Commit message (default names the sources).")
 @common()
 def publish_cmd(
     to_dir: Path | None,
     git_branch: str | None,
-    head: str | None,
+    prefix: str | None,
+    nojekyll: bool,
+    cname: str | None,
     message: str | None,
+    identity: str | None,
+    overwrite: bool,
+    push: bool,
+    remote: str | None,
+    head: str | None,
     root: Path | None,
     fmt: str,
     debug: bool,
 ) -> None:
-    """Ship the public partition only, after the boundary scan passes."""
+    """Ship the public partition only, after the boundary scan passes: into a folder, or as a
+    commit on a git branch for GitHub Pages."""
+    from loopx.build.gitpublish import BranchTarget
     from loopx.build.publish import publish
-    from loopx.model.errors import InvalidInput
+    from loopx.model.errors import BoundaryViolation, InvalidInput
 
     if (to_dir is None) == (git_branch is None):
         raise InvalidInput(
             "give exactly one of --to DIR or --git-branch BRANCH", code="usage_error"
         )
-    result: dict[str, Any] = publish(
-        _root(root), to_dir=to_dir, git_branch=git_branch, head=_head(head), message=message
-    )
-    where = to_dir if to_dir is not None else f"branch {git_branch}"
-    emit(
-        fmt,
-        result,
-        lambda: (
-            f"published {result['files']} public files to {where}"
-            + (f" (commit {result['commit'][:12]})" if result.get("commit") else "")
-        ),
-    )
+    git_only = {
+        "--prefix": prefix is not None,
+        "--no-nojekyll": not nojekyll,
+        "--cname": cname is not None,
+        "--message": message is not None,
+        "--identity": identity is not None,
+        "--push": push,
+        "--remote": remote is not None,
+    }
+    misused = [flag for flag, given in git_only.items() if given]
+    if to_dir is not None and misused:
+        raise InvalidInput(f"{', '.join(misused)} only apply to --git-branch", code="usage_error")
+    branch = None
+    if git_branch is not None:
+        branch = BranchTarget(
+            branch=git_branch,
+            prefix=prefix or "",
+            nojekyll=nojekyll,
+            cname=cname,
+            message=message,
+            identity=identity,
+            overwrite=overwrite,
+            push=push,
+            remote=remote,
+        )
+    try:
+        result: dict[str, Any] = publish(
+            _root(root), to_dir=to_dir, branch=branch, head=_head(head, "auto"), overwrite=overwrite
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":
+            print_findings(err.details.get("findings", []))
+        raise
+
+    def text() -> str:
+        if to_dir is not None:
+            return f"published {result['files']} public files to {to_dir}" + (
+                f"\n{_kept_line(result['kept'])}" if result.get("kept") else ""
+            )
+        where = f"branch {result['branch']}" + (
+            f", folder {result['prefix']}/" if result["prefix"] else ""
+        )
+        done = "committed" if result["changed"] else "unchanged"
+        lines = [
+            f"published {result['files']} public files to {where} ({done}: {result['commit'][:12]})"
+        ]
+        if result["pushed"]:
+            lines.append(f"pushed to {result['remote']}")
+        lines.append(f"next: {result['next']}")
+        return "\n".join(lines)
+
+    emit(fmt, result, text)
 
 
 @click.command("serve")
@@ -237,7 +410,7 @@ def serve_cmd(
         _root(root),
         port=port,
         audiences=parse_audiences(audiences),
-        head=_head(head),
+        head=_head(head, "auto"),
         debounce=debounce,
         log=lambda line: echo(line, err=True),
     )

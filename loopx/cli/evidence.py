@@ -9,6 +9,7 @@ import click
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
     actor,
+    checkout_root_option,
     common,
     context,
     count,
@@ -44,8 +45,9 @@ def evidence() -> None:
     "--workspace",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("."),
-    show_default=True,
-    help="Checkout whose HEAD binds the evidence.",
+    callback=checkout_root_option,
+    help="Checkout whose HEAD binds the evidence "
+    "(default: the git work tree of the current folder).",
 )
 @click.option("--todo-id", default=None, help="The todo it supports.")
 @click.option("--evidence-id", default=None)
@@ -100,7 +102,9 @@ def add(
     "--workspace",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("."),
-    help="Checkout whose HEAD decides freshness.",
+    callback=checkout_root_option,
+    help="Checkout whose HEAD decides freshness "
+    "(default: the git work tree of the current folder).",
 )
 @common()
 def list_evidence(

@@ -12,6 +12,7 @@ import click
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
     actor,
+    checkout_root_option,
     common,
     context,
     count,
@@ -75,8 +76,9 @@ def handoff() -> None:
     "--workspace",
     type=WORKSPACE,
     default=Path("."),
-    show_default=True,
-    help="The checkout whose git HEAD (and dirtiness) the note is bound to.",
+    callback=checkout_root_option,
+    help="The checkout whose git HEAD (and dirtiness) the note is bound to "
+    "(default: the git work tree of the current folder).",
 )
 @guarded
 @actor
@@ -224,8 +226,9 @@ def _note_paths(note: Any, resolve: Any) -> list[str]:
     "--workspace",
     type=WORKSPACE,
     default=Path("."),
-    show_default=True,
-    help="The checkout to compare with the note: HEAD, dirtiness, files touched.",
+    callback=checkout_root_option,
+    help="The checkout to compare with the note: HEAD, dirtiness, files touched "
+    "(default: the git work tree of the current folder).",
 )
 @click.option(
     "--audience",
@@ -260,14 +263,19 @@ def inspect(
     The goal and its acceptance, the todo with its dependencies and gates, evidence with its
     freshness against the workspace's HEAD, whether the note is stale, whether the files it
     lists exist, whether the checkout moved or is dirty, and what to re-inspect before
-    acting. --format digest (default; also `text`) is Markdown to paste into any agent,
-    markdown the full report, json the loopx.handoff/v1 document.
+    acting. --format digest (default) is Markdown to paste into any agent, text the same
+    digest as plain text (no Markdown syntax), markdown the full report, json the
+    loopx.handoff/v1 document. --max-chars budgets every format.
     """
     from loopx.engine.clock import from_env
     from loopx.projections.handoff import fit_digest
     from loopx.render.handoff import render_digest_json
 
     store = open_store(root)
+    # The reader is known when named (flag or LOOPX_AGENT_ID); the default `user` is not a
+    # reader, and the adopt command then says <agent-id> rather than suggesting `user`.
+    named = click.get_current_context().get_parameter_source("agent_id")
+    known = named is not click.core.ParameterSource.DEFAULT
     digest = inspect_handoff(
         store,
         goal_id,
@@ -275,7 +283,7 @@ def inspect(
         workspace=workspace,
         audience=audience,
         now=from_env().now(),
-        reader={"agent_id": agent_id, "session_id": session_id},
+        reader={"agent_id": agent_id, "session_id": session_id} if known else None,
         handoff_id=handoff_id,
     )
     if fmt == "json":
@@ -283,8 +291,7 @@ def inspect(
             digest = fit_digest(digest, max_chars, render_digest_json)
         out = render_digest_json(digest)
     else:
-        template = "markdown" if fmt == "markdown" else "digest"
-        out = render_cached(store, digest, template, max_chars)
+        out = render_cached(store, digest, fmt, max_chars)  # digest, markdown or text
     if fmt == "json":
         sys.stdout.write(out)
         sys.stdout.flush()
@@ -363,8 +370,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     "--workspace",
     type=WORKSPACE,
     default=Path("."),
-    show_default=True,
-    help="The adopting checkout; its HEAD is recorded with the adoption.",
+    callback=checkout_root_option,
+    help="The adopting checkout; its HEAD is recorded with the adoption "
+    "(default: the git work tree of the current folder).",
 )
 @guarded
 @actor

@@ -13,6 +13,7 @@ from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context, load_state
 from loopx.model.errors import Conflict
+from loopx.store.base import Store
 from loopx.store.filestore import FileStore
 
 DEMO_START = "2026-11-02T09:00:00Z"
@@ -21,7 +22,7 @@ REV_NEW = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 
 
 class _Demo:
-    def __init__(self, store: FileStore):
+    def __init__(self, store: Store):
         self.clock = FixedClock(DEMO_START, step=420)
         self.store = store
         self.n = 0
@@ -37,15 +38,20 @@ class _Demo:
 GOALS = ("prototype", "launch", "docs", "security-review")
 
 
-def create_demo(directory: Path) -> dict[str, Any]:
-    """Write the demo ledgers into `directory` (created if needed); return a summary.
+def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
+    """Write the demo ledgers into `directory` (created if needed), or into `store` (any
+    store: the same bytes land in PostgreSQL); return a summary.
 
     Every demo goal is checked before anything is written: a goal of that id that the demo
-    did not create is `goal_exists` and the folder is left as it was (a rerun of the demo
+    did not create is `goal_exists` and the store is left as it was (a rerun of the demo
     itself replays)."""
-    store = FileStore(directory)
-    _check_goals_free(store)
-    store.init()
+    if store is None:
+        files = FileStore(directory)
+        _check_goals_free(files)
+        files.init()
+        store = files
+    else:
+        _check_goals_free(store)
     d = _Demo(store)
     _prototype(d)
     _launch(d)
@@ -66,7 +72,7 @@ def create_demo(directory: Path) -> dict[str, Any]:
     return {"root": str(directory), "goals": out}
 
 
-def _check_goals_free(store: FileStore) -> None:
+def _check_goals_free(store: Store) -> None:
     taken = []
     for goal_id in GOALS:
         events = store.read(goal_id).events if store.exists(goal_id) else []

@@ -51,3 +51,41 @@ def head_and_dirty(workspace: Path) -> tuple[str | None, bool | None]:
         elif not line.startswith("#"):
             dirty = True
     return head, (dirty if head else None)
+
+
+def work_tree_root(path: Path) -> Path | None:
+    """The top folder of the git work tree `path` is in, or None outside one."""
+    out = _git(path, "rev-parse", "--show-toplevel")
+    return Path(out) if out else None
+
+
+def checkout_root(path: Path) -> Path:
+    """Where workspace facts are observed: the work tree's top folder when `path` is inside
+    one (so a command run from a subfolder sees the same files), else `path` itself."""
+    return work_tree_root(path) or path
+
+
+def config_value(path: Path, key: str) -> str | None:
+    """A git config value as the work tree at `path` sees it (None when unset)."""
+    return _git(path, "config", "--get", key) or None
+
+
+def remote_urls(path: Path) -> list[str]:
+    out = _git(path, "config", "--get-regexp", r"^remote\..*\.url$") or ""
+    return sorted({line.split(None, 1)[1] for line in out.splitlines() if " " in line})
+
+
+def is_ignored(workspace: Path, path: Path, *, directory: bool = False) -> bool:
+    """Whether git ignores `path` (under the work tree of `workspace`; as a folder when
+    `directory`, so a `site/` pattern matches a folder that does not exist yet)."""
+    name = str(path) + ("/" if directory else "")
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(workspace), "check-ignore", "-q", name],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0

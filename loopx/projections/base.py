@@ -29,8 +29,9 @@ def ordered_todos(state: GoalState) -> list[Todo]:
     return sorted(state.todos.values(), key=lambda t: t.created_seq)
 
 
-def todo_card(todo: Todo, lens: Lens, state: GoalState) -> dict[str, Any]:
-    """A todo as this audience may see it; hidden dependencies are counted, never named."""
+def todo_card(todo: Todo, lens: Lens, state: GoalState, now: str | None = None) -> dict[str, Any]:
+    """A todo as this audience may see it; hidden dependencies are counted, never named.
+    `now` decides whether a lease is live (default: the time of the goal's last event)."""
     todos = state.todos
     deps = [d for d in todo.depends_on if d in todos and lens.sees(todos[d].visibility)]
     card: dict[str, Any] = {
@@ -50,7 +51,7 @@ def todo_card(todo: Todo, lens: Lens, state: GoalState) -> dict[str, Any]:
                 "agent_id": todo.claim["agent_id"],
                 "session_id": todo.claim["session_id"],
                 "lease_expires_at": todo.claim["lease_expires_at"],
-                "live": lease_live(todo, ledger_now(state)),
+                "live": lease_live(todo, now or ledger_now(state)),
             }
         if todo.acceptance is not None:
             card["acceptance"] = lens.text(todo.acceptance)

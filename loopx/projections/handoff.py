@@ -36,7 +36,11 @@ FRONTIER_LIMIT = 5
 NOT_ON_HOST = PRIVATE_MISSING  # the one marker every view shows for text not on this host
 HIDDEN = "[private]"
 
-TEMPLATES = {"digest": "handoff/digest.md.j2", "markdown": "handoff/handoff.md.j2"}
+TEMPLATES = {
+    "digest": "handoff/digest.md.j2",  # compact Markdown to paste into any agent
+    "markdown": "handoff/handoff.md.j2",  # the full report, with provenance and tables
+    "text": "handoff/digest.txt.j2",  # the digest as plain text, for plain prompts
+}
 
 TextFn = Callable[[Any], Any]
 
@@ -473,10 +477,10 @@ def _reinspect(
             f"{fresh['historical']} evidence item(s) were observed at another revision: "
             "re-run them before relying on them.",
         )
-    elif fresh["historical"]:
+    elif fresh["bound"]:
         say(
             "evidence_unverified",
-            f"{fresh['historical']} evidence item(s) are bound to a revision that was not "
+            f"{fresh['bound']} evidence item(s) are bound to a revision that was not "
             "compared with a checkout.",
         )
     if fresh["unbound"]:

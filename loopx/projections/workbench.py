@@ -1,7 +1,10 @@
-"""The workbench (team, Markdown): the goal as a reviewer reads it in a pull request.
+"""The workbench (team or public, Markdown): the goal as a reviewer reads it in a pull request.
 
-The file starts with a header naming its source and a digest of its own body, so
-`loopx workbench --check` can tell a stale file (older ledger revision) from one edited by hand.
+A workbench is committed, so it holds only what a reviewer acts on and changes only when that
+does: no ledger revision or head, no lease expiry times, and "now" is the time of the last
+event that was not a heartbeat, so `todo renew` (or a run, a private note, a handoff note)
+leaves the file byte-identical. The file starts with a header naming its goal and a digest of
+its own body, so `loopx workbench --check` can tell a stale file from one edited by hand.
 """
 
 from __future__ import annotations
@@ -24,11 +27,12 @@ from loopx.projections.base import (
 from loopx.projections.status import progress
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention, frontier
+from loopx.state.redactions import target
 
 SCHEMA = "loopx.workbench/v1"
-HEADER_RE = re.compile(
-    r"^<!-- loopx:workbench goal=(?P<goal>\S+) revision=(?P<revision>\d+) "
-    r"head=(?P<head>[0-9a-f]*) digest=(?P<digest>[0-9a-f]{64}) -->\n"
+HEADER_RE = re.compile(  # also reads the header of earlier versions (with revision and head)
+    r"^<!-- loopx:workbench goal=(?P<goal>\S+)(?: revision=\d+ head=[0-9a-f]*)? "
+    r"digest=(?P<digest>[0-9a-f]{64}) -->\n"
 )
 DONE_LIMIT = 20
 LIST_LIMIT = 50  # longer lists are cut, and the workbench says by how much
@@ -37,7 +41,7 @@ LIST_LIMIT = 50  # longer lists are cut, and the workbench says by how much
 def workbench(
     state: GoalState, lens: Lens, *, head: str | None, visible_goals: set[str]
 ) -> dict[str, Any]:
-    now = ledger_now(state)
+    now = state.changed_at or ledger_now(state)
     todos = lens.keep(ordered_todos(state), "todos")
     visible = {t.todo_id for t in todos}
     full = frontier(state, now)  # once: attention needs the whole frontier, pages the visible
@@ -58,15 +62,15 @@ def workbench(
         "checkout": {"head": head},
         "goal": goal_identity(state, lens, visible_goals),
         "attention": {"state": att["state"], "reason": att["reason"]},
-        "next_action": _next_action(att, ready, gates),
+        "next_action": _next_action(att, ready, gates, public=lens.is_public),
         "progress": progress(state),
-        "frontier": [todo_card(t, lens, state) for t in ready[:LIST_LIMIT]],
+        "frontier": [todo_card(t, lens, state, now) for t in ready[:LIST_LIMIT]],
         "frontier_total": len(ready),
-        "agent_todos": [todo_card(t, lens, state) for t in agent_todos[:LIST_LIMIT]],
+        "agent_todos": [todo_card(t, lens, state, now) for t in agent_todos[:LIST_LIMIT]],
         "agent_total": len(agent_todos),
-        "user_todos": [todo_card(t, lens, state) for t in user_todos[:LIST_LIMIT]],
+        "user_todos": [todo_card(t, lens, state, now) for t in user_todos[:LIST_LIMIT]],
         "user_total": len(user_todos),
-        "closed_todos": [todo_card(t, lens, state) for t in done[:DONE_LIMIT]],
+        "closed_todos": [todo_card(t, lens, state, now) for t in done[:DONE_LIMIT]],
         "closed_total": len(done),
         "gates": [gate_item(g, lens, state) for g in gates],
         "evidence": evidence,
@@ -81,16 +85,18 @@ def workbench(
             for n in notes
             if n.kind in ("lesson", "decision")
         ],
+        "corrections": corrections(state, lens),
         "omissions": lens.omissions(),
     }
 
 
-def _next_action(att: dict[str, Any], ready: list[Any], gates: list[Any]) -> str:
+def _next_action(att: dict[str, Any], ready: list[Any], gates: list[Any], *, public: bool) -> str:
     if att["state"] == "done":
         return "Nothing: the goal is done."
     pending = [g for g in gates if g.status == "pending"]
     if pending:
-        return f"A decision: resolve gate `{pending[0].gate_id}` ({pending[0].authority})."
+        who = "" if public else f" ({pending[0].authority})"  # the authority is team-only
+        return f"A decision: resolve gate `{pending[0].gate_id}`{who}."
     if ready:
         who = "a person" if ready[0].role == "user" else "an agent"
         return f"Claim `{ready[0].todo_id}` ({who}, priority {ready[0].priority})."
@@ -102,15 +108,44 @@ def body_digest(body: str) -> str:
 
 
 def with_header(wb: dict[str, Any], body: str) -> str:
-    src = wb["source"]
-    return (
-        f"<!-- loopx:workbench goal={src['goal_id']} revision={src['revision']} "
-        f"head={src['head']} digest={body_digest(body)} -->\n{body}"
-    )
+    goal_id = wb["source"]["goal_id"]
+    return f"<!-- loopx:workbench goal={goal_id} digest={body_digest(body)} -->\n{body}"
 
 
 def read_header(text: str) -> dict[str, Any] | None:
     match = HEADER_RE.match(text)
     if match is None:
         return None
-    return {**match.groupdict(), "revision": int(match["revision"]), "body": text[match.end() :]}
+    return {**match.groupdict(), "body": text[match.end() :]}
+
+
+def corrections(state: GoalState, lens: Lens) -> list[dict[str, Any]]:
+    """The governed corrections (`loopx redact field`) on entities this audience may see.
+
+    Public output lists none: a correction's reason is team text, and the redacted fields
+    already say `[redacted]` and are counted in the omission note."""
+    if lens.is_public:
+        return []
+    out = []
+    for r in sorted(state.redactions.values(), key=lambda r: r["seq"]):
+        item = target(state, r["entity"], r["entity_id"])
+        visibility = (
+            state.visibility
+            if item is state
+            else (item.get("visibility", "team") if isinstance(item, dict) else item.visibility)
+            if item is not None
+            else "private"
+        )
+        if not lens.sees(visibility):
+            lens.omitted[f"{visibility} corrections"] += 1
+            continue
+        out.append(
+            {
+                "redaction_id": r["redaction_id"],
+                "what": f"{r['entity']} {r['entity_id']} {r['field']}",
+                "by": r["by"],
+                "at": r["at"],
+                "reason": lens.text(r["reason"]),
+            }
+        )
+    return out

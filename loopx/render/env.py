@@ -8,15 +8,9 @@ from typing import Any
 
 import jinja2
 
+from loopx.render import md_context, md_escape
+from loopx.render.changes import change_markdown
 from loopx.resources import resource_dir
-
-
-def _md_inline(value: Any) -> str:
-    """Escape text for a single Markdown line (tables, bullets): no newlines, no pipes."""
-    text = " ".join(str(value).split())
-    for ch in ("\\", "`", "*", "_", "[", "]", "<", ">", "|"):
-        text = text.replace(ch, "\\" + ch)
-    return text
 
 
 def _short(value: Any, width: int = 10) -> str:
@@ -36,10 +30,20 @@ def environment() -> jinja2.Environment:
         # costs a CLI process ~50 ms per template, loading the cached code ~1 ms.
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
-    env.filters["md"] = _md_inline
+    # Markdown: `md` for prose, `code` for identifiers and paths, `ref` for references (a link
+    # only for http/https); the `_cell` forms inside tables; `fence` for code blocks. They mark
+    # what they return; `render` escapes the prose once the whole document is known.
+    env.filters["md"] = md_context.prose
+    env.filters["code"] = md_context.code
+    env.filters["code_cell"] = md_context.code_cell
+    env.filters["ref"] = md_context.ref
+    env.filters["ref_cell"] = md_context.ref_cell
+    env.filters["fence"] = md_escape.fence
+    env.filters["one_line"] = md_escape.one_line
+    env.filters["change_md"] = change_markdown
     env.filters["short"] = _short
     return env
 
 
 def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(**context)
+    return md_context.finish(environment().get_template(template).render(**context))

@@ -1,6 +1,7 @@
-"""Render a handoff digest (`loopx.handoff/v1`): canonical JSON, or Markdown through the
-`handoff/` templates — a paste-ready digest or the full report — within a character budget
-(`projections.handoff.fit_digest` decides what to drop)."""
+"""Render a handoff digest (`loopx.handoff/v1`): canonical JSON, or text through the
+`handoff/` templates — a paste-ready Markdown digest, the full Markdown report, or the digest
+as plain text — within a character budget (`projections.handoff.fit_digest` decides what to
+drop)."""
 
 from __future__ import annotations
 
@@ -44,10 +45,15 @@ def render_digest_markdown(
 ) -> str:
     """The digest as Markdown, at most `max_chars` characters when a budget is given.
 
-    `template` is `digest` (compact, to paste into any agent) or `markdown` (the full
-    report, with provenance and tables).
+    `template` is `digest` (compact, to paste into any agent), `markdown` (the full
+    report, with provenance and tables) or `text` (the digest without Markdown syntax).
     """
     render = _markdown_renderer(TEMPLATES[template])
     if max_chars is None:
         return render(digest)
     return render(fit_digest(digest, max_chars, render))
+
+
+def render_digest_text(digest: dict[str, Any], max_chars: int | None = None) -> str:
+    """The digest as plain text (no Markdown syntax, values verbatim), within `max_chars`."""
+    return render_digest_markdown(digest, max_chars, template="text")

@@ -202,6 +202,9 @@ class GoalState:
     quota_spent: int = 0
     created_at: str = ""
     updated_at: str = ""
+    # The time of the last event other than a heartbeat (`todo.renewed`): the "now" of
+    # committed projections, which a heartbeat must not change.
+    changed_at: str = ""
     closed_at: str | None = None
     revision: int = 0
     head: str = ""
@@ -212,6 +215,8 @@ class GoalState:
     runs: dict[str, Run] = field(default_factory=dict)
     notes: dict[str, Note] = field(default_factory=dict)
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # redaction id → the governed correction (see loopx.state.redactions)
+    redactions: dict[str, dict[str, Any]] = field(default_factory=dict)
     # operation id → [op_hash, first seq, last seq, subject]: the idempotency index.
     operations: OpIndex = field(default_factory=lambda: OpIndex())
 

@@ -16,6 +16,8 @@ from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
 HANDLERS: dict[str, Handler] = {}
+# Events that only extend a lease: they leave `GoalState.changed_at` where it was.
+HEARTBEATS = frozenset({"todo.renewed"})
 # What an operation created or changed, reported in its receipt: the id named after the
 # event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
 # the first of these keys present.
@@ -76,6 +78,8 @@ def _apply(state: GoalState | None, event: Event) -> GoalState:
     state.revision = seq
     state.head = event["sum"]
     state.updated_at = event["recorded_at"]
+    if event["type"] not in HEARTBEATS:
+        state.changed_at = event["recorded_at"]
     # The idempotency index (inlined: this runs for every event of a replay).
     ops, op_id = state.operations, event["operation_id"]
     if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
@@ -331,3 +335,4 @@ def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
 
 
 from loopx.state import handoff as _handoff  # noqa: E402,F401  (registers handlers)
+from loopx.state import redactions as _redactions  # noqa: E402,F401  (registers handlers)

@@ -16,9 +16,13 @@ TextFn = Callable[[Any], Any]
 
 
 def freshness(revision: str | None, head: str | None) -> str:
-    """`current` when bound to the checkout's HEAD, `historical` when to another commit."""
+    """`current` when bound to the checkout's HEAD, `historical` when to another commit,
+    `bound` when bound to a commit but no checkout was given to compare with (committed
+    artifacts: they name the commit, and currency is for live views), `unbound` without one."""
     if not revision:
         return "unbound"
+    if not head:
+        return "bound"
     if head and (head.startswith(revision) or revision.startswith(head)):
         return "current"
     return "historical"

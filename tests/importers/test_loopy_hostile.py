@@ -183,7 +183,7 @@ def test_a_session_id_in_two_folders_refuses_the_import_naming_both(tmp_path: Pa
             assert out.stderr == (
                 "loopx: error [session_id_clash]: two folders hold session dup: "
                 ".loopy_loop/sessions/one and .loopy_loop/sessions/two; import them "
-                "separately (with --goal-id) or remove one\n"
+                "separately (with --goal-id) or remove one (session_id: dup)\n"
             )
         assert str(tmp_path) not in out.stdout + out.stderr
         assert FileStore(proj).goal_ids() == []

@@ -284,6 +284,18 @@ def invocations(root: Path) -> list[tuple[list[str], bool]]:
         (["quota", "set", *g, "--budget", "9"], True),
         (["build", "--out", str(root / "site3")], True),
         (["publish", "--to", str(root / "pub")], True),
+        (["prime", *g, "--agent-id", "agent-a"], False),
+        (["prime", *g, "--agent-id", "agent-a", "--format", "text"], False),
+        (["agents-md", *g], False),
+        (["redact", "list", *g], True),
+        (
+            ["redact", "field", *g, "--entity", "todo", "--entity-id", "t1", "--field", "title"]
+            + ["--reason", hostile("redact")],
+            True,
+        ),
+        (["redact", "list", *g], True),
+        (["store", "export", "--to", str(root / "exported")], True),
+        (["store", "import", "--from", str(root / "exported")], True),
         (["init"], True),
         (["demo", str(root.parent / "demo")], True),
     ]
@@ -295,7 +307,8 @@ def test_every_command_is_exercised(tmp_path: Path) -> None:
     }
     every = {
         (group, sub) if group in _groups() else (group,)
-        for group in set(COMMANDS) - {"serve"}  # serve prints only its own address
+        # serve prints only its own address; mcp speaks JSON-RPC on stdio (no text mode)
+        for group in set(COMMANDS) - {"serve", "mcp"}
         for sub in (_groups().get(group) or [""])
     }
     assert every - covered == set()
@@ -327,8 +340,12 @@ def test_no_text_command_passes_control_or_bidi_characters(project: Path) -> Non
 
 
 def test_a_hostile_value_is_shown_escaped_not_dropped(project: Path) -> None:
-    out = run_cli(["todo", "list", "--goal-id", "g", "--root", str(project)]).stdout
-    (line,) = [line for line in out.splitlines() if line.startswith("t1")]
+    r = ["--goal-id", "g", "--root", str(project)]
+    assert (
+        run_cli(["todo", "add", *r, "--todo-id", "t7", "--title", hostile("todo")]).exit_code == 0
+    )
+    out = run_cli(["todo", "list", *r]).stdout
+    (line,) = [line for line in out.splitlines() if line.startswith("t7")]
     assert "todo\\x1b[2J\\x1b]0;pwned\\x07" in line
     assert "\\r\\b\\x7f\\x9b31m\\u202e\\u2066\\u2069\\u200e\\u2028\\nFORGED-ROW todo" in line
 
