@@ -143,8 +143,9 @@ def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> No
 
     Text mode never prints `data` as JSON, so its strings are first made terminal-safe in
     place (`terminal.field`): every text renderer reads its values from `data`, so no value
-    can drive the terminal or break its record onto a second line. The whole text then goes
-    through `echo` (`terminal.document`) for whatever did not come from `data`.
+    can drive the terminal or break its record onto a second line. The rendered text is
+    printed as it is, so the colour a renderer adds on a terminal (`paint`) survives;
+    documents and other text go through `echo`.
     """
     if fmt == "json":
         sys.stdout.buffer.write(
@@ -156,7 +157,7 @@ def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> No
     out = text() if callable(text) else text
     if out is None:
         out = orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
-    echo(out)
+    click.echo(out)
 
 
 def echo(text: str, *, nl: bool = True, err: bool = False) -> None:

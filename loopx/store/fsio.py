@@ -503,8 +503,8 @@ def read_regular(path: Path, cap: int) -> bytes | None:
     fs = current()
     try:
         fd = fs.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePath):
+        return None  # UnsafePath: `open` itself refused a link, a FIFO or a folder
     except OSError as err:
         if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):  # a link; a FIFO's far end
             return None
