@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit, print_findings
+from loopx.cli.common import common, echo, emit, print_findings
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -129,7 +129,7 @@ def build_cmd(
     if set(auds) - {"public"}:
         from loopx.build.exposure import guard_team_output
 
-        guard_team_output(out, lambda line: click.echo(line, err=True), directory=True)
+        guard_team_output(out, lambda line: echo(line, err=True), directory=True)
     try:
         res = build(
             project,
@@ -230,7 +230,16 @@ def diff_cmd(
             store = None
         goals = [goal_id] if goal_id is not None else None  # two builds: any goal
         scan_public_output(store, f"diff.{fmt}", out.encode("utf-8"), goals)
-    click.echo(out, nl=False)
+    if fmt == "json":
+        click.echo(out, nl=False)
+        return
+    # Text and Markdown for a terminal: rendered again (after the scan saw the real values)
+    # from values whose control characters and newlines are escaped, one change per line.
+    from loopx.cli.terminal import fields_in_place
+
+    fields_in_place(changes)
+    shown = render_markdown(changes, old, new) if fmt == "markdown" else render_text(changes)
+    echo(shown if fmt == "markdown" else shown + "\n", nl=False)
 
 
 @click.command("publish")
@@ -403,5 +412,5 @@ def serve_cmd(
         audiences=parse_audiences(audiences),
         head=_head(head, "auto"),
         debounce=debounce,
-        log=lambda line: click.echo(line, err=True),
+        log=lambda line: echo(line, err=True),
     )

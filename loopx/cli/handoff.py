@@ -15,12 +15,15 @@ from loopx.cli.common import (
     checkout_root_option,
     common,
     context,
+    count,
+    echo,
     emit,
     guarded,
     open_store,
     text_resolver,
 )
 from loopx.engine.lookup import LEASE_RANGE
+from loopx.store import fsio
 
 WORKSPACE = click.Path(file_okay=False, path_type=Path)
 
@@ -236,7 +239,7 @@ def _note_paths(note: Any, resolve: Any) -> list[str]:
 )
 @click.option(
     "--max-chars",
-    type=click.IntRange(min=1),
+    type=count(1),
     default=None,
     help="Fit the output into N characters, dropping the least important material first.",
 )
@@ -289,8 +292,11 @@ def inspect(
         out = render_digest_json(digest)
     else:
         out = render_cached(store, digest, fmt, max_chars)  # digest, markdown or text
-    sys.stdout.write(out)
-    sys.stdout.flush()
+    if fmt == "json":
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    else:
+        echo(out, nl=False)
 
 
 def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
@@ -325,8 +331,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
         base = state_dir / "private" if digest["audience"] == "private" else state_dir
         name = f"{digest['todo']['todo_id']}.{template}.{max_chars or 'full'}.md"
         path = base / "cache" / "handoff" / digest["source"]["goal_id"] / name
+        # Through the store's file rules: a linked or special cache file is `unsafe_path`.
         try:
-            cached = path.read_text("utf-8")
+            cached = fsio.current().read_file(path, limit=fsio.MAX_READ).decode("utf-8")
             if cached.startswith(key + "\n"):
                 return cached[len(key) + 1 :]
         except (OSError, UnicodeDecodeError):
@@ -334,9 +341,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     out = render_digest_markdown(digest, max_chars, template=template)
     if path is not None:
         try:
-            from loopx.store import fsio
-
-            path.parent.mkdir(parents=True, exist_ok=True)
+            fsio.current().makedirs(path.parent)
             fsio.current().write_atomic(path, (key + "\n" + out).encode("utf-8"))
         except OSError:
             pass  # the cache is an optimisation; failing to write it is never an error

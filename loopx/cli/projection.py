@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from loopx.cli.build import COMMITTED_HEAD_HELP, _head
-from loopx.cli.common import common, emit, open_store
+from loopx.cli.common import common, count, echo, emit, open_store
 
 
 def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dict[str, str]]:
@@ -120,7 +120,7 @@ def workbench_cmd(
         if audience != "public":
             from loopx.build.exposure import guard_team_output
 
-            guard_team_output(write_to, lambda line: click.echo(line, err=True))
+            guard_team_output(write_to, lambda line: echo(line, err=True))
         from loopx.build.outdir import write_file
         from loopx.projections.workbench import read_header
 
@@ -150,7 +150,7 @@ def workbench_cmd(
         about = {"goal_id": goal_id, "revision": state.revision, "audience": audience}
         emit(fmt, {**about, "markdown": text})
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
 
 
 def _check_workbench(path: Path, text: str, flags: str, revision: int) -> None:
@@ -197,7 +197,7 @@ def _check_workbench(path: Path, text: str, flags: str, revision: int) -> None:
 @click.option("--todo-id", default=None, help="A packet for one todo.")
 @click.option(
     "--since",
-    type=click.IntRange(min=1),
+    type=count(1),
     default=None,
     help="List what changed since this ledger revision.",
 )
@@ -243,7 +243,7 @@ def review_cmd(
     if fmt == "json":
         emit(fmt, rp)
     else:
-        click.echo(markdown, nl=False)
+        echo(markdown, nl=False)
 
 
 @click.command("graph")
@@ -281,4 +281,7 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
     else:
         out = graph_source.to_mermaid(gr)
     _public_scan(store, audience, f"graph.{fmt}", out, goals)
-    click.echo(out, nl=False)
+    if fmt == "json":
+        click.echo(out, nl=False)
+    else:  # DOT, SVG, Mermaid: nothing in a label may drive the terminal
+        echo(out, nl=False)

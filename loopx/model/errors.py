@@ -2,6 +2,8 @@
 
 LoopxError                      every error loopx raises on purpose; `code` is stable
 ├── InvalidInput                bad arguments or files (exit 2)
+│   ├── UnsafePath              unsafe_path: a link, FIFO, device or socket where a file belongs
+│   └── TooLarge                file_too_large: a file over the cap of its read
 ├── NotFound                    unknown goal, todo, gate, evidence, blob (exit 3)
 ├── Conflict                    a precondition on folded state failed (exit 4):
 │                               revision_conflict, operation_id_reused, goal_terminal,
@@ -38,6 +40,19 @@ class LoopxError(Exception):
 class InvalidInput(LoopxError):
     code = "invalid_input"
     exit_code = 2
+
+
+class UnsafePath(InvalidInput):
+    """A symlink, a special file (FIFO, device, socket), a folder where a file belongs, a
+    hard-linked file opened for writing, or a path leaving its confined root."""
+
+    code = "unsafe_path"
+
+
+class TooLarge(InvalidInput):
+    """A file larger than the cap of the read that asked for it."""
+
+    code = "file_too_large"
 
 
 class NotFound(LoopxError):

@@ -19,11 +19,13 @@ Findings never carry the matched text, so a report can be printed or published s
 from __future__ import annotations
 
 import contextlib
+import errno
 import getpass
 import hashlib
 import os
 import re
 import socket
+import stat
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,11 +35,13 @@ from typing import Any
 
 import ahocorasick_rs
 
-from loopx.model.errors import NotFound
+from loopx.model.errors import NotFound, TooLarge, UnsafePath
 from loopx.privacy.rules import HOSTNAME, NON_PUBLIC_ID, NON_PUBLIC_TEXT, RULES, USERNAME, words
 from loopx.privacy.views import ENCODINGS, View, base64_segments, views
 
 __all__ = ["ENCODINGS", "Finding", "Hit", "Scanner", "machine_names", "name_hash", "scan_paths"]
+
+MAX_SCAN_BYTES = 256 * 1024 * 1024  # one scanned file
 
 #: Forbidden strings shorter than this are ignored: short ids and words hit ordinary text.
 MIN_FORBIDDEN_LENGTH = 6
@@ -420,6 +424,25 @@ def _finding(text: str, hit: Hit, path: str) -> Finding:
     )
 
 
+def _read_regular(path: Path) -> bytes:
+    """A scanned file, read under the store's file rules (`loopx.store.fsio`; this layer may
+    not import it): a link, FIFO or device is `unsafe_path`, never followed nor waited on;
+    more than MAX_SCAN_BYTES is `file_too_large`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO):
+            raise UnsafePath("refused to scan a link or special file") from None
+        raise NotFound("a scan path cannot be read", code="path_not_found") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath("refused to scan a file: it is not a regular file")
+        data = fh.read(MAX_SCAN_BYTES + 1)
+    if len(data) > MAX_SCAN_BYTES:
+        raise TooLarge(f"refused to scan a file larger than {MAX_SCAN_BYTES} bytes")
+    return data
+
+
 def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Finding]:
     """Scan files, and folders recursively; findings sorted by path, then position.
 
@@ -442,6 +465,6 @@ def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Fi
             raise NotFound("scan path does not exist", code="path_not_found", path=str(path))
     findings: list[Finding] = []
     for shown in sorted(files):
-        findings.extend(scanner.scan_bytes(files[shown].read_bytes(), shown))
+        findings.extend(scanner.scan_bytes(_read_regular(files[shown]), shown))
     findings.sort(key=lambda f: (f.path, f.offset, f.kind, f.encoding))
     return findings
