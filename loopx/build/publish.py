@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from loopx.build import gitpublish, outdir
-from loopx.build.boundary import enforce, non_public_strings, scan_public
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
 from loopx.build.pipeline import AUTO, make_site, manifest_entries, resolve_head
 from loopx.build.writer import Entry, write_tree
 from loopx.privacy.scanner import Scanner
@@ -39,8 +39,8 @@ def publish(
     plan = gitpublish.plan(root, branch) if branch is not None else None
     head = resolve_head(root, head)
     site, (goals, store) = make_site(root, ("public",), head)
-    forbidden = non_public_strings(goals)
-    enforce(scan_public(site, forbidden))
+    forbidden = non_public_strings(goals).with_names(project_names(root))
+    enforce(scan_public(site, forbidden), goals, forbidden)
     files = _public_files(site)
     sources = ", ".join(
         f"{g}@{s['revision']}"

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit
+from loopx.cli.common import common, emit, print_findings
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -105,7 +105,7 @@ def build_cmd(
     link in it is followed, and only files a manifest of ours wrote are replaced or removed.
     """
     from loopx.build.pipeline import build, check, parse_audiences
-    from loopx.model.errors import CheckFailed
+    from loopx.model.errors import BoundaryViolation, CheckFailed
 
     project = _root(root)
     auds = parse_audiences(audiences)
@@ -130,15 +130,20 @@ def build_cmd(
         from loopx.build.exposure import guard_team_output
 
         guard_team_output(out, lambda line: click.echo(line, err=True), directory=True)
-    res = build(
-        project,
-        out,
-        audiences=auds,
-        head=_head(head),
-        validate=validate,
-        reuse=not force,
-        overwrite=overwrite,
-    )
+    try:
+        res = build(
+            project,
+            out,
+            audiences=auds,
+            head=_head(head),
+            validate=validate,
+            reuse=not force,
+            overwrite=overwrite,
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":  # JSON mode: the findings travel in the error envelope
+            print_findings(err.details.get("findings", []))
+        raise
     data = res.to_dict()
     data["out"] = str(out)
 
@@ -305,7 +310,7 @@ def publish_cmd(
     commit on a git branch for GitHub Pages."""
     from loopx.build.gitpublish import BranchTarget
     from loopx.build.publish import publish
-    from loopx.model.errors import InvalidInput
+    from loopx.model.errors import BoundaryViolation, InvalidInput
 
     if (to_dir is None) == (git_branch is None):
         raise InvalidInput(
@@ -336,9 +341,14 @@ def publish_cmd(
             push=push,
             remote=remote,
         )
-    result: dict[str, Any] = publish(
-        _root(root), to_dir=to_dir, branch=branch, head=_head(head, "auto"), overwrite=overwrite
-    )
+    try:
+        result: dict[str, Any] = publish(
+            _root(root), to_dir=to_dir, branch=branch, head=_head(head, "auto"), overwrite=overwrite
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":
+            print_findings(err.details.get("findings", []))
+        raise
 
     def text() -> str:
         if to_dir is not None:
