@@ -152,8 +152,8 @@ def test_hostile_requests_get_an_error_status_never_a_traceback(server: Server) 
     assert server.request("/public/index.html")[0] == 200
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_the_temporary_folder_goes_on_sigterm_as_on_ctrl_c(
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_the_temporary_folder_goes_on_sigterm_and_sighup_as_on_ctrl_c(
     project: Path, tmp_path: Path, sig: Any
 ) -> None:
     srv = start(project, tmp_path / "tmp")

@@ -96,7 +96,7 @@ def _unsafe(where: str, kind: str) -> UnsafeOutput:
     else:
         message = (
             f"{where} is {_KIND_NAMES[kind]}; loopx never writes, reads or deletes through "
-            "one in an output folder (replace it with a real folder, or choose another one)"
+            "one where it writes output (replace it with a real folder, or choose another one)"
         )
     return UnsafeOutput(message, path=where, kind=kind)
 
@@ -143,7 +143,8 @@ class Folder:
         self.close()
 
     def __del__(self) -> None:
-        self.close()
+        with contextlib.suppress(Exception):  # also at interpreter exit
+            self.close()
 
     def _refuse(self, rel: str, parent_fd: int | None, name: str) -> None:
         """Raise the right error for something at `rel` that could not be opened as a folder."""

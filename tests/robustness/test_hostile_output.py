@@ -449,3 +449,13 @@ def test_a_plain_publish_listing_lets_files_be_replaced_but_never_deleted(proj: 
     assert (dest / "index.html").read_bytes() != b"<h1>an older publish</h1>"
     listing = json.loads((dest / ".loopx-published").read_bytes())
     assert listing["schema"] == "loopx.published/v1"
+
+
+def test_a_linked_cache_folder_holds_no_lock_or_memo_outside(proj: Path, outside: Path) -> None:
+    """The output folder's lock and the carry-over memo live in `.loopx/cache/build/`: a
+    checkout that makes `.loopx/cache` a link gets a refusal, not files outside."""
+    shutil.rmtree(proj / ".loopx" / "cache", ignore_errors=True)
+    (proj / ".loopx" / "cache").symlink_to(outside)
+    result = build(proj, proj / "site")
+    assert result.exit_code == 2 and error(result) == "unsafe_output_path"
+    assert not (proj / "site" / "manifest.json").exists()
