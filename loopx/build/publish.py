@@ -14,7 +14,7 @@ from loopx.render.jsonout import dumps
 
 PUBLIC = "public/"
 PUBLISHED = gitpublish.LISTING  # `.loopx-published`
-PUBLISHED_SCHEMA = "loopx.published/v1"
+PUBLISHED_SCHEMA = gitpublish.LISTING_SCHEMA  # `loopx.published/v1`, on a branch as in a folder
 
 
 def _public_files(site: Any) -> dict[str, bytes]:
@@ -86,8 +86,7 @@ def _publish_to(root: Path, to_dir: Path, files: dict[str, bytes], overwrite: bo
 
 def _listed(folder: outdir.Folder) -> dict[str, Entry]:
     """What the folder's `.loopx-published` says an earlier publish wrote. A plain list of
-    names (an older loopx; the listing `publish --git-branch` keeps on a branch) has no
-    hashes: its files may be replaced, but never deleted."""
+    names (an older loopx) has no hashes: its files may be replaced, but never deleted."""
     entries = manifest_entries(folder, PUBLISHED)
     if entries:
         return entries
