@@ -32,6 +32,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
     "build": ("loopx.cli.build", "build_cmd", "Build every projection into a folder."),
     "scan": ("loopx.cli.scan", "scan_cmd", "Scan files for anything that must stay private."),
+    "redact": (
+        "loopx.cli.redact",
+        "redact",
+        "Redact a field in the ledger (a correction).",
+    ),
     "diff": ("loopx.cli.build", "diff_cmd", "Explain what changed between two builds."),
     "publish": ("loopx.cli.build", "publish_cmd", "Ship the public partition only."),
     "serve": ("loopx.cli.build", "serve_cmd", "Preview the build on 127.0.0.1, live."),
@@ -40,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
     "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
     "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
+    "store": ("loopx.cli.store", "store", "Move a project between the file and PostgreSQL stores."),
     "prime": ("loopx.cli.prime", "prime_cmd", "A briefing an agent reads at session start."),
     "agents-md": ("loopx.cli.prime", "agents_md_cmd", "The loopx block for AGENTS.md/CLAUDE.md."),
     "mcp": ("loopx.cli.mcp", "mcp_cmd", "Serve the loopx tools over MCP (stdio)."),
@@ -143,6 +149,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _run(args, as_json, debug)
     finally:
+        from loopx.cli.common import close_stores
+
+        close_stores()
         if collecting:
             gc.enable()
 
