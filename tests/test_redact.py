@@ -111,6 +111,11 @@ def test_a_block_in_a_closed_goal_is_cleared_by_a_redaction(tmp_path: Path) -> N
     assert "host user name in a public question" in workbench
     assert NAME not in workbench
 
+    # The build's public workbench: the field redacted and counted, no correction listed.
+    public_text = (out / "public/goals/launch/workbench.md").read_text()
+    assert "Corrections" not in public_text and "host user name" not in public_text
+    assert "1 redacted field" in public_text
+
     listed = _loopx(root, "redact", "list", "--goal-id", "launch", "--format", "json")
     assert [r["redaction_id"] for r in json.loads(listed.stdout)["redactions"]] == ["redaction-1"]
 
