@@ -70,7 +70,7 @@ def test_a_block_in_a_closed_goal_is_cleared_by_a_redaction(tmp_path: Path) -> N
     ]
     assert commands, blocked.stdout
     assert "--entity gate --entity-id gate-1 --field question" in commands[0]
-    assert not out.exists()
+    assert not (out / "manifest.json").exists() and not (out / "public").exists()  # nothing written
 
     # The goal is closed: the question cannot be edited, and other writes are refused …
     refused = _loopx(root, "todo", "add", "--goal-id", "launch", "--title", "More work")

@@ -209,6 +209,7 @@ def build(
     from loopx.build import reuse as reuse_mod
 
     head = resolve_head(root, head)
+    names = project_names(root) if "public" in audiences else frozenset()  # before any write
     with outdir.open_folder(out, root) as folder, outdir.lock(root, out):
         if reuse and cache is None:
             cache = reuse_mod.load(root, out, audiences, head, validate)
@@ -216,7 +217,7 @@ def build(
         result = BuildResult(site)
         if "public" in audiences:
             strings = cache.strings if cache is not None else None
-            forbidden = non_public_strings(goals, cache=strings).with_names(project_names(root))
+            forbidden = non_public_strings(goals, cache=strings).with_names(names)
             scan_cache = cache.scan if cache is not None else None
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)
