@@ -27,7 +27,8 @@ from loopx.projections.base import GENERATOR
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
-from loopx.store.filestore import FileStore
+from loopx.store.base import Store
+from loopx.store.select import change_token, open_store
 
 MANIFEST = "manifest.json"
 MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
@@ -79,15 +80,14 @@ def resolve_head(root: Path, head: str | None) -> str | None:
     return head_revision(root)
 
 
-def gather(store: FileStore, cache: BuildCache | None = None) -> dict[str, GoalState]:
-    """Fold every goal. With a cache, a goal whose ledger file has not changed (same size,
-    mtime and inode) keeps the state folded last time."""
+def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
+    """Fold every goal. With a cache, a goal whose change token is the same (the ledger
+    file's size, mtime and inode; the database's head) keeps the state folded last time."""
     goals: dict[str, GoalState] = {}
     for goal_id in store.goal_ids():
-        key: tuple[int, ...] | None = None
+        key: tuple[Any, ...] | None = None
         if cache is not None:
-            st = store.ledger_path(goal_id).stat()
-            key = (st.st_size, st.st_mtime_ns, st.st_ino)
+            key = change_token(store, goal_id)
             hit = cache.states.get(goal_id)
             if hit is not None and hit[0] == key:
                 goals[goal_id] = hit[1]
@@ -110,7 +110,7 @@ def make_site(
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`)."""
-    store = FileStore(root)
+    store = open_store(root)  # files or PostgreSQL; its connection closes with the object
     goals = gather(store, cache)
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}

@@ -2,8 +2,9 @@
 
 Gathering them means folding every goal and reading every private blob (private text is
 matched as itself), which costs more than scanning a public build. The strings only change
-when a ledger does, so they are kept, keyed by each ledger's size, modification time and inode
-(blobs are content-addressed: new ones arrive only with new events) and by the loopx version.
+when a ledger does, so they are kept, keyed by each ledger's change token (a file's size,
+modification time and inode, or a database head; blobs are content-addressed: new ones arrive
+only with new events) and by the loopx version.
 The file holds private text, so it lives in the private partition that never leaves this
 host: ``.loopx/private/cache/scan/forbidden.json``. A missing, unreadable, oversized or stale
 file is rebuilt; a symlink or non-regular file there is never followed, only replaced.
@@ -22,28 +23,27 @@ import orjson
 from loopx import __version__
 from loopx.build.boundary import Forbidden
 from loopx.store import fsio
-from loopx.store.filestore import FileStore
+from loopx.store.base import Store
+from loopx.store.root import STATE_DIR
+from loopx.store.select import change_token
 
 MAX_BYTES = 512 * 1024 * 1024
 
 
-def _path(store: FileStore) -> Path:
-    return store.state_dir / "private" / "cache" / "scan" / "forbidden.json"
+def _path(project: Path) -> Path:
+    return project / STATE_DIR / "private" / "cache" / "scan" / "forbidden.json"
 
 
-def key(store: FileStore) -> list[Any]:
-    """What the cached strings depend on: the version and every ledger file's identity."""
-    files = []
-    for goal_id in store.goal_ids():
-        info = os.stat(store.ledger_path(goal_id), follow_symlinks=False)
-        files.append([goal_id, info.st_size, info.st_mtime_ns, info.st_ino])
-    return [__version__, files]
+def key(store: Store) -> list[Any]:
+    """What the cached strings depend on: the version and every ledger's change token (a
+    file's identity, or a database head), as JSON-comparable lists."""
+    return [__version__, [[g, *change_token(store, g)] for g in store.goal_ids()]]
 
 
-def load(store: FileStore, wanted: list[Any]) -> Forbidden | None:
+def load(project: Path, wanted: list[Any]) -> Forbidden | None:
     """The cached forbidden strings when they were gathered for exactly `wanted`."""
     try:
-        fd = os.open(_path(store), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(_path(project), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:
@@ -64,9 +64,9 @@ def load(store: FileStore, wanted: list[Any]) -> Forbidden | None:
         return None
 
 
-def save(store: FileStore, wanted: list[Any], forbidden: Forbidden) -> None:
+def save(project: Path, wanted: list[Any], forbidden: Forbidden) -> None:
     """Keep the strings for the next scan; a cache that cannot be written is no error."""
-    path = _path(store)
+    path = _path(project)
     data = orjson.dumps(
         {"key": wanted, "texts": sorted(forbidden.texts), "ids": sorted(forbidden.ids)}
     )

@@ -180,6 +180,16 @@ def watch(builder: Builder, debounce: float, stop: threading.Event) -> Any:
     goals.mkdir(parents=True, exist_ok=True)
     observer.schedule(OnChange(), str(goals), recursive=True)
     observer.start()
+    from loopx.store.select import open_store
+
+    store = open_store(builder.root)
+    if hasattr(store, "listen"):  # PostgreSQL: appends from any host arrive by NOTIFY
+        threading.Thread(
+            target=store.listen,
+            args=(lambda _goal: builder.changed.set(), stop),
+            name="loopx-listen",
+            daemon=True,
+        ).start()
 
     def loop() -> None:
         while not stop.is_set():

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
     "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
     "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
+    "store": ("loopx.cli.store", "store", "Move a project between the file and PostgreSQL stores."),
     "prime": ("loopx.cli.prime", "prime_cmd", "A briefing an agent reads at session start."),
     "agents-md": ("loopx.cli.prime", "agents_md_cmd", "The loopx block for AGENTS.md/CLAUDE.md."),
     "mcp": ("loopx.cli.mcp", "mcp_cmd", "Serve the loopx tools over MCP (stdio)."),
@@ -148,6 +149,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _run(args, as_json, debug)
     finally:
+        from loopx.cli.common import close_stores
+
+        close_stores()
         if collecting:
             gc.enable()
 

@@ -94,16 +94,16 @@ def _ledger_scanner(root: Path | None, machine: bool) -> tuple[Any, Any]:
     from loopx.build.boundary import non_public_strings, project_names
     from loopx.build.pipeline import gather
     from loopx.privacy.scanner import Scanner
-    from loopx.store.filestore import FileStore
     from loopx.store.root import find_root
+    from loopx.store.select import open_store
 
     project = find_root(root)
-    store = FileStore(project)
+    store = open_store(project)
     wanted = scancache.key(store)
-    forbidden = scancache.load(store, wanted)
+    forbidden = scancache.load(project, wanted)
     if forbidden is None:
         forbidden = non_public_strings(gather(store), store.get_blob)
-        scancache.save(store, wanted, forbidden)
+        scancache.save(project, wanted, forbidden)
     scanner = Scanner(
         sorted(forbidden.texts),
         forbidden_ids=sorted(forbidden.ids),
