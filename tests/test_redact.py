@@ -70,7 +70,7 @@ def test_a_block_in_a_closed_goal_is_cleared_by_a_redaction(tmp_path: Path) -> N
     ]
     assert commands, blocked.stdout
     assert "--entity gate --entity-id gate-1 --field question" in commands[0]
-    assert not out.exists()
+    assert not (out / "manifest.json").exists() and not (out / "public").exists()  # nothing written
 
     # The goal is closed: the question cannot be edited, and other writes are refused …
     refused = _loopx(root, "todo", "add", "--goal-id", "launch", "--title", "More work")
@@ -110,6 +110,11 @@ def test_a_block_in_a_closed_goal_is_cleared_by_a_redaction(tmp_path: Path) -> N
     assert "`redaction-1` redacted gate gate-1 question (by `maintainer`" in workbench
     assert "host user name in a public question" in workbench
     assert NAME not in workbench
+
+    # The build's public workbench: the field redacted and counted, no correction listed.
+    public_text = (out / "public/goals/launch/workbench.md").read_text()
+    assert "Corrections" not in public_text and "host user name" not in public_text
+    assert "1 redacted field" in public_text
 
     listed = _loopx(root, "redact", "list", "--goal-id", "launch", "--format", "json")
     assert [r["redaction_id"] for r in json.loads(listed.stdout)["redactions"]] == ["redaction-1"]

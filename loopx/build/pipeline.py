@@ -209,6 +209,7 @@ def build(
     from loopx.build import reuse as reuse_mod
 
     head = resolve_head(root, head)
+    names = project_names(root) if "public" in audiences else frozenset()  # before any write
     with outdir.lock(root, out):
         with outdir.open_folder(out, root, create=False):
             pass  # a linked or misplaced folder is refused before any work; nothing is created
@@ -217,12 +218,10 @@ def build(
         site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
         result = BuildResult(site)
         if "public" in audiences:
-            forbidden = non_public_strings(
-                goals, cache=cache.strings if cache is not None else None
-            ).with_names(project_names(root))
-            result.findings = scan_public(
-                site, forbidden, cache.scan if cache is not None else None
-            )
+            strings = cache.strings if cache is not None else None
+            forbidden = non_public_strings(goals, cache=strings).with_names(names)
+            scan_cache = cache.scan if cache is not None else None
+            result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)
         trusted: set[str] = set()
         if cache is not None:

@@ -352,7 +352,11 @@ def publish_cmd(
         )
     try:
         result: dict[str, Any] = publish(
-            _root(root), to_dir=to_dir, branch=branch, head=_head(head, "auto"), overwrite=overwrite
+            _root(root),
+            to_dir=to_dir,
+            branch=branch,
+            head=_head(head, "auto"),
+            overwrite=overwrite,
         )
     except BoundaryViolation as err:
         if fmt != "json":
