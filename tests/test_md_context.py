@@ -42,6 +42,7 @@ def test_a_document_of_values_renders_each_as_written(
         f"1. {prose(e)}\n"
         f"2. {prose(f)}\n\n"
         f"{prose(c)}\n{prose(a)}\n\n"
+        f"Before the table: {prose(f)}\n"
         f"| x | y |\n|---|---|\n| {prose(d)} | {code_cell(cell)} |\n"
     )
     result = shown(doc)
@@ -53,6 +54,7 @@ def test_a_document_of_values_renders_each_as_written(
         _shown(e),
         _shown(f),
         f"{_shown(c)}\n{_shown(a)}",
+        f"Before the table: {_shown(f)}",
         "x",
         "y",
         _shown(d),
@@ -85,6 +87,9 @@ def test_only_what_could_pair_is_escaped() -> None:
     assert finish(f"{prose('_a')}\n2. {prose('b_')}\n") == "\\_a\n2. b\\_\n"
     # Emphasis cannot pair across list items: each stays as written.
     assert finish(f"- {prose('_a')}\n- {prose('b_')}\n") == "- _a\n- b_\n"
+    # A pipe only needs an escape in a table, where it would end the cell.
+    assert finish(f"- {prose('a | b')}\n") == "- a | b\n"
+    assert finish(f"| x |\n|---|\n| {prose('a | b')} |\n") == "| x |\n|---|\n| a \\| b |\n"
     # Block syntax only where the value starts a line.
     assert finish(f"- {prose('# x')}\n") == "- \\# x\n"
     assert finish(f"Title: {prose('# x')}\n") == "Title: # x\n"

@@ -87,7 +87,13 @@ def _emphasis_marks(text: str, marks: set[int], before: str | None, after: str |
 
 
 def inline_marks(
-    text: str, marks: set[int], *, link_text: bool, start: int = 0, stop: int | None = None
+    text: str,
+    marks: set[int],
+    *,
+    link_text: bool,
+    pipes: bool = True,
+    start: int = 0,
+    stop: int | None = None,
 ) -> None:
     """Backticks, pipes, backslashes, `<`, `&` and brackets in text[start:stop] that would
     start something, judged with the characters that follow them (even past `stop`).
@@ -99,7 +105,7 @@ def inline_marks(
     for found in _SPECIAL.finditer(text, start, n if stop is None else stop):
         i = found.start()
         ch, nxt = text[i], text[i + 1] if i + 1 < n else ""
-        if ch == "`" or (ch == "|" and not link_text):
+        if ch == "`" or (ch == "|" and pipes and not link_text):
             marks.add(i)
         elif ch == "\\":
             if nxt in ("", "\n") or nxt in _ASCII_PUNCT:  # before a line break: a hard break
