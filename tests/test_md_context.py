@@ -43,7 +43,8 @@ def test_a_document_of_values_renders_each_as_written(
         f"2. {prose(f)}\n\n"
         f"{prose(c)}\n{prose(a)}\n\n"
         f"Before the table: {prose(f)}\n"
-        f"| x | y |\n|---|---|\n| {prose(d)} | {code_cell(cell)} |\n"
+        f"| x | y | z |\n|---|---|---|\n| {prose(d)} | {code_cell(cell)} | {prose(a)} |\n\n"
+        f"> From {code(ident)}: {prose(e)}\n"
     )
     result = shown(doc)
     want = [
@@ -57,12 +58,16 @@ def test_a_document_of_values_renders_each_as_written(
         f"Before the table: {_shown(f)}",
         "x",
         "y",
+        "z",
         _shown(d),
         cell,
+        _shown(a),
+        f"From {ident}: {_shown(e)}",
     ]
     assert result.texts == want, doc
     assert not result.html and not result.links, doc
-    assert result.code == [ident, cell], doc
+    assert result.code == [ident, cell, ident], doc
+    assert result.blocks.count("blockquote_open") == 1, doc
     assert result.blocks.count("heading_open") == 1, doc
     assert result.blocks.count("bullet_list_open") == 1, doc
     assert result.blocks.count("ordered_list_open") == 1, doc
