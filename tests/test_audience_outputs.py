@@ -136,8 +136,10 @@ def test_team_output_into_a_public_looking_work_tree_warns(demo: Path, tmp_path:
     only_public = run_cli(["build", *base, "--audience", "public", "--out", str(repo / "pub")])
     assert only_public.exit_code == 0 and "warning" not in only_public.stderr
     # Ignored by git: never committed, never warned about.
-    (repo / ".gitignore").write_text("ignored/\n")
+    (repo / ".gitignore").write_text("ignored/\nbuilt/\n")
     quiet = run_cli(["build", *base, "--out", str(repo / "ignored" / "site")])
+    assert quiet.exit_code == 0 and "warning" not in quiet.stderr
+    quiet = run_cli(["build", *base, "--out", str(repo / "built")])  # a folder-only pattern
     assert quiet.exit_code == 0 and "warning" not in quiet.stderr
     # The work tree says what it is: team → silence; public → refused, nothing written.
     git(repo, "config", "loopx.visibility", "team")
@@ -214,6 +216,8 @@ def test_workspace_facts_come_from_the_work_tree_top_in_a_subfolder(tmp_path: Pa
             "test",
             "--summary",
             "ok",
+            "--visibility",
+            "team",
             "--format",
             "json",
         ],
@@ -223,6 +227,14 @@ def test_workspace_facts_come_from_the_work_tree_top_in_a_subfolder(tmp_path: Pa
     listed = run_cli(["evidence", "list", "--goal-id", "g", "--format", "json"], cwd=sub).json()
     assert [e["revision"] for e in listed["evidence"]] == [head]
     assert [e["freshness"] for e in listed["evidence"]] == ["current"]
+    # Committed artifacts name the commit; `--head auto` compares with the checkout instead.
+    committed = run_cli(["workbench", "--goal-id", "g"], cwd=sub).stdout
+    assert "| observed at |" in committed and f"`{head[:10]}`" in committed
+    assert "current" not in committed
+    live = run_cli(["workbench", "--goal-id", "g", "--head", "auto"], cwd=sub).stdout
+    assert f"Freshness against checkout `{head[:10]}`" in live and "| current |" in live
+    bad = run_cli(["workbench", "--goal-id", "g", "--head", "HEAD~1"], cwd=sub)
+    assert bad.exit_code == 2 and "invalid_revision" in bad.stderr
 
 
 def test_public_diff_of_two_build_folders_outside_a_project(demo: Path, tmp_path: Path) -> None:
@@ -240,3 +252,19 @@ def test_public_diff_of_two_build_folders_outside_a_project(demo: Path, tmp_path
     )
     assert out.exit_code == 0, out.stderr
     assert "Announce" in out.stdout
+
+
+def test_the_build_holds_the_public_workbench_byte_for_byte(demo: Path, tmp_path: Path) -> None:
+    from loopx.build.pipeline import build
+
+    build(demo, tmp_path / "site")
+    for audience in ("public", "team"):
+        path = tmp_path / "site" / audience / "goals" / "launch" / "workbench.md"
+        printed = run_cli(
+            ["workbench", "--root", str(demo), "--goal-id", "launch", "--audience", audience]
+        )
+        assert printed.exit_code == 0 and printed.stdout == path.read_text()
+    assert (
+        'href="workbench.html"'
+        in (tmp_path / "site" / "public" / "goals" / "launch" / "index.html").read_text()
+    )

@@ -18,7 +18,7 @@ from loopx.projections.diff import (
     summarize,
 )
 from loopx.state.fold import replay
-from loopx.store.filestore import FileStore
+from loopx.store.select import open_store
 
 
 def _read_json(path: Path) -> Any:
@@ -72,7 +72,7 @@ def _revision(value: str, head: int) -> int:
 
 
 def diff_revisions(root: Path, goal_id: str, old: str, new: str, audience: str) -> dict[str, Any]:
-    store = FileStore(root)
+    store = open_store(root)
     if not store.exists(goal_id):
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     events = store.read(goal_id).events

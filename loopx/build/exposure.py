@@ -41,10 +41,13 @@ def _host(url: str) -> str:
     return match["host"].lower() if match else ""
 
 
-def exposure(target: Path) -> Exposure | None:
-    """How writing team output to `target` (a file or folder) could make it public."""
+def exposure(target: Path, *, directory: bool = False) -> Exposure | None:
+    """How writing team output to `target` (a file, or a folder when `directory`) could make
+    it public."""
     folder = _existing_folder(target)
-    if git.work_tree_root(folder) is None or git.is_ignored(folder, target.absolute()):
+    if git.work_tree_root(folder) is None or git.is_ignored(
+        folder, target.absolute(), directory=directory
+    ):
         return None
     declared = (git.config_value(folder, SETTING) or "").lower()
     if declared == "public":
@@ -57,9 +60,11 @@ def exposure(target: Path) -> Exposure | None:
     return None
 
 
-def guard_team_output(target: Path, warn: Callable[[str], None]) -> None:
+def guard_team_output(
+    target: Path, warn: Callable[[str], None], *, directory: bool = False
+) -> None:
     """Refuse team output into a work tree declared public; warn when it may be public."""
-    found = exposure(target)
+    found = exposure(target, directory=directory)
     if found is None:
         return
     if found.declared:

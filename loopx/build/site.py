@@ -95,21 +95,20 @@ def build_goal(
         state.goal_id,
     )
 
-    extra: list[dict[str, str]] = []
+    # The workbench exists for every audience (a public one is what an open-source
+    # repository commits); review packets and handoff digests are for the team.
+    wb = workbench(state, lens(), head=head, visible_goals=visible_goals)
+    wb_md = with_header(wb, render("markdown/workbench.md.j2", wb=wb))
+    _text(site, f"{base}/workbench.md", wb_md, audience, state.goal_id)
+    _document(site, base, "workbench", "Workbench", wb_md, st, audience, root)
+    extra: list[dict[str, str]] = [{"href": "workbench.html", "label": "Workbench"}]
     if audience != "public":
-        wb = workbench(state, lens(), head=head, visible_goals=visible_goals)
-        wb_md = with_header(wb, render("markdown/workbench.md.j2", wb=wb))
-        _text(site, f"{base}/workbench.md", wb_md, audience, state.goal_id)
-        _document(site, base, "workbench", "Workbench", wb_md, st, audience, root)
         rp = review_packet(state, lens(), head=head, visible_goals=visible_goals)
         _json(site, f"{base}/review.json", rp, audience, state.goal_id)
         rp_md = render("markdown/review.md.j2", rp=rp)
         _text(site, f"{base}/review.md", rp_md, audience, state.goal_id)
         _document(site, base, "review", "Review packet", rp_md, st, audience, root)
-        extra += [
-            {"href": "workbench.html", "label": "Workbench"},
-            {"href": "review.html", "label": "Review packet"},
-        ]
+        extra.append({"href": "review.html", "label": "Review packet"})
         extra += _handoffs(site, handoff, state, audience, base, head, read_blob)
 
     _text(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -79,11 +80,26 @@ def guarded(fn: F) -> F:
     return fn
 
 
-def open_store(root: Path | None) -> Any:
-    from loopx.store.filestore import FileStore
-    from loopx.store.root import find_root
+# Stores this command opened, closed by `close_stores` when it ends. Weak: a long-running
+# caller (the MCP server) opens one per call, and each closes when it is dropped.
+_OPENED: weakref.WeakSet[Any] = weakref.WeakSet()
 
-    return FileStore(find_root(root))
+
+def open_store(root: Path | None) -> Any:
+    """The project's store (files, or PostgreSQL when configured), closed when the command ends."""
+    from loopx.store.root import find_root
+    from loopx.store.select import open_store as select
+
+    store = select(find_root(root))
+    _OPENED.add(store)
+    return store
+
+
+def close_stores() -> None:
+    from loopx.store.select import close
+
+    while _OPENED:
+        close(_OPENED.pop())
 
 
 def context(root: Path | None, agent_id: str, session_id: str) -> Any:
@@ -163,3 +179,13 @@ def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | Non
     from loopx.engine.git import checkout_root
 
     return checkout_root(value)
+
+
+def print_findings(findings: list[dict[str, Any]]) -> None:
+    """One line per finding (never the matched text), then the commands that clear it."""
+    for f in findings:
+        click.echo(f"{f['path']}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
+        for command in f.get("clear", []):
+            click.echo(f"  clear with: {command}")
+        if "clear" in f and not f["clear"]:
+            click.echo("  no field holds it (an id or generated text): rename or report it")

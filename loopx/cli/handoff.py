@@ -269,6 +269,10 @@ def inspect(
     from loopx.render.handoff import render_digest_json
 
     store = open_store(root)
+    # The reader is known when named (flag or LOOPX_AGENT_ID); the default `user` is not a
+    # reader, and the adopt command then says <agent-id> rather than suggesting `user`.
+    named = click.get_current_context().get_parameter_source("agent_id")
+    known = named is not click.core.ParameterSource.DEFAULT
     digest = inspect_handoff(
         store,
         goal_id,
@@ -276,7 +280,7 @@ def inspect(
         workspace=workspace,
         audience=audience,
         now=from_env().now(),
-        reader={"agent_id": agent_id, "session_id": session_id},
+        reader={"agent_id": agent_id, "session_id": session_id} if known else None,
         handoff_id=handoff_id,
     )
     if fmt == "json":

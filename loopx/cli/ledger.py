@@ -67,7 +67,7 @@ def verify_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) ->
     from loopx.model.errors import NotFound
 
     store = open_store(root)
-    if goal_id and not store.ledger_path(goal_id).exists():
+    if goal_id and not (store.exists(goal_id) or store.raw(goal_id)):
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     ids = [goal_id] if goal_id else store.goal_ids()
     reports = [store.verify(g).to_dict() for g in ids]

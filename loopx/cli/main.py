@@ -32,6 +32,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
     "build": ("loopx.cli.build", "build_cmd", "Build every projection into a folder."),
     "scan": ("loopx.cli.scan", "scan_cmd", "Scan files for anything that must stay private."),
+    "redact": (
+        "loopx.cli.redact",
+        "redact",
+        "Redact a field in the ledger (a correction).",
+    ),
     "diff": ("loopx.cli.build", "diff_cmd", "Explain what changed between two builds."),
     "publish": ("loopx.cli.build", "publish_cmd", "Ship the public partition only."),
     "serve": ("loopx.cli.build", "serve_cmd", "Preview the build on 127.0.0.1, live."),
@@ -40,6 +45,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
     "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
     "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
+    "store": ("loopx.cli.store", "store", "Move a project between the file and PostgreSQL stores."),
+    "prime": ("loopx.cli.prime", "prime_cmd", "A briefing an agent reads at session start."),
+    "agents-md": ("loopx.cli.prime", "agents_md_cmd", "The loopx block for AGENTS.md/CLAUDE.md."),
+    "mcp": ("loopx.cli.mcp", "mcp_cmd", "Serve the loopx tools over MCP (stdio)."),
 }
 
 
@@ -51,9 +60,11 @@ class LazyGroup(click.Group):
         spec = COMMANDS.get(name)
         if spec is None:
             return None
+        from loopx.cli.ergonomics import adapt
+
         module = importlib.import_module(spec[0])
         cmd: click.Command = getattr(module, spec[1])
-        return cmd
+        return adapt(cmd)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
@@ -91,22 +102,56 @@ def report(err: Any, as_json: bool) -> None:
         sys.stdout.buffer.write(orjson.dumps({"error": err.to_dict()}) + b"\n")
         sys.stdout.flush()
     else:
-        click.echo(f"loopx: error [{err.code}]: {err.message}", err=True)
+        from loopx.cli.ergonomics import paint
+
+        label = paint(f"loopx: error [{err.code}]", sys.stderr, fg="red", bold=True)
+        from loopx.model.errors import NotFound
+
+        # Ids a not-found error carries are the unknown ones typed in: input, not shown.
+        details = _id_details(err.details, names=not isinstance(err, NotFound))
+        click.echo(f"{label}: {err.message}{details}", err=True)
+
+
+_ID_VALUE = re.compile(r"[a-z0-9][a-z0-9._:-]{0,63}")
+
+
+def _id_details(details: dict[str, Any], *, names: bool = True) -> str:
+    """The error's details that are numbers or (with `names`) ids and lists of ids, as
+    ` (key: value; …)`: what a person needs to act on the error. Free text, which may hold
+    input, is never shown; ids left out are pointed to in the JSON envelope."""
+    shown, withheld = [], False
+    for key in sorted(details):
+        value = details[key]
+        items = value if isinstance(value, list) else [value]
+        if not items or len(items) > 20:
+            continue
+        numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in items)
+        ids = all(isinstance(v, str) and _ID_VALUE.fullmatch(v) for v in items)
+        if numbers or (ids and names):
+            shown.append(f"{key}: {', '.join(map(str, items))}")
+        elif ids and isinstance(value, list):  # a single id is the one just typed
+            withheld = True
+    if withheld:
+        shown.append("ids: see --format json")
+    return f" ({'; '.join(shown)})" if shown else ""
 
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
-    as_json = _wants(args, "--format", "json")
+    as_json = _wants(args, "--format", "json") or _wants(args, "--json")
     debug = _wants(args, "--debug")
     # A CLI call is short-lived and its loads allocate hundreds of thousands of objects and
     # no cycles: the cyclic collector would only cost time (up to a third of a `status` on a
     # large goal). Long-running commands keep it.
     collecting = gc.isenabled()
-    if args[:1] != ["serve"] and "--watch" not in args:
+    if args[:1] not in (["serve"], ["mcp"]) and "--watch" not in args:
         gc.disable()
     try:
         _run(args, as_json, debug)
     finally:
+        from loopx.cli.common import close_stores
+
+        close_stores()
         if collecting:
             gc.enable()
 
@@ -164,16 +209,37 @@ def _click_message(err: click.ClickException) -> str:
         if choices:
             return f"invalid value for {name}: choose from {', '.join(map(str, choices))}"
         return f"invalid value for {name} (expected {err.param.type.name})"
+    ctx = getattr(err, "ctx", None)
+    where = f"{ctx.command_path} --help" if ctx is not None else "--help"
     if isinstance(err, click.NoSuchOption):
-        # Name the option only when it looks like one (a pasted token is not echoed).
+        # Name the option only when it looks like one (a pasted token is not echoed); the
+        # suggestions are the command's own option names.
+        hint = _did_you_mean(err.possibilities or [])
         if _OPTION_NAME.fullmatch(err.option_name or ""):
-            return f"no such option: {err.option_name} (see --help)"
-        return "no such option (see --help)"
+            return f"no such option: {err.option_name}{hint} (see {where})"
+        return f"no such option{hint} (see {where})"
     if isinstance(err, click.UsageError):
         message = err.format_message()
         if message.startswith("No such command"):
-            return "no such command (see loopx --help)"
+            return f"no such command{_command_hint(err)} (see {where})"
         if message.startswith("Got unexpected extra argument"):
-            return "unexpected extra argument (see --help)"
+            return f"unexpected extra argument (see {where})"
         return message.split("\n")[0]
     return err.format_message()
+
+
+def _did_you_mean(names: list[str]) -> str:
+    return f"; did you mean {' or '.join(names[:3])}?" if names else ""
+
+
+def _command_hint(err: click.UsageError) -> str:
+    """`; did you mean status?` for a mistyped command: the closest of the group's own
+    command names (the typed name itself is not repeated)."""
+    import difflib
+
+    typed = getattr(err, "command_name", None)
+    ctx = err.ctx
+    if not isinstance(typed, str) or ctx is None or not isinstance(ctx.command, click.Group):
+        return ""
+    names = ctx.command.list_commands(ctx)
+    return _did_you_mean(difflib.get_close_matches(typed, names, n=3, cutoff=0.6))

@@ -54,7 +54,7 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
             continue
         c, a = g["counts"], g["attention"]
         lines.append(f"{g['goal_id']}: {g['title']}  [{g['status']}, revision {g['revision']}]")
-        lines.append(f"  attention: {a['state']} ({a['reason']})")
+        lines.append(f"  attention: {_attention(a['state'])} ({a['reason']})")
         lines.append(
             f"  todos: {c['done']}/{c['total']} done, {c['open']} open, "
             f"{c['active']} active, {c['blocked']} blocked"
@@ -86,6 +86,24 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
         if g["health"]["state"] != "ok":
             lines.append(f"  ledger: {g['health']['state']} ({g['health']['note']})")
     return "\n".join(lines)
+
+
+ATTENTION_COLOURS = {
+    "needs_user": "yellow",
+    "ready_for_agent": "green",
+    "waiting": "cyan",
+    "blocked": "red",
+}
+
+
+def _attention(state: str) -> str:
+    """The attention state, coloured on a terminal (never in a pipe or under NO_COLOR)."""
+    import sys
+
+    from loopx.cli.ergonomics import paint
+
+    colour = ATTENTION_COLOURS.get(state)
+    return paint(state, sys.stdout, fg=colour, bold=True) if colour else state
 
 
 @click.command("status")

@@ -370,21 +370,15 @@ def list_todos(
     emit(fmt, data, text)
 
 
-@todo.command("show")
-@click.option("--goal-id", required=True)
-@click.option("--todo-id", required=True)
-@common()
-def show(goal_id: str, todo_id: str, root: Path | None, fmt: str, debug: bool) -> None:
-    """Show one todo with its claim, gates, evidence and runs."""
+def todo_detail(store: Any, goal_id: str, todo_id: str, now: str) -> dict[str, Any]:
+    """One todo with its claim, the gates holding it, its evidence and runs."""
     from loopx.engine import lookup
-    from loopx.engine.clock import from_env
     from loopx.engine.core import require_goal
     from loopx.state.views import evidence_view, gate_view, run_view, todo_view
 
-    store = open_store(root)
     state = require_goal(store, goal_id)
     item = lookup.todo(state, todo_id)
-    resolve, now = text_resolver(store), from_env().now()
+    resolve = text_resolver(store)
     data = todo_view(item, resolve, now)
     data["gates"] = [
         gate_view(g, resolve) for g in state.gates.values() if todo_id in g.blocks or g.blocks_goal
@@ -393,6 +387,18 @@ def show(goal_id: str, todo_id: str, root: Path | None, fmt: str, debug: bool) -
         evidence_view(e, resolve) for e in state.evidence.values() if e.todo_id == todo_id
     ]
     data["runs"] = [run_view(r, resolve) for r in state.runs.values() if r.todo_id == todo_id]
+    return data
+
+
+@todo.command("show")
+@click.option("--goal-id", required=True)
+@click.option("--todo-id", required=True)
+@common()
+def show(goal_id: str, todo_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+    """Show one todo with its claim, gates, evidence and runs."""
+    from loopx.engine.clock import from_env
+
+    data = todo_detail(open_store(root), goal_id, todo_id, from_env().now())
 
     def text() -> str:
         lines = [_todo_line(data), f"revision {data['revision']}, updated {data['updated_at']}"]

@@ -12,6 +12,7 @@ from typing import Any
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context, load_state
+from loopx.store.base import Store
 from loopx.store.filestore import FileStore
 
 DEMO_START = "2026-11-02T09:00:00Z"
@@ -20,7 +21,7 @@ REV_NEW = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 
 
 class _Demo:
-    def __init__(self, store: FileStore):
+    def __init__(self, store: Store):
         self.clock = FixedClock(DEMO_START, step=420)
         self.store = store
         self.n = 0
@@ -33,10 +34,13 @@ class _Demo:
         return f"demo-{goal}-{self.n:03d}"
 
 
-def create_demo(directory: Path) -> dict[str, Any]:
-    """Write the demo ledgers into `directory` (created if needed); return a summary."""
-    store = FileStore(directory)
-    store.init()
+def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
+    """Write the demo ledgers into `directory` (created if needed), or into `store` (any
+    store: the same bytes land in PostgreSQL); return a summary."""
+    if store is None:
+        files = FileStore(directory)
+        files.init()
+        store = files
     d = _Demo(store)
     _prototype(d)
     _launch(d)

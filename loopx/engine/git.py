@@ -75,11 +75,13 @@ def remote_urls(path: Path) -> list[str]:
     return sorted({line.split(None, 1)[1] for line in out.splitlines() if " " in line})
 
 
-def is_ignored(workspace: Path, path: Path) -> bool:
-    """Whether git ignores `path` (a path under the work tree of `workspace`)."""
+def is_ignored(workspace: Path, path: Path, *, directory: bool = False) -> bool:
+    """Whether git ignores `path` (under the work tree of `workspace`; as a folder when
+    `directory`, so a `site/` pattern matches a folder that does not exist yet)."""
+    name = str(path) + ("/" if directory else "")
     try:
         proc = subprocess.run(
-            ["git", "-C", str(workspace), "check-ignore", "-q", str(path)],
+            ["git", "-C", str(workspace), "check-ignore", "-q", name],
             capture_output=True,
             timeout=10,
             check=False,

@@ -8,6 +8,7 @@ LoopxError                      every error loopx raises on purpose; `code` is s
 │                               claim_owner_mismatch, dependency_open, gate_pending, …
 ├── LedgerDamage                ledger_corrupt and friends (exit 5)
 ├── StorageError                io_error: the disk refused a read or write (exit 5)
+├── StoreUnavailable            store_unavailable: the database is down or unreachable (exit 8)
 ├── CheckFailed                 a `--check` found stale or hand-edited output (exit 6)
 └── BoundaryViolation           the public-boundary scan found something (exit 7)
 
@@ -61,6 +62,13 @@ class StorageError(LoopxError):
     exit_code = 5
 
 
+class StoreUnavailable(LoopxError):
+    """The store's database cannot be reached (or its schema is newer than this loopx)."""
+
+    code = "store_unavailable"
+    exit_code = 8
+
+
 class CheckFailed(LoopxError):
     code = "check_failed"
     exit_code = 6
@@ -80,4 +88,5 @@ EXIT_CODES = {
     5: "ledger damage, or a storage failure (io_error: I/O error, disk full)",
     6: "check failed: output is stale or was edited by hand",
     7: "public boundary violation: the scan found non-public material",
+    8: "store unavailable: the database is down, unreachable or needs a newer loopx",
 }

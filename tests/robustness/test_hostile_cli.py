@@ -296,7 +296,7 @@ def invocation(draw: st.DrawFn, world: World, group: str) -> list[str]:
 
 def _wants_json(args: list[str]) -> bool:
     return any(
-        a == "--format=json" or (a == "--format" and args[i + 1 : i + 2] == ["json"])
+        a in ("--format=json", "--json") or (a == "--format" and args[i + 1 : i + 2] == ["json"])
         for i, a in enumerate(args)
     )
 

@@ -1,0 +1,46 @@
+"""Which goal a command means when none is named: `LOOPX_GOAL_ID` is read by the CLI; here,
+the one goal of a project, or its one active goal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopx.engine.core import load_state
+from loopx.model.errors import InvalidInput, LoopxError, NotFound
+
+
+def _candidates(store: Any) -> list[str]:
+    """The goal itself when there is one; else every goal that is not closed (a goal whose
+    ledger cannot be read counts: it may be active)."""
+    ids = sorted(store.goal_ids())
+    if len(ids) <= 1:
+        return ids
+    active = []
+    for goal_id in ids:
+        try:
+            state = load_state(store, goal_id).state
+        except LoopxError:
+            state = None
+        if state is None or not state.is_terminal:
+            active.append(goal_id)
+    return active
+
+
+def sole_goal(store: Any) -> str | None:
+    """The goal a project means without saying: its only goal, else its only active goal."""
+    found = _candidates(store)
+    return found[0] if len(found) == 1 else None
+
+
+def default_goal(store: Any) -> str:
+    """`sole_goal`, or the error that says how to name one."""
+    found = _candidates(store)
+    if len(found) == 1:
+        return found[0]
+    if not store.goal_ids():
+        raise NotFound("no goals yet (create one with: loopx goal create)", code="goal_not_found")
+    raise InvalidInput(
+        "no goal named and no single active goal: pass --goal-id or set LOOPX_GOAL_ID",
+        code="goal_required",
+        goal_ids=found[:20],
+    )
