@@ -209,7 +209,9 @@ def build(
     from loopx.build import reuse as reuse_mod
 
     head = resolve_head(root, head)
-    with outdir.open_folder(out, root) as folder, outdir.lock(root, out):
+    with outdir.lock(root, out):
+        with outdir.open_folder(out, root, create=False):
+            pass  # a linked or misplaced folder is refused before any work; nothing is created
         if reuse and cache is None:
             cache = reuse_mod.load(root, out, audiences, head, validate)
         site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
@@ -225,14 +227,16 @@ def build(
         trusted: set[str] = set()
         if cache is not None:
             trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
-        result.report = write_tree(
-            folder,
-            site.artifacts,
-            manifest_entries(folder),
-            trusted=trusted,
-            overwrite=overwrite,
-            layout=outdir.BUILD,
-        )
+        # Created only now: a build the boundary refused leaves no folder behind.
+        with outdir.open_folder(out, root) as folder:
+            result.report = write_tree(
+                folder,
+                site.artifacts,
+                manifest_entries(folder),
+                trusted=trusted,
+                overwrite=overwrite,
+                layout=outdir.BUILD,
+            )
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
