@@ -299,14 +299,23 @@ def inspect(
         echo(out, nl=False)
 
 
+def escaping_code() -> bytes:
+    """The source of the Markdown escaping, part of the render cache's key: output rendered
+    by older escaping code is not reused."""
+    from loopx.render import md_context, md_escape
+
+    return b"".join(Path(str(m.__file__)).read_bytes() for m in (md_escape, md_context))
+
+
 def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
     """The digest as Markdown, reused from `.loopx/cache/` when this digest was rendered before.
 
     Rendering imports Jinja2, about a fifth of an inspect call; an agent that inspects the same
     note on every turn gets the stored text instead. One cache file per goal, todo, template
     and budget, holding its key: the digest (all but `now`, which no template shows; a test
-    holds them to that), the template's source and the loopx version. Private-audience output
-    is cached under `.loopx/private/`, the partition that never leaves this host.
+    holds them to that), the template's source, the escaping code and the loopx version.
+    Private-audience output is cached under `.loopx/private/`, the partition that never
+    leaves this host.
     """
     import hashlib
 
@@ -317,7 +326,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     from loopx.render.handoff import render_digest_markdown
     from loopx.resources import resource_dir
 
-    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes()
+    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes() + escaping_code()
     keyed = {k: v for k, v in digest.items() if k != "now"}
     key = hashlib.sha256(
         orjson.dumps([__version__, template, max_chars], option=orjson.OPT_SORT_KEYS)
