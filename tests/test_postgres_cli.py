@@ -324,6 +324,8 @@ READS = [
     ("workbench", "--goal-id", "launch", "--head", "none"),
     ("review", "--goal-id", "launch", "--head", "none"),
     ("graph", "--goal-id", "launch", "--format", "mermaid"),
+    ("handoff", "inspect", "--goal-id", "launch", "--todo-id", "handoff", "--format", "digest"),
+    ("handoff", "inspect", "--goal-id", "launch", "--todo-id", "handoff", "--format", "digest"),
 ]
 
 
@@ -334,6 +336,8 @@ def test_every_read_command_prints_the_same_from_either_store(twins: tuple[Path,
         b = run_cli([*args, "--root", str(shared)])
         assert a.exit_code == 0, (args, a.stderr)
         assert (b.exit_code, b.stdout, b.stderr) == (0, a.stdout, a.stderr), args
+    # The rendered digest is cached on this host, as with the file store.
+    assert list((shared / ".loopx").glob("**/cache/handoff/launch/handoff.digest.full.md"))
 
 
 def test_the_store_choice_stays_out_of_git_and_file_goals_are_pointed_out(
