@@ -13,12 +13,14 @@ from typing import Any
 
 import orjson
 
+from loopx.build import outdir
 from loopx.build.artifacts import Artifact, Site
-from loopx.build.boundary import enforce, non_public_strings, scan_public
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
+from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, run_units
-from loopx.build.writer import WriteReport, recover, write_tree
+from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.model.errors import InvalidInput
 from loopx.projections.base import GENERATOR
@@ -29,6 +31,7 @@ from loopx.store.base import Store
 from loopx.store.select import change_token, open_store
 
 MANIFEST = "manifest.json"
+MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
 AUTO = "auto"
 
@@ -50,6 +53,7 @@ class BuildResult:
                 written=self.report.written,
                 unchanged=self.report.unchanged,
                 removed=self.report.removed,
+                kept=self.report.kept,
                 recovered=self.report.recovered,
             )
         return out
@@ -160,12 +164,29 @@ def make_site(
     return site, (goals, store)
 
 
-def previous_files(out: Path) -> set[str]:
+def manifest_entries(folder: Folder, name: str = MANIFEST) -> dict[str, Entry]:
+    """What the manifest `name` in `folder` says it wrote: path → (sha256, size), plus the
+    manifest itself. Empty when there is none, or when it is not a loopx manifest (a user's
+    own `manifest.json` is not ours: never replaced or deleted without --overwrite). A
+    publish listing (`.loopx-published`) has the same shape."""
     try:
-        manifest = orjson.loads((out / MANIFEST).read_bytes())
-        return set(manifest.get("files", {})) | {MANIFEST}
-    except (FileNotFoundError, NotADirectoryError, orjson.JSONDecodeError, AttributeError):
-        return set()
+        raw = folder.read(name, MANIFEST_CAP)
+        manifest = orjson.loads(raw) if raw is not None else None
+    except (orjson.JSONDecodeError, UnsafeOutput, OSError):
+        return {}
+    if not isinstance(manifest, dict) or manifest.get("schema") not in (
+        "loopx.manifest/v1",
+        "loopx.published/v1",
+    ):
+        return {}
+    files = manifest.get("files")
+    entries: dict[str, Entry] = {name: (None, None)}
+    for path, meta in (files if isinstance(files, dict) else {}).items():
+        if isinstance(meta, dict):
+            sha, size = meta.get("sha256"), meta.get("bytes")
+            if isinstance(sha, str) and isinstance(size, int):
+                entries[path] = (sha, size)
+    return entries
 
 
 def build(
@@ -177,33 +198,45 @@ def build(
     validate: bool = False,
     cache: BuildCache | None = None,
     reuse: bool = False,
+    overwrite: bool = False,
 ) -> BuildResult:
     """Build into `out`. `reuse` (the CLI's default) carries over the unchanged goals of the
-    last build into `out` instead of rendering them again (see `loopx.build.reuse`)."""
+    last build into `out` instead of rendering them again (see `loopx.build.reuse`).
+    `overwrite` replaces files in `out` that no manifest of ours wrote (see `outdir`).
+
+    The output folder is locked from the first look at it to the last write: a second build
+    into the same folder waits, so the folder is always one whole build."""
     from loopx.build import reuse as reuse_mod
 
     head = resolve_head(root, head)
-    if reuse and cache is None:
-        cache = reuse_mod.load(root, out, audiences, head, validate)
-    site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
-    result = BuildResult(site)
-    if "public" in audiences:
-        result.findings = scan_public(
-            site,
-            non_public_strings(goals, cache=cache.strings if cache is not None else None),
-            cache.scan if cache is not None else None,
+    with outdir.open_folder(out, root) as folder, outdir.lock(root, out):
+        if reuse and cache is None:
+            cache = reuse_mod.load(root, out, audiences, head, validate)
+        site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
+        result = BuildResult(site)
+        if "public" in audiences:
+            forbidden = non_public_strings(
+                goals, cache=cache.strings if cache is not None else None
+            ).with_names(project_names(root))
+            result.findings = scan_public(
+                site, forbidden, cache.scan if cache is not None else None
+            )
+            enforce(result.findings, goals, forbidden)
+        trusted: set[str] = set()
+        if cache is not None:
+            trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
+        result.report = write_tree(
+            folder,
+            site.artifacts,
+            manifest_entries(folder),
+            trusted=trusted,
+            overwrite=overwrite,
+            layout=outdir.BUILD,
         )
-        enforce(result.findings)
-    with fsio.guard("create the output folder"):
-        out.mkdir(parents=True, exist_ok=True)
-    trusted: set[str] = set()
-    if cache is not None:
-        trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
-    result.report = write_tree(out, site.artifacts, previous_files(out), trusted=trusted)
-    if cache is not None:
-        cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
-    if reuse:
-        reuse_mod.save(root, out, sorted(site.artifacts), validate)
+        if cache is not None:
+            cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
+        if reuse:
+            reuse_mod.save(root, out, sorted(site.artifacts), validate)
     return result
 
 
@@ -229,18 +262,25 @@ def check(
     head: str | None = None,
 ) -> CheckResult:
     """Compare the folder with what a build would write; never writes (but finishes an
-    interrupted write first, so the comparison sees a consistent folder)."""
-    if (out / ".loopx-staging").exists():
-        recover(out)
-    site, _ = make_site(root, audiences, resolve_head(root, head))
-    stale, missing = [], []
-    for path, artifact in sorted(site.artifacts.items()):
-        try:
-            on_disk = (out / path).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            missing.append(path)
-            continue
-        if on_disk != artifact.data:
-            stale.append(path)
-    extra = sorted(p for p in previous_files(out) - site.artifacts.keys() if (out / p).exists())
+    interrupted write first, so the comparison sees a consistent folder). Links in the
+    folder are refused (`unsafe_output_path`), never followed."""
+    head = resolve_head(root, head)
+    with outdir.open_folder(out, root, create=False) as folder, outdir.lock(root, out):
+        recover(folder, outdir.BUILD)
+        site, _ = make_site(root, audiences, head)
+        stale, missing = [], []
+        for path, artifact in sorted(site.artifacts.items()):
+            with fsio.guard("read the output folder"):
+                on_disk = folder.read(path)
+            if on_disk is None:
+                missing.append(path)
+            elif on_disk != artifact.data:
+                stale.append(path)
+        extra = []
+        for path in sorted(manifest_entries(folder).keys() - site.artifacts.keys()):
+            try:
+                if outdir.BUILD.admits(path) and folder.stat(path) is not None:
+                    extra.append(path)
+            except UnsafeOutput:
+                extra.append(path)
     return CheckResult(stale, missing, extra)

@@ -179,3 +179,13 @@ def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | Non
     from loopx.engine.git import checkout_root
 
     return checkout_root(value)
+
+
+def print_findings(findings: list[dict[str, Any]]) -> None:
+    """One line per finding (never the matched text), then the commands that clear it."""
+    for f in findings:
+        click.echo(f"{f['path']}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
+        for command in f.get("clear", []):
+            click.echo(f"  clear with: {command}")
+        if "clear" in f and not f["clear"]:
+            click.echo("  no field holds it (an id or generated text): rename or report it")

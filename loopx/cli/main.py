@@ -32,6 +32,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
     "build": ("loopx.cli.build", "build_cmd", "Build every projection into a folder."),
     "scan": ("loopx.cli.scan", "scan_cmd", "Scan files for anything that must stay private."),
+    "redact": (
+        "loopx.cli.redact",
+        "redact",
+        "Redact a field in the ledger (a correction).",
+    ),
     "diff": ("loopx.cli.build", "diff_cmd", "Explain what changed between two builds."),
     "publish": ("loopx.cli.build", "publish_cmd", "Ship the public partition only."),
     "serve": ("loopx.cli.build", "serve_cmd", "Preview the build on 127.0.0.1, live."),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +79,11 @@ AUDIENCE_HELP = (
     help="Exit 6 if this committed file is stale or was edited by hand.",
 )
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="With --write: replace a file that is not a loopx workbench (never one in .loopx/).",
+)
 @common(formats=("markdown", "json", "text"))
 def workbench_cmd(
     goal_id: str,
@@ -87,6 +91,7 @@ def workbench_cmd(
     write_to: Path | None,
     check_path: Path | None,
     head: str | None,
+    overwrite: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -97,7 +102,6 @@ def workbench_cmd(
     commit leaves it byte-identical.
     """
     from loopx.build.single import visible_goals, workbench_markdown
-    from loopx.store import fsio
 
     store, state, goals = _load(root, goal_id, audience)
     text = workbench_markdown(
@@ -117,20 +121,19 @@ def workbench_cmd(
             from loopx.build.exposure import guard_team_output
 
             guard_team_output(write_to, lambda line: click.echo(line, err=True))
-        data = text.encode("utf-8")
-        try:  # a regular file of the same size is read to compare; anything else is replaced
-            st = write_to.lstat()
-            unchanged = (
-                stat.S_ISREG(st.st_mode)
-                and st.st_size == len(data)
-                and write_to.read_bytes() == data
-            )
-        except OSError:
-            unchanged = False
-        if not unchanged:  # an unchanged file is not touched (its mtime stays)
-            with fsio.guard("write the workbench file"):
-                write_to.parent.mkdir(parents=True, exist_ok=True)
-                fsio.current().write_atomic(write_to, data)
+        from loopx.build.outdir import write_file
+        from loopx.projections.workbench import read_header
+
+        # The output-file rules (`loopx.build.outdir`): never in .loopx/, never through a
+        # link, never over a file that is not a workbench (without --overwrite); an
+        # unchanged file is not touched (its mtime stays).
+        unchanged = not write_file(
+            store.root,
+            write_to,
+            text.encode("utf-8"),
+            ours=lambda data: read_header(data.decode("utf-8", "replace")) is not None,
+            overwrite=overwrite,
+        )
         verb = "unchanged" if unchanged else "wrote"
         emit(
             fmt,

@@ -236,3 +236,117 @@ def guard(action: str) -> Iterator[None]:
             action=action,
             errno=name,
         ) from err
+
+
+# == Output side (issue 12, part B): files loopx writes into folders it does not own ==========
+# Build folders, publish folders and workbench files may sit in an untrusted checkout: these
+# helpers never follow a symbolic link and never open anything but a regular file. The rules
+# that use them (what may be written, overwritten or deleted) live in `loopx.build.outdir`.
+
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def kind(path: Path) -> str:
+    """`missing`, `file`, `dir`, `link` or `other` (FIFO, socket, device), by `lstat`."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "other"
+
+
+def read_regular(path: Path, cap: int) -> bytes | None:
+    """The bytes of `path` if it is a regular file of at most `cap` bytes, reached without
+    following a link at its last component; None otherwise (missing, a link, a FIFO, a folder,
+    too big). Opened non-blocking, so a FIFO planted in its place can never hang the read."""
+    import stat
+
+    fs = current()
+    try:
+        fd = fs.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as err:
+        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):  # a link; a FIFO's far end
+            return None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            return None
+        data = fs.read_from(fd)
+        return data if len(data) <= cap else None
+    finally:
+        fs.close(fd)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create `path` (it must not exist: never through a planted link or file) with `data`."""
+    fs = current()
+    fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
+    try:
+        fs.write_all(fd, data)
+    finally:
+        fs.close(fd)
+
+
+@contextlib.contextmanager
+def locked_nofollow(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on the lock file `path`, never opened through a link."""
+    fs = current()
+    fd = fs.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
+    try:
+        fs.lock(fd)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fs.close(fd)
+
+
+def write_atomic_nofollow(path: Path, data: bytes) -> None:
+    """`write_atomic` for a folder loopx does not own: the temporary file is created new
+    (`O_EXCL`, `O_NOFOLLOW`), so a link planted under its name is removed, never written
+    through; the rename replaces a link at `path` itself rather than following it."""
+    fs = current()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if kind(tmp) != "missing":
+        fs.unlink(tmp)
+    try:
+        write_new(tmp, data)
+        fs.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.unlink(tmp)
+        raise
+
+
+def read_regular_at(dir_fd: int, name: str, cap: int) -> bytes | None:
+    """`read_regular` of the entry `name` of the folder open as `dir_fd` (no path lookup
+    beyond that one name, no link followed)."""
+    import stat
+
+    fs = current()
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as err:
+        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):
+            return None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            return None
+        data = fs.read_from(fd)
+        return data if len(data) <= cap else None
+    finally:
+        os.close(fd)
