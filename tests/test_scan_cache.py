@@ -28,7 +28,7 @@ def test_cache_is_reused_and_follows_the_ledger(tmp_path: Path) -> None:
     cache = root / ".loopx/private/cache/scan/forbidden.json"
     assert cache.is_file()
     store = FileStore(root)
-    cached = scancache.load(store, scancache.key(store))
+    cached = scancache.load(root, scancache.key(store))
     assert cached is not None and "Quietly renegotiate the vendor deal" in cached.texts
 
     # A new team todo changes the ledger: the next scan looks for its text too.
