@@ -324,6 +324,8 @@ READS = [
     ("workbench", "--goal-id", "launch", "--head", "none"),
     ("review", "--goal-id", "launch", "--head", "none"),
     ("graph", "--goal-id", "launch", "--format", "mermaid"),
+    ("handoff", "inspect", "--goal-id", "launch", "--todo-id", "handoff", "--format", "digest"),
+    ("handoff", "inspect", "--goal-id", "launch", "--todo-id", "handoff", "--format", "digest"),
 ]
 
 
@@ -334,6 +336,8 @@ def test_every_read_command_prints_the_same_from_either_store(twins: tuple[Path,
         b = run_cli([*args, "--root", str(shared)])
         assert a.exit_code == 0, (args, a.stderr)
         assert (b.exit_code, b.stdout, b.stderr) == (0, a.stdout, a.stderr), args
+    # The rendered digest is cached on this host, as with the file store.
+    assert list((shared / ".loopx").glob("**/cache/handoff/launch/handoff.digest.full.md"))
 
 
 def test_the_store_choice_stays_out_of_git_and_file_goals_are_pointed_out(
@@ -358,3 +362,25 @@ def test_the_store_choice_stays_out_of_git_and_file_goals_are_pointed_out(
     assert ".loopx/goals/old/ledger.jsonl" in listed and "store.json" not in listed
     ok(loopx(root, "store", "import", "--from", str(root)))
     assert list(pg_ledgers(pg_empty)) == ["old"]
+
+
+def test_a_bad_store_choice_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    ok(loopx(root, "init"))
+    config = root / ".loopx" / "store.json"
+    target = tmp_path / "elsewhere.json"
+    target.write_text('{"store": "file"}')
+    for make in (
+        lambda: config.write_text("not json"),
+        lambda: config.write_text('{"store": 5}'),
+        lambda: config.write_text('{"store": "' + "x" * 5000 + '"}'),
+        lambda: config.write_text('{"store": "postgresql://u:hunter2secret@h/db"}'),
+        lambda: config.symlink_to(target),
+    ):
+        config.unlink(missing_ok=True)
+        make()
+        result = loopx(root, "status")
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr.startswith("loopx: error [")
+        assert "invalid_store" in result.stderr or "store_url_password" in result.stderr
+        assert "hunter2secret" not in result.stderr and "Traceback" not in result.stderr

@@ -267,6 +267,8 @@ class PostgresStore:
     ):
         self._conninfo = conninfo
         self.root = root  # the project folder of this host (its checkout), when there is one
+        # Where this host keeps its own caches (rendered handoff digests), as in the file store.
+        self.state_dir = root / ".loopx" if root is not None else None
         self._cache_dir = cache_dir
         self._snapshots: dict[str, bytes] = {}
         self._max = max_connections

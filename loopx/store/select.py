@@ -67,11 +67,13 @@ def configured(root: Path) -> str:
         raise InvalidInput(f"{STATE_DIR}/{CONFIG} is not a regular file", code="invalid_store")
     with fsio.guard("read the store choice"):
         try:
+            if path.stat().st_size > MAX_CONFIG:
+                raise InvalidInput(f"{STATE_DIR}/{CONFIG} is too large", code="invalid_store")
             raw = fsio.current().read_file(path)
         except FileNotFoundError:
             return "file"
     try:
-        data = orjson.loads(raw[: MAX_CONFIG + 1]) if len(raw) <= MAX_CONFIG else None
+        data = orjson.loads(raw) if len(raw) <= MAX_CONFIG else None
         url = data["store"] if isinstance(data, dict) else None
     except (orjson.JSONDecodeError, KeyError):
         url = None
