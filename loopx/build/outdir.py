@@ -323,7 +323,7 @@ def lock(root: Path, out: Path) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         with fsio.guard("lock the output folder"):
             folder = cache_dir(root)
-            stack.enter_context(fsio.locked_nofollow(folder / f"{key}.lock"))
+            stack.enter_context(fsio.current().locked(folder / f"{key}.lock"))
         yield
 
 

@@ -479,8 +479,6 @@ NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 def kind(path: Path) -> str:
     """`missing`, `file`, `dir`, `link` or `other` (FIFO, socket, device), by `lstat`."""
-    import stat
-
     try:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -497,26 +495,27 @@ def kind(path: Path) -> str:
 def read_regular(path: Path, cap: int) -> bytes | None:
     """The bytes of `path` if it is a regular file of at most `cap` bytes, reached without
     following a link at its last component; None otherwise (missing, a link, a FIFO, a folder,
-    too big). Opened non-blocking, so a FIFO planted in its place can never hang the read."""
-    import stat
-
+    too big). `FileSystem.open` opens it non-blocking, so a FIFO planted in its place can never
+    hang the read, and refuses a link, a FIFO or a folder as `unsafe_path`."""
     fs = current()
     try:
-        fd = fs.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW)
+        fd = fs.open(path, os.O_RDONLY)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePath):
-        return None  # UnsafePath: `open` itself refused a link, a FIFO or a folder
-    except OSError as err:
-        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):  # a link; a FIFO's far end
-            return None
-        raise
+        return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
-            return None
-        data = fs.read_from(fd)
-        return data if len(data) <= cap else None
+        return _capped(fs, fd, cap)
     finally:
         fs.close(fd)
+
+
+def _capped(fs: FileSystem, fd: int, cap: int) -> bytes | None:
+    """The bytes of the open `fd` if it is a regular file of at most `cap` bytes, else None."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return None
+    try:
+        return fs.read_from(fd, limit=cap)
+    except TooLarge:
+        return None
 
 
 def write_new(path: Path, data: bytes) -> None:
@@ -527,19 +526,6 @@ def write_new(path: Path, data: bytes) -> None:
         fs.write_all(fd, data)
     finally:
         fs.close(fd)
-
-
-@contextlib.contextmanager
-def locked_nofollow(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock on the lock file `path`, never opened through a link."""
-    fs = current()
-    fd = fs.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
-    try:
-        fs.lock(fd)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            fs.close(fd)
 
 
 def write_atomic_nofollow(path: Path, data: bytes) -> None:
@@ -562,22 +548,15 @@ def write_atomic_nofollow(path: Path, data: bytes) -> None:
 def read_regular_at(dir_fd: int, name: str, cap: int) -> bytes | None:
     """`read_regular` of the entry `name` of the folder open as `dir_fd` (no path lookup
     beyond that one name, no link followed)."""
-    import stat
-
-    fs = current()
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError as err:
-        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):
+        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):  # a link; a FIFO's far end
             return None
         raise
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
-            return None
-        data = fs.read_from(fd)
-        return data if len(data) <= cap else None
+        return _capped(current(), fd, cap)
     finally:
         os.close(fd)
