@@ -61,16 +61,17 @@ class Project:
 
         return goal_id or os.environ.get("LOOPX_GOAL_ID") or default_goal(store)
 
-    def context(self, agent_id: str | None, session_id: str | None) -> Any:
-        from loopx.engine.clock import from_env
-        from loopx.engine.core import Context
-
-        return Context(
-            self.store(),
-            from_env(),
-            agent_id=agent_id or os.environ.get("LOOPX_AGENT_ID") or "user",
-            session_id=session_id or os.environ.get("LOOPX_SESSION_ID") or "mcp",
+    def actor(self, agent_id: str | None, session_id: str | None) -> tuple[str, str]:
+        """The acting agent and session: given, else from the environment, else the defaults."""
+        return (
+            agent_id or os.environ.get("LOOPX_AGENT_ID") or "user",
+            session_id or os.environ.get("LOOPX_SESSION_ID") or "mcp",
         )
+
+    def context(self, agent_id: str | None, session_id: str | None) -> Any:
+        from loopx.cli.common import context
+
+        return context(self.root, *self.actor(agent_id, session_id))
 
     def workspace(self, store: Any) -> Path:
         return Path(store.root)
@@ -405,16 +406,14 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
         from loopx.render.handoff import render_digest_markdown
 
         store = project.store()
+        reader, session = project.actor(agent_id, None)
         digest = inspect_handoff(
             store,
             project.goal(store, goal_id),
             todo_id,
             workspace=project.workspace(store),
             now=_now(),
-            reader={
-                "agent_id": agent_id or os.environ.get("LOOPX_AGENT_ID") or "user",
-                "session_id": os.environ.get("LOOPX_SESSION_ID") or "mcp",
-            },
+            reader={"agent_id": reader, "session_id": session},
             handoff_id=handoff_id,
         )
         if max_chars is not None:
