@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from loopx.model.errors import InvalidInput
+from loopx.model.errors import InvalidInput, TooLarge
 from loopx.store import fsio
 from loopx.store.base import Store
 from loopx.store.root import STATE_DIR
@@ -67,13 +67,13 @@ def configured(root: Path) -> str:
         raise InvalidInput(f"{STATE_DIR}/{CONFIG} is not a regular file", code="invalid_store")
     with fsio.guard("read the store choice"):
         try:
-            if path.stat().st_size > MAX_CONFIG:
-                raise InvalidInput(f"{STATE_DIR}/{CONFIG} is too large", code="invalid_store")
-            raw = fsio.current().read_file(path)
+            raw = fsio.current().read_file(path, limit=MAX_CONFIG)
         except FileNotFoundError:
             return "file"
+        except TooLarge:
+            raise InvalidInput(f"{STATE_DIR}/{CONFIG} is too large", code="invalid_store") from None
     try:
-        data = orjson.loads(raw) if len(raw) <= MAX_CONFIG else None
+        data = orjson.loads(raw)
         url = data["store"] if isinstance(data, dict) else None
     except (orjson.JSONDecodeError, KeyError):
         url = None
