@@ -9,12 +9,12 @@ from loopx.engine.core import load_state
 from loopx.model.errors import InvalidInput, LoopxError, NotFound
 
 
-def _candidates(store: Any) -> list[str]:
-    """The goal itself when there is one; else every goal that is not closed (a goal whose
-    ledger cannot be read counts: it may be active)."""
+def _candidates(store: Any) -> tuple[list[str], list[str]]:
+    """(every goal, the candidates): the goal itself when there is one; else every goal that
+    is not closed (a goal whose ledger cannot be read counts: it may be active)."""
     ids = sorted(store.goal_ids())
     if len(ids) <= 1:
-        return ids
+        return ids, ids
     active = []
     for goal_id in ids:
         try:
@@ -23,21 +23,21 @@ def _candidates(store: Any) -> list[str]:
             state = None
         if state is None or not state.is_terminal:
             active.append(goal_id)
-    return active
+    return ids, active
 
 
 def sole_goal(store: Any) -> str | None:
     """The goal a project means without saying: its only goal, else its only active goal."""
-    found = _candidates(store)
+    found = _candidates(store)[1]
     return found[0] if len(found) == 1 else None
 
 
 def default_goal(store: Any) -> str:
     """`sole_goal`, or the error that says how to name one."""
-    found = _candidates(store)
+    ids, found = _candidates(store)
     if len(found) == 1:
         return found[0]
-    if not store.goal_ids():
+    if not ids:
         raise NotFound("no goals yet (create one with: loopx goal create)", code="goal_not_found")
     raise InvalidInput(
         "no goal named and no single active goal: pass --goal-id or set LOOPX_GOAL_ID",
