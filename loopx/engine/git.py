@@ -25,17 +25,20 @@ def head_revision(workspace: Path) -> str | None:
     return _git(workspace, "rev-parse", "--verify", "-q", "HEAD") or None
 
 
-def is_ancestor(workspace: Path, older: str, newer: str) -> bool | None:
+def _exit_code(workspace: Path, *args: str) -> int | None:
+    """How `git -C workspace ARGS` exited (None when git could not run)."""
     try:
         proc = subprocess.run(
-            ["git", "-C", str(workspace), "merge-base", "--is-ancestor", older, newer],
-            capture_output=True,
-            timeout=10,
-            check=False,
+            ["git", "-C", str(workspace), *args], capture_output=True, timeout=10, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return {0: True, 1: False}.get(proc.returncode)
+    return proc.returncode
+
+
+def is_ancestor(workspace: Path, older: str, newer: str) -> bool | None:
+    code = _exit_code(workspace, "merge-base", "--is-ancestor", older, newer)
+    return {0: True, 1: False}.get(code) if code is not None else None
 
 
 def head_and_dirty(workspace: Path) -> tuple[str | None, bool | None]:
@@ -79,13 +82,4 @@ def is_ignored(workspace: Path, path: Path, *, directory: bool = False) -> bool:
     """Whether git ignores `path` (under the work tree of `workspace`; as a folder when
     `directory`, so a `site/` pattern matches a folder that does not exist yet)."""
     name = str(path) + ("/" if directory else "")
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(workspace), "check-ignore", "-q", name],
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return proc.returncode == 0
+    return _exit_code(workspace, "check-ignore", "-q", name) == 0
