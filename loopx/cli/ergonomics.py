@@ -115,19 +115,19 @@ def _state(ctx: click.Context) -> Any:
     return None if goal_id is None else load_state(store, goal_id).state
 
 
-def complete_todo(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+def _complete_in_goal(ctx: click.Context, incomplete: str, entities: str) -> list[str]:
+    """The ids of the goal's `entities` (todos, gates) that start with `incomplete`."""
     try:
         state = _state(ctx)
-        ids = [] if state is None else sorted(state.todos)
-        return [t for t in ids if t.startswith(incomplete)][:200]
-    except Exception:
+        ids = [] if state is None else sorted(getattr(state, entities))
+        return [i for i in ids if i.startswith(incomplete)][:200]
+    except Exception:  # completion must never print an error into the user's shell
         return []
+
+
+def complete_todo(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    return _complete_in_goal(ctx, incomplete, "todos")
 
 
 def complete_gate(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-    try:
-        state = _state(ctx)
-        ids = [] if state is None else sorted(state.gates)
-        return [g for g in ids if g.startswith(incomplete)][:200]
-    except Exception:
-        return []
+    return _complete_in_goal(ctx, incomplete, "gates")
