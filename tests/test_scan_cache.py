@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 from loopx.build import scancache
@@ -50,3 +52,24 @@ def test_a_planted_cache_is_never_followed(tmp_path: Path) -> None:
     found = run_cli(["scan", str(folder), "--root", str(root)])
     assert found.exit_code == 7  # the link was not read as the (empty) forbidden set
     assert elsewhere.read_text() == '{"key": [], "texts": [], "ids": []}'
+
+
+def test_a_planted_fifo_never_hangs_the_scan(tmp_path: Path) -> None:
+    root, folder = _project(tmp_path)
+    cache = root / ".loopx/private/cache/scan/forbidden.json"
+    cache.parent.mkdir(parents=True)
+    os.mkfifo(cache)
+    loaded: list[object] = []
+    reader = threading.Thread(
+        target=lambda: loaded.append(scancache.load(root, scancache.key(FileStore(root)))),
+        daemon=True,
+    )
+    reader.start()
+    reader.join(10)
+    hung = reader.is_alive()
+    if hung:  # blocked opening the FIFO: release it before failing
+        os.close(os.open(cache, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert not hung and loaded == [None]
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert cache.is_file()  # the FIFO was replaced by the rebuilt cache, never read

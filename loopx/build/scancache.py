@@ -13,8 +13,6 @@ file is rebuilt; a symlink or non-regular file there is never followed, only rep
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +40,11 @@ def key(store: Store) -> list[Any]:
 
 def load(project: Path, wanted: list[Any]) -> Forbidden | None:
     """The cached forbidden strings when they were gathered for exactly `wanted`."""
-    try:
-        fd = os.open(_path(project), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    data = None
+    with contextlib.suppress(OSError):  # unreadable: rebuilt
+        data = fsio.read_regular(_path(project), MAX_BYTES)
+    if data is None:
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-            return None
-        data = fsio.current().read_from(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
         cached = orjson.loads(data)
         if cached["key"] != wanted:
