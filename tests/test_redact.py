@@ -173,6 +173,21 @@ def test_names_file_symlink_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "invalid_names_file" in result.stderr
 
 
+def test_names_file_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    assert run_cli(["init", "--root", str(root)]).exit_code == 0
+    os.mkfifo(root / ".loopx" / "names")
+    result = subprocess.run(
+        [sys.executable, "-m", "loopx", "build", "--root", str(root), "--out", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=60,  # a blocking open of the FIFO would wait here for a writer forever
+    )
+    assert result.returncode == 2 and "invalid_names_file" in result.stderr
+    assert not (tmp_path / "s").exists()
+
+
 # -- the engine write path -------------------------------------------------------------------
 
 

@@ -83,7 +83,7 @@ def project_names(root: Path) -> frozenset[str]:
     symlink or non-regular file is refused."""
     path = root / ".loopx" / NAMES_FILE
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO never waits
     except FileNotFoundError:
         return frozenset()
     except OSError:
