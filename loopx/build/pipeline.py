@@ -20,6 +20,7 @@ from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, run_units
 from loopx.build.writer import WriteReport, recover, write_tree
 from loopx.engine.core import load_state
+from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
 from loopx.projections.base import GENERATOR
 from loopx.render.jsonout import dumps
@@ -103,9 +104,14 @@ def make_site(
     *,
     validate: bool = False,
     cache: BuildCache | None = None,
+    project: ProjectConfig | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
-    JSON artifact is checked against its schema as it is made (tests and `--validate`)."""
+    JSON artifact is checked against its schema as it is made (tests and `--validate`).
+    `project`: the configuration's titles and links (default: read from `root`)."""
+    from loopx.store.config import load_config
+
+    project = project if project is not None else load_config(root)
     store = FileStore(root)
     goals = gather(store, cache)
     site = Site(head=head, validate=validate)
@@ -119,6 +125,7 @@ def make_site(
         read_blob=store.get_blob,
         validate=validate,
         cache=cache,
+        project=project,
     )
     for audience in audiences:
         rows = []
@@ -128,7 +135,7 @@ def make_site(
                 for artifact in artifacts:
                     site.add(artifact)
                 rows.append(row)
-        audience_artifacts(site, audience, rows, split[audience][1])
+        audience_artifacts(site, audience, rows, split[audience][1], project)
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]
@@ -142,6 +149,7 @@ def make_site(
         "generator": GENERATOR,
         "audiences": list(audiences),
         "checkout": {"head": head},
+        "project": project.pages(),
         "sources": site.sources,
         "files": {
             a.path: {
@@ -181,11 +189,15 @@ def build(
     """Build into `out`. `reuse` (the CLI's default) carries over the unchanged goals of the
     last build into `out` instead of rendering them again (see `loopx.build.reuse`)."""
     from loopx.build import reuse as reuse_mod
+    from loopx.store.config import load_config
 
     head = resolve_head(root, head)
+    project = load_config(root)
     if reuse and cache is None:
-        cache = reuse_mod.load(root, out, audiences, head, validate)
-    site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
+        cache = reuse_mod.load(root, out, audiences, head, validate, project)
+    site, (goals, store) = make_site(
+        root, audiences, head, validate=validate, cache=cache, project=project
+    )
     result = BuildResult(site)
     if "public" in audiences:
         result.findings = scan_public(

@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 
 from loopx.build.artifacts import AnyArtifact, DiskArtifact
-from loopx.build.work import BuildCache
+from loopx.build.work import BuildCache, project_key
+from loopx.model.config import ProjectConfig
 from loopx.model.ids import visible_to
 from loopx.projections.base import GENERATOR
 from loopx.store import fsio
@@ -59,7 +60,12 @@ def _read(path: Path) -> Any:
 
 
 def load(
-    root: Path, out: Path, audiences: tuple[str, ...], head: str | None, validate: bool
+    root: Path,
+    out: Path,
+    audiences: tuple[str, ...],
+    head: str | None,
+    validate: bool,
+    project: ProjectConfig | None = None,
 ) -> BuildCache | None:
     """A build cache holding the unchanged goals of the last build into `out`, or None."""
     memo = _read(memo_path(root, out))
@@ -73,8 +79,10 @@ def load(
         or manifest.get("generator") != GENERATOR
         or manifest.get("audiences") != list(audiences)
         or manifest.get("checkout", {}).get("head") != head
+        or manifest.get("project") != (project or ProjectConfig()).pages()
     ):
         return None
+    pages = project_key(project or ProjectConfig())
     sources: dict[str, Any] = manifest.get("sources", {})
     stats: dict[str, list[int]] = memo.get("files", {})
     by_unit: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
@@ -115,7 +123,7 @@ def load(
                 )
             else:
                 source = sources[goal_id]
-                key = (source["head"], source["revision"], head, visible, validate)
+                key = (source["head"], source["revision"], head, visible, validate, pages)
                 cache.entries[(audience, goal_id)] = (key, (artifacts, rows[goal_id]))
                 cache.written.update((a.path, a.sha256) for a in artifacts)
     return cache

@@ -18,6 +18,7 @@ from typing import Any
 
 from loopx.build.artifacts import AnyArtifact, Artifact, Site
 from loopx.build.validate import check
+from loopx.model.config import ProjectConfig
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import Lens
 from loopx.projections import graph as graph_mod
@@ -59,11 +60,13 @@ def build_goal(
     head: str | None,
     visible_goals: set[str],
     read_blob: BlobReader | None,
+    project: ProjectConfig | None = None,
 ) -> dict[str, Any]:
     """Every artifact of one goal for one audience; returns its index row."""
     base = f"{audience}/goals/{state.goal_id}"
     root = "../../"
-    common = {"generator": GENERATOR, "audience": audience}
+    project = project or ProjectConfig()
+    common = {"generator": GENERATOR, "audience": audience, "project": project}
 
     def lens() -> Lens:
         return Lens(audience, read_blob)
@@ -100,14 +103,14 @@ def build_goal(
     wb = workbench(state, lens(), head=head, visible_goals=visible_goals)
     wb_md = with_header(wb, render("markdown/workbench.md.j2", wb=wb))
     _text(site, f"{base}/workbench.md", wb_md, audience, state.goal_id)
-    _document(site, base, "workbench", "Workbench", wb_md, st, audience, root)
+    _document(site, base, "workbench", "Workbench", wb_md, st, audience, root, project)
     extra: list[dict[str, str]] = [{"href": "workbench.html", "label": "Workbench"}]
     if audience != "public":
         rp = review_packet(state, lens(), head=head, visible_goals=visible_goals)
         _json(site, f"{base}/review.json", rp, audience, state.goal_id)
         rp_md = render("markdown/review.md.j2", rp=rp)
         _text(site, f"{base}/review.md", rp_md, audience, state.goal_id)
-        _document(site, base, "review", "Review packet", rp_md, st, audience, root)
+        _document(site, base, "review", "Review packet", rp_md, st, audience, root, project)
         extra.append({"href": "review.html", "label": "Review packet"})
         extra += _handoffs(site, handoff, state, audience, base, head, read_blob)
 
@@ -118,8 +121,8 @@ def build_goal(
         audience,
         state.goal_id,
     )
-    _todo_pages(site, state, lens(), audience, base, head, st["source"]["revision"])
-    return goal_summary(state, lens(), st["attention"]["state"])
+    _todo_pages(site, state, lens(), audience, base, head, st, project)
+    return goal_summary(state, lens(), st["attention"]["state"], st["attention"]["reasons"])
 
 
 def _document(
@@ -131,6 +134,7 @@ def _document(
     st: dict[str, Any],
     audience: str,
     root: str,
+    project: ProjectConfig,
 ) -> None:
     body = markdown.split("\n", 1)[1] if markdown.startswith("<!-- loopx:") else markdown
     _text(
@@ -146,9 +150,11 @@ def _document(
             label=label.lower(),
             source_href=f"{name}.md",
             revision=st["source"]["revision"],
+            updated_at=st["goal"]["updated_at"],
             root=root,
             generator=GENERATOR,
             audience=audience,
+            project=project,
         ),
         audience,
         st["source"]["goal_id"],
@@ -204,7 +210,8 @@ def _todo_pages(
     audience: str,
     base: str,
     head: str | None,
-    revision: int,
+    st: dict[str, Any],
+    project: ProjectConfig,
 ) -> None:
     from loopx.projections.base import todo_card
 
@@ -224,13 +231,19 @@ def _todo_pages(
         if lens.sees(g.visibility):
             for held in g.blocks:
                 gates.setdefault(held, []).append(g)
+    titles = {t.todo_id: lens.text(t.title) for t in todos}
     template = environment().get_template("html/todo.html")
     for t in todos:
         card = todo_card(t, lens, state)
         page = template.render(
             t=card,
+            facts=_todo_facts(t, lens),
+            titles=titles,
             goal_id=state.goal_id,
-            revision=revision,
+            goal_title=st["goal"]["title"],
+            repository=st["goal"]["repository"],
+            revision=st["source"]["revision"],
+            updated_at=st["goal"]["updated_at"],
             root="../../../",
             dependents=dependents.get(t.todo_id, []),
             gates=[
@@ -240,8 +253,25 @@ def _todo_pages(
             evidence=[evidence_item(e, lens, head) for e in evidence.get(t.todo_id, [])],
             generator=GENERATOR,
             audience=audience,
+            project=project,
         )
         _text(site, f"{base}/todos/{t.todo_id}.html", page, audience, state.goal_id)
+
+
+def _todo_facts(todo: Any, lens: Lens) -> dict[str, Any]:
+    """Who does a todo and when it was opened and closed, from ledger time; the completion
+    summary follows the todo's own visibility (the lens decides, as for its title). Who holds
+    it is named only below the public audience."""
+    facts: dict[str, Any] = {
+        "who": "a person" if todo.role == "user" else "an agent",
+        "created_at": todo.created_at,
+        "closed_at": todo.closed_at,
+        "summary": lens.text(todo.summary) if todo.summary is not None else None,
+        "holder": None,
+    }
+    if not lens.is_public and todo.claim is not None:
+        facts["holder"] = todo.claim["agent_id"]
+    return facts
 
 
 def goal_artifacts(
@@ -252,6 +282,7 @@ def goal_artifacts(
     visible_goals: set[str],
     read_blob: BlobReader | None,
     validate: bool,
+    project: ProjectConfig | None = None,
 ) -> tuple[list[AnyArtifact], dict[str, Any]]:
     """Every artifact of one goal for one audience, and its index row (a unit of work that
     can run in another process and be cached)."""
@@ -263,6 +294,7 @@ def goal_artifacts(
         head=head,
         visible_goals=visible_goals,
         read_blob=read_blob if audience == "private" else None,
+        project=project,
     )
     return list(site.artifacts.values()), row
 
@@ -272,14 +304,24 @@ def audience_artifacts(
     audience: str,
     rows: list[dict[str, Any]],
     hidden: dict[str, int],
+    project: ProjectConfig | None = None,
 ) -> None:
     """The audience's index pages and stylesheet, from the goals' index rows."""
     idx = index(rows, Lens(audience), hidden)
     _json(site, f"{audience}/index.json", idx, audience, None)
+    changed = max((r["updated_at"] for r in idx["goals"]), default=None)
     _text(
         site,
         f"{audience}/index.html",
-        render("html/index.html", idx=idx, root="", generator=GENERATOR, audience=audience),
+        render(
+            "html/index.html",
+            idx=idx,
+            root="",
+            generator=GENERATOR,
+            audience=audience,
+            project=project or ProjectConfig(),
+            updated_at=changed,
+        ),
         audience,
         None,
     )

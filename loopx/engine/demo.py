@@ -37,6 +37,7 @@ def create_demo(directory: Path) -> dict[str, Any]:
     """Write the demo ledgers into `directory` (created if needed); return a summary."""
     store = FileStore(directory)
     store.init()
+    _config(directory)
     d = _Demo(store)
     _prototype(d)
     _launch(d)
@@ -55,6 +56,26 @@ def create_demo(directory: Path) -> dict[str, Any]:
             }
         )
     return {"root": str(directory), "goals": out}
+
+
+DEMO_CONFIG = """\
+# The project configuration (see the README, "Project configuration").
+[site]
+title = "loopx demo"
+description = "Goals, todos and decisions of the loopx demo project, straight from its ledger."
+
+[repository]
+url = "https://github.com/loopx-dev/loopx"
+"""
+
+
+def _config(directory: Path) -> None:
+    """A `loopx.toml` naming the demo's pages and repository."""
+    from loopx.store import fsio
+    from loopx.store.config import CONFIG_FILE
+
+    with fsio.guard("write the demo configuration"):
+        fsio.current().write_atomic(Path(directory) / CONFIG_FILE, DEMO_CONFIG.encode())
 
 
 def _prototype(d: _Demo) -> None:

@@ -46,6 +46,26 @@ class ProjectConfig:
     out: str | None = None
     publish: PublishConfig = field(default_factory=PublishConfig)
 
+    @property
+    def name(self) -> str:
+        """The project's name on every page."""
+        return self.title or "loopx"
+
+    def pages(self) -> dict[str, str | None]:
+        """What the pages take from the configuration (recorded in the build manifest, so a
+        changed title or link template renders every page again)."""
+        return {
+            "title": self.title,
+            "description": self.description,
+            "base_url": self.base_url,
+            "repository_url": self.repository_url,
+            "commit_url": self.commit_url,
+        }
+
+    def repository_link(self, repository: str | None = None) -> str | None:
+        """The configured repository, else a goal's `repository` when it is a web address."""
+        return self.repository_url or (repository if _is_web_url(repository) else None)
+
     def commit_link(self, revision: str | None, repository: str | None = None) -> str | None:
         """The web page of `revision`: the `commit_url` template, else `<repository>/commit/
         <revision>` for the configured repository (or the goal's `repository` when it is an
@@ -54,7 +74,7 @@ class ProjectConfig:
             return None
         if self.commit_url:
             return self.commit_url.replace(COMMIT_PLACEHOLDER, revision)
-        base = self.repository_url or (repository if _is_web_url(repository) else None)
+        base = self.repository_link(repository)
         return f"{base.rstrip('/')}/commit/{revision}" if base else None
 
 

@@ -17,6 +17,15 @@ def _short(value: Any, width: int = 10) -> str:
     return str(value)[:width] if value else "-"
 
 
+def _when(value: Any) -> str:
+    """A ledger timestamp for people: `2026-03-01 12:00 UTC` (the ledger's own time, so the
+    page stays deterministic)."""
+    text = str(value or "")
+    if len(text) < 16 or text[10] != "T":
+        return text or "-"
+    return f"{text[:10]} {text[11:16]} UTC"
+
+
 @cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -42,6 +51,7 @@ def environment() -> jinja2.Environment:
     env.filters["one_line"] = md_escape.one_line
     env.filters["change_md"] = change_markdown
     env.filters["short"] = _short
+    env.filters["when"] = _when
     return env
 
 
