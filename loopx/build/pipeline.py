@@ -22,7 +22,9 @@ from loopx.build.writer import WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
+from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR
+from loopx.projections.feed import goal_entries
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
@@ -135,7 +137,13 @@ def make_site(
                 for artifact in artifacts:
                     site.add(artifact)
                 rows.append(row)
-        audience_artifacts(site, audience, rows, split[audience][1], project)
+        lens_blob = store.get_blob if audience == "private" else None
+        entries = [
+            e
+            for g in sorted(split[audience][0])
+            for e in goal_entries(goals[g], Lens(audience, lens_blob), f"goals/{g}/")
+        ]
+        audience_artifacts(site, audience, rows, split[audience][1], project, entries)
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]

@@ -21,6 +21,8 @@ from loopx.build.validate import check
 from loopx.model.config import ProjectConfig
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import Lens
+from loopx.projections import badge as badge_mod
+from loopx.projections import feed as feed_mod
 from loopx.projections import graph as graph_mod
 from loopx.projections import handoff
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos
@@ -29,6 +31,7 @@ from loopx.projections.review import review_packet
 from loopx.projections.status import status
 from loopx.projections.workbench import with_header, workbench
 from loopx.render import graph as graph_source
+from loopx.render.badge import to_svg as badge_svg
 from loopx.render.env import environment, render
 from loopx.render.handoff import render_digest_markdown
 from loopx.render.jsonout import dumps
@@ -122,7 +125,57 @@ def build_goal(
         state.goal_id,
     )
     _todo_pages(site, state, lens(), audience, base, head, st, project)
-    return goal_summary(state, lens(), st["attention"]["state"], st["attention"]["reasons"])
+    _feed(
+        site,
+        f"{base}/feed.xml",
+        feed_mod.goal_entries(state, lens(), ""),
+        audience,
+        state.goal_id,
+        project,
+        title=f"{st['goal']['title']} · {project.name}",
+        within=f"goals/{state.goal_id}/",
+    )
+    row = goal_summary(state, lens(), st["attention"]["state"], st["attention"]["reasons"])
+    _badge(site, f"{base}/badge", badge_mod.goal_badge(row), audience, state.goal_id)
+    return row
+
+
+def _feed(
+    site: Site,
+    path: str,
+    entries: list[dict[str, Any]],
+    audience: str,
+    goal: str | None,
+    project: ProjectConfig,
+    *,
+    title: str,
+    within: str,
+) -> None:
+    """An Atom feed of `entries`. Links are relative to the feed; in the public partition with
+    a configured `base_url` they are resolved against it (xml:base) and the feed names itself."""
+    base = f"{project.base_url.rstrip('/')}/{within}" if project.base_url else None
+    public = audience == "public" and base is not None
+    fd = feed_mod.feed(
+        entries, feed_id=f"urn:loopx:{goal or 'project'}:{audience}:feed", title=title
+    )
+    xml = render(
+        "feed.xml",
+        fd=fd,
+        base=base if public else None,
+        self_href="feed.xml" if public else None,
+        page="index.html",
+        author=project.name,
+        generator=GENERATOR,
+    )
+    _text(site, path, xml, audience, goal)
+
+
+def _badge(site: Site, stem: str, doc: dict[str, Any], audience: str, goal: str | None) -> None:
+    """`<stem>.svg` to put in a README, and `<stem>.json` for a shields.io endpoint badge."""
+    if site.validate:
+        check(badge_mod.SCHEMA, doc, f"{stem}.json")
+    site.add(Artifact(f"{stem}.json", dumps(doc), audience, badge_mod.SCHEMA, goal))
+    _text(site, f"{stem}.svg", badge_svg(doc), audience, goal)
 
 
 def _document(
@@ -305,8 +358,10 @@ def audience_artifacts(
     rows: list[dict[str, Any]],
     hidden: dict[str, int],
     project: ProjectConfig | None = None,
+    entries: list[dict[str, Any]] | None = None,
 ) -> None:
-    """The audience's index pages and stylesheet, from the goals' index rows."""
+    """The audience's index pages, badge, feed and stylesheet, from the goals' index rows
+    (and `entries`: the feed entries of the goals it may see)."""
     idx = index(rows, Lens(audience), hidden)
     _json(site, f"{audience}/index.json", idx, audience, None)
     changed = max((r["updated_at"] for r in idx["goals"]), default=None)
@@ -324,6 +379,24 @@ def audience_artifacts(
         ),
         audience,
         None,
+    )
+    project = project or ProjectConfig()
+    _badge(
+        site,
+        f"{audience}/badge",
+        badge_mod.project_badge(idx["goals"], project.name),
+        audience,
+        None,
+    )
+    _feed(
+        site,
+        f"{audience}/feed.xml",
+        entries or [],
+        audience,
+        None,
+        project,
+        title=project.name,
+        within="",
     )
     css = (resource_dir("templates") / "style.css").read_bytes()
     site.add(Artifact(f"{audience}/style.css", css, audience))

@@ -18,6 +18,7 @@ SCHEMA_FILES = {
     "loopx.review/v1": "review.schema.json",
     "loopx.handoff/v1": "handoff.schema.json",
     "loopx.manifest/v1": "manifest.schema.json",
+    "shields.endpoint/v1": "badge.schema.json",
 }
 
 

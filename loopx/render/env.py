@@ -31,7 +31,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         undefined=jinja2.StrictUndefined,
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2.html", "svg")),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2.html", "svg", "xml")),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
