@@ -146,3 +146,28 @@ def test_badges_and_feeds_are_scanned_like_every_public_byte(root: Path) -> None
     for path in ("public/badge.svg", "public/badge.json", "public/feed.xml"):
         assert path in found, sorted(found)
     assert "public/goals/ship/feed.xml" in found
+
+
+def test_the_search_index_lists_what_the_audience_sees(root: Path) -> None:
+    r = ("--root", str(root), "--goal-id", "ship")
+    ok("todo", "add", *r, "--todo-id", "tag", "--title", "Fix </script><b>&", "--visibility",
+       "public")  # fmt: skip
+    site = build(root)
+    public = json.loads((site / "public/search.json").read_text())
+    assert problems("loopx.search/v1", public) == []
+    hrefs = [i["href"] for i in public["items"]]
+    assert hrefs == [
+        "goals/ship/index.html",
+        "goals/ship/todos/parser.html",
+        "goals/ship/todos/docs.html",
+        "goals/ship/todos/tag.html",
+    ]  # the team todo is not there
+    team = json.loads((site / "team/search.json").read_text())
+    assert "goals/ship/todos/secret-plan.html" in [i["href"] for i in team["items"]]
+    script = (site / "public/search-index.js").read_text()
+    assert script.startswith("window.loopxSearch = {") and script.endswith("};\n")
+    assert "</script>" not in script and "\\u003c/script\\u003e\\u003cb\\u003e\\u0026" in script
+    assert json.loads(script[len("window.loopxSearch = ") : -2]) == public
+    index = (site / "public/index.html").read_text()
+    assert '<div id="search" class="search" role="search" hidden>' in index
+    assert '<script src="search.js" defer></script>' in index

@@ -25,6 +25,7 @@ from loopx.model.errors import InvalidInput
 from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR
 from loopx.projections.feed import goal_entries
+from loopx.projections.search import search_items
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
@@ -143,7 +144,9 @@ def make_site(
             for g in sorted(split[audience][0])
             for e in goal_entries(goals[g], Lens(audience, lens_blob), f"goals/{g}/")
         ]
-        audience_artifacts(site, audience, rows, split[audience][1], project, entries)
+        lens = Lens(audience, lens_blob)
+        found = [i for g in sorted(split[audience][0]) for i in search_items(goals[g], lens)]
+        audience_artifacts(site, audience, rows, split[audience][1], project, entries, found)
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]

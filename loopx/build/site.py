@@ -28,6 +28,7 @@ from loopx.projections import handoff
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos
 from loopx.projections.index import goal_summary, index
 from loopx.projections.review import review_packet
+from loopx.projections.search import search_index
 from loopx.projections.status import status
 from loopx.projections.workbench import with_header, workbench
 from loopx.render import graph as graph_source
@@ -359,6 +360,7 @@ def audience_artifacts(
     hidden: dict[str, int],
     project: ProjectConfig | None = None,
     entries: list[dict[str, Any]] | None = None,
+    search: list[dict[str, Any]] | None = None,
 ) -> None:
     """The audience's index pages, badge, feed and stylesheet, from the goals' index rows
     (and `entries`: the feed entries of the goals it may see)."""
@@ -398,8 +400,23 @@ def audience_artifacts(
         title=project.name,
         within="",
     )
+    found = search_index(search or [], audience)
+    _json(site, f"{audience}/search.json", found, audience, None)
+    # The same index as a script, so search works from file:// (no fetch there).
+    _text(site, f"{audience}/search-index.js", _script_data(found), audience, None)
+    script = (resource_dir("templates") / "search.js").read_bytes()
+    site.add(Artifact(f"{audience}/search.js", script, audience))
     css = (resource_dir("templates") / "style.css").read_bytes()
     site.add(Artifact(f"{audience}/style.css", css, audience))
+
+
+def _script_data(data: dict[str, Any]) -> str:
+    """`data` as a script assigning `window.loopxSearch`; `<`, `>`, `&` and the two line
+    separators JSON allows but old JavaScript did not are written as escapes."""
+    text = dumps(data).decode("utf-8").rstrip("\n")
+    for char in ("<", ">", "&", "\u2028", "\u2029"):
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return f"window.loopxSearch = {text};\n"
 
 
 def visibility_split(goals: dict[str, GoalState], audience: str) -> tuple[set[str], dict[str, int]]:

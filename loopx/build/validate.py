@@ -19,6 +19,7 @@ SCHEMA_FILES = {
     "loopx.handoff/v1": "handoff.schema.json",
     "loopx.manifest/v1": "manifest.schema.json",
     "shields.endpoint/v1": "badge.schema.json",
+    "loopx.search/v1": "search.schema.json",
 }
 
 
