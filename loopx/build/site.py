@@ -96,6 +96,7 @@ def build_goal(
             mermaid=mermaid,
             root=root,
             title=st["goal"]["title"],
+            updated_at=st["goal"]["updated_at"],
             **common,
         ),
         audience,
