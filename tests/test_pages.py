@@ -149,3 +149,17 @@ def test_without_a_configuration_the_goal_repository_is_linked(tmp_path: Path) -
     assert '<a class="repo" href="https://codeberg.org/o/r">Repository</a>' in goal
     assert f'href="https://codeberg.org/o/r/commit/{REV}"' in goal
     assert "<title>G · loopx</title>" in goal
+
+
+def test_the_workbench_page_uses_the_sites_components(built: Path) -> None:
+    html = (built / "team/goals/ship/workbench.html").read_text()
+    assert "<h1>Workbench: Ship it</h1>" in html
+    assert '<span class="badge a-ready_for_agent">Moving</span>' in html
+    assert "needs_user" not in html and "Do not edit" not in html  # no banner, no jargon
+    assert '<a href="todos/bench.html">Measure the speed</a> <code>bench</code>' in html
+    assert '<a href="todos/docs.html"><code>docs</code></a>' in html  # the gate holds docs
+    link = f'<a href="https://git.acme.example/app/-/commit/{REV}"><code>{REV[:10]}</code></a>'
+    assert link in html
+    assert '<a href="workbench.md">The same workbench as Markdown</a>' in html
+    public = (built / "public/goals/ship/workbench.html").read_text()
+    assert "Ship the docs?" not in public  # the team gate stays out of public pages

@@ -108,7 +108,20 @@ def build_goal(
     wb = workbench(state, lens(), head=head, visible_goals=visible_goals)
     wb_md = with_header(wb, render("markdown/workbench.md.j2", wb=wb))
     _text(site, f"{base}/workbench.md", wb_md, audience, state.goal_id)
-    _document(site, base, "workbench", "Workbench", wb_md, st, audience, root, project)
+    _text(
+        site,
+        f"{base}/workbench.html",
+        render(
+            "html/workbench.html",
+            wb=wb,
+            reasons=st["attention"]["reasons"],
+            pages={t for t, todo in state.todos.items() if lens().sees(todo.visibility)},
+            root=root,
+            **common,
+        ),
+        audience,
+        state.goal_id,
+    )
     extra: list[dict[str, str]] = [{"href": "workbench.html", "label": "Workbench"}]
     if audience != "public":
         rp = review_packet(state, lens(), head=head, visible_goals=visible_goals)

@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from loopx.render import md_context, md_escape
 from loopx.render.changes import change_markdown
@@ -15,6 +16,15 @@ from loopx.resources import resource_dir
 
 def _short(value: Any, width: int = 10) -> str:
     return str(value)[:width] if value else "-"
+
+
+def _ticks(value: Any) -> Markup:
+    """Plain text whose `backticked` parts are identifiers: escaped, those parts as <code>."""
+    import re
+
+    from markupsafe import escape
+
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(str(value)))))
 
 
 def _when(value: Any) -> str:
@@ -52,6 +62,7 @@ def environment() -> jinja2.Environment:
     env.filters["change_md"] = change_markdown
     env.filters["short"] = _short
     env.filters["when"] = _when
+    env.filters["ticks"] = _ticks
     return env
 
 
