@@ -15,6 +15,7 @@ from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context
 from loopx.store.filestore import FileStore
 from loopx.store.memorystore import MemoryStore
+from tests.pg import pg_empty, pg_store, pg_url  # noqa: F401 (fixtures, shared by every test)
 
 T0 = "2026-03-01T12:00:00Z"
 
@@ -30,14 +31,20 @@ def pytest_collectstart(collector: Any) -> None:
     sys.modules["conftest"] = sys.modules[__name__]
 
 
-@pytest.fixture(params=["file", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+@pytest.fixture(params=["file", "memory", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """Every Store implementation, so one contract suite runs against each."""
     if request.param == "memory":
-        return MemoryStore()
+        yield MemoryStore()
+        return
+    if request.param == "postgres":
+        pg = pg_store(request.getfixturevalue("pg_url"))
+        yield pg
+        pg.close()
+        return
     fs = FileStore(tmp_path)
     fs.init()
-    return fs
+    yield fs
 
 
 @pytest.fixture

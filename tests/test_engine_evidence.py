@@ -307,7 +307,15 @@ def test_evidence_files_are_read_with_a_bound_not_trusting_their_size(tmp_path: 
     from loopx.engine.evidence import MAX_BODY_BYTES, read_body
 
     with pytest.raises(LoopxError) as err:
-        read_body(Path("/dev/zero"))  # reports size 0, never ends
+        read_body(Path("/dev/zero"))  # reports size 0, never ends: not a regular file
+    assert err.value.code == "unsafe_path"
+    proc = read_body(Path("/proc/self/status"))  # a regular file that reports size 0
+    assert proc.startswith(b"Name:")
+    huge = tmp_path / "huge"
+    with huge.open("wb") as fh:
+        fh.truncate(MAX_BODY_BYTES + 1)  # sparse: costs no disk
+    with pytest.raises(LoopxError) as err:
+        read_body(huge)
     assert err.value.code == "file_too_large"
     afile = tmp_path / "f"
     afile.write_text("x")

@@ -71,6 +71,13 @@ SAMPLES: dict[str, dict[str, Any]] = {
     },
     "quota.set": {"quota": 5},
     "note.added": {"note_id": "n1", "kind": "lesson", "text": "L"},
+    "field.redacted": {
+        "redaction_id": "redaction-1",
+        "entity": "gate",
+        "entity_id": "gate-1",
+        "field": "question",
+        "reason": "a host name in a public question",
+    },
     "handoff.prepared": {
         "handoff_id": "h1",
         "todo_id": "t1",

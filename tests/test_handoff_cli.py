@@ -564,6 +564,18 @@ def test_demo_has_a_pending_handoff(tmp_path: Path) -> None:
     assert digest.exit_code == 0 and "loopx/engine/handoff.py" in digest.stdout
 
 
+def test_changed_escaping_code_renders_afresh(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import loopx.cli.handoff as handoff_cli
+
+    assert prepare(repo, "--work-summary", "w", "--next-step", "first step").exit_code == 0
+    path = repo / ".loopx" / "private" / "cache" / "handoff" / "demo" / "todo_a.text.full.md"
+    first = inspect(repo, "--format", "text").stdout
+    key = path.read_text().split("\n", 1)[0]
+    monkeypatch.setattr(handoff_cli, "escaping_code", lambda: b"an upgraded escaper")
+    assert inspect(repo, "--format", "text").stdout == first
+    assert path.read_text().split("\n", 1)[0] != key  # rendered again, under a new key
+
+
 def test_rendered_digests_are_reused_until_the_digest_changes(repo: Path) -> None:
     assert prepare(repo, "--work-summary", "w", "--next-step", "first step").exit_code == 0
     first = inspect(repo).stdout

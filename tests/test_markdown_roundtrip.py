@@ -2,11 +2,11 @@
 
 A goal is written through the governed write paths with hostile and ordinary strings in every
 free-text field, paths in a handoff note, and refs on evidence and in the note; then the handoff
-digest (both templates), the workbench, the review packet and `diff --format markdown` are
-rendered and parsed back with markdown-it-py. Every id and path must come back as a code span,
-every http(s) ref as a link whose text is the ref and whose href is the ref (percent-encoded
-only where a URL may not hold a character), every other ref as a code span, and every piece of
-prose as plain text. No other link, and no raw HTML, may appear.
+digest (both templates), the workbench, the review packet, `diff --format markdown` and the
+session primer are rendered and parsed back with markdown-it-py. Every id and path must come
+back as a code span, every http(s) ref as a link whose text is the ref and whose href is the ref
+(percent-encoded only where a URL may not hold a character), every other ref as a code span,
+and every piece of prose as plain text. No other link, and no raw HTML, may appear.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from loopx.engine.handoff import prepare_handoff
 from loopx.privacy.audience import Lens
 from loopx.projections.diff import describe, diff_facts, facts_from_state, summarize
 from loopx.projections.handoff import handoff_digest
+from loopx.projections.prime import goal_primer
+from loopx.projections.prime import one_line as prime_line
 from loopx.render.handoff import render_digest_markdown, render_digest_text
 from loopx.render.md_escape import is_web_url, one_line
+from loopx.render.prime import render_prime_markdown
 from loopx.state.fold import replay
 from loopx.store.memorystore import MemoryStore
 from tests.conftest import run_cli
@@ -135,6 +138,9 @@ def _write(corpus: Corpus) -> Written:
             "workbench": [*goal, t(4)[:200], t(5)[:200], t(6)[:200], t(8), t(9), t(10)],
             "review": [t(0)[:200], t(9), t(8), *changes],
             "diff": changes,
+            # the primer shows titles on one line, whitespace collapsed
+            "prime": [prime_line(v) for v in (t(0)[:200], t(4)[:200], t(5)[:200], t(6)[:200])]
+            + [prime_line(t(1), 400), prime_line(t(9))],
         },
         paths=corpus.paths,
         refs=corpus.refs,
@@ -162,12 +168,14 @@ def _render(written: Written) -> dict[str, str]:
         "workbench": workbench_markdown(state, head=None, visible={"demo"}),
         "review": review_md,
         "diff": render_markdown(result, "builds/old_one", "builds/new`two"),
+        "prime": render_prime_markdown(goal_primer(state, state.updated_at, lambda v: v)),
     }
 
 
 SHOWS_REFS = {"digest", "handoff"}
 SHOWS_PATHS = {"digest", "handoff"}
 IDS_SHOWN: dict[str, set[str]] = {
+    "prime": {IDS["todo"], IDS["dep"], IDS["ready"], IDS["gate"]},
     "digest": set(IDS.values()) | {"demo"},
     "handoff": set(IDS.values()) | {"demo"},
     "workbench": set(IDS.values()),
@@ -208,7 +216,7 @@ def _check(name: str, markdown: str, written: Written) -> None:
                 assert path in seen.code, (name, path)
 
 
-PROJECTIONS = ["digest", "handoff", "workbench", "review", "diff"]
+PROJECTIONS = ["digest", "handoff", "workbench", "review", "diff", "prime"]
 
 
 def _check_text(text: str, written: Written) -> None:

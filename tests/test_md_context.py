@@ -42,7 +42,9 @@ def test_a_document_of_values_renders_each_as_written(
         f"1. {prose(e)}\n"
         f"2. {prose(f)}\n\n"
         f"{prose(c)}\n{prose(a)}\n\n"
-        f"| x | y |\n|---|---|\n| {prose(d)} | {code_cell(cell)} |\n"
+        f"Before the table: {prose(f)}\n"
+        f"| x | y | z |\n|---|---|---|\n| {prose(d)} | {code_cell(cell)} | {prose(a)} |\n\n"
+        f"> From {code(ident)}: {prose(e)}\n"
     )
     result = shown(doc)
     want = [
@@ -53,14 +55,19 @@ def test_a_document_of_values_renders_each_as_written(
         _shown(e),
         _shown(f),
         f"{_shown(c)}\n{_shown(a)}",
+        f"Before the table: {_shown(f)}",
         "x",
         "y",
+        "z",
         _shown(d),
         cell,
+        _shown(a),
+        f"From {ident}: {_shown(e)}",
     ]
     assert result.texts == want, doc
     assert not result.html and not result.links, doc
-    assert result.code == [ident, cell], doc
+    assert result.code == [ident, cell, ident], doc
+    assert result.blocks.count("blockquote_open") == 1, doc
     assert result.blocks.count("heading_open") == 1, doc
     assert result.blocks.count("bullet_list_open") == 1, doc
     assert result.blocks.count("ordered_list_open") == 1, doc
@@ -85,6 +92,9 @@ def test_only_what_could_pair_is_escaped() -> None:
     assert finish(f"{prose('_a')}\n2. {prose('b_')}\n") == "\\_a\n2. b\\_\n"
     # Emphasis cannot pair across list items: each stays as written.
     assert finish(f"- {prose('_a')}\n- {prose('b_')}\n") == "- _a\n- b_\n"
+    # A pipe only needs an escape in a table, where it would end the cell.
+    assert finish(f"- {prose('a | b')}\n") == "- a | b\n"
+    assert finish(f"| x |\n|---|\n| {prose('a | b')} |\n") == "| x |\n|---|\n| a \\| b |\n"
     # Block syntax only where the value starts a line.
     assert finish(f"- {prose('# x')}\n") == "- \\# x\n"
     assert finish(f"Title: {prose('# x')}\n") == "Title: # x\n"

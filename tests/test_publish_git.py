@@ -163,8 +163,13 @@ def test_the_first_publish_is_an_orphan_with_only_public_files(repo: Path) -> No
     assert "index.html" in files and "goals/launch/status.json" in files
     assert files[".nojekyll"] == b""
     assert not any(p.startswith(("team/", "goals/docs", "goals/security-review")) for p in files)
-    listing = files[".loopx-published"].decode().split()
-    assert sorted(listing) == sorted(p for p in files if p != ".loopx-published")
+    listing = json.loads(files[".loopx-published"])
+    assert listing["schema"] == "loopx.published/v1"  # the shape `publish --to` writes
+    assert listing["files"] == {
+        p: {"sha256": hashlib.sha256(d).hexdigest(), "bytes": len(d)}
+        for p, d in files.items()
+        if p != ".loopx-published"
+    }
     assert_nothing_private(repo, "gh-pages")
     assert snapshot(repo) == before
     assert data["changed"] and data["parent"] is None and data["next"].endswith("gh-pages")
@@ -358,7 +363,7 @@ def test_overwrite_without_prefix_replaces_the_tree_but_keeps_the_sites_history(
     files = files_on(repo, "gh-pages")
     assert "assets/app.css" not in files and "404.html" not in files
     assert files["CNAME"] == b"status.example.org\n"
-    assert "CNAME" in files[".loopx-published"].decode().split()
+    assert "CNAME" in json.loads(files[".loopx-published"])["files"]
     # Now the branch is loopx's: the next publish needs no flag, and may drop the CNAME.
     again = published(repo, "--git-branch", "gh-pages", "--no-nojekyll")
     assert ".nojekyll" not in files_on(repo, "gh-pages") and "CNAME" not in files_on(
@@ -596,3 +601,63 @@ def test_the_project_configuration_fills_in_the_flags_and_flags_win(
     assert refused(repo, "invalid_config", 2, "--git-branch", "gh-pages")["error"]["message"] == (
         "loopx.toml: publish.remote must be a remote name"
     )
+
+
+def test_a_page_edited_by_hand_is_no_longer_loopx_s(repo: Path) -> None:
+    """The listing records each file's sha256: a page changed on the branch since is kept
+    from being replaced (unless --overwrite), like a file loopx never wrote."""
+    published(repo, "--git-branch", "gh-pages")
+    page = files_on(repo, "gh-pages")["index.html"]
+    edited = _commit(repo, {"index.html": page + b"<!-- fixed a typo -->\n"}, "edit", "gh-pages")
+    git(repo, "update-ref", "refs/heads/gh-pages", edited)
+    data = refused(repo, "branch_foreign_files", 4, "--git-branch", "gh-pages")
+    assert data["error"]["details"]["count"] == 1
+    # A listing that is not loopx's (not its schema) vouches for nothing.
+    forged = _commit(repo, {".loopx-published": b"index.html\n"}, "forged", "gh-pages")
+    git(repo, "update-ref", "refs/heads/gh-pages", forged)
+    assert (
+        refused(repo, "branch_foreign_files", 4, "--git-branch", "gh-pages")["error"]["details"][
+            "count"
+        ]
+        == len(files_on(repo, "gh-pages")) - 1
+    )
+    assert published(repo, "--git-branch", "gh-pages", "--overwrite")["parent"] == forged
+    assert published(repo, "--git-branch", "gh-pages")["changed"] is False
+
+
+def _readme_block(after: str) -> str:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    start = readme.index("```bash\n", readme.index(after)) + len("```bash\n")
+    return readme[start : readme.index("```\n", start)]
+
+
+def test_the_readme_publishing_commands_work_as_written(repo: Path, tmp_path: Path) -> None:
+    """The README's gh-pages block, run verbatim by bash (real `loopx` and `git` processes)
+    in the scratch repository, with a bare repository as `origin`."""
+    remote = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    block = _readme_block("**From a `gh-pages` branch")
+    assert block.count("loopx publish") == 3
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "LOOPX_NOW": T0,
+    }
+    proc = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", block],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "next: git push origin gh-pages" in proc.stdout
+    local = git(repo, "rev-parse", "gh-pages")
+    files = files_on(repo, "gh-pages")
+    assert files["CNAME"] == b"status.example.org\n" and "index.html" in files
+    assert "status/index.html" in files
+    # the last publish (into status/) was not pushed: the remote has the one before it
+    assert git(remote, "rev-parse", "gh-pages") == git(repo, "rev-parse", "gh-pages~1")
+    assert git(repo, "rev-list", "--count", local) == "3"
+    assert_nothing_private(repo, "gh-pages")

@@ -22,6 +22,8 @@ from loopx.store.base import SnapshotStale
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import GENESIS, Cursor, canonical, encode_line, parse_line
 from loopx.store.memorystore import MemoryStore
+from loopx.store.postgres import PostgresStore
+from tests import pg
 from tests.conftest import make_ctx
 
 G = "goal-a"
@@ -60,6 +62,8 @@ def overwrite(store: Any, data: bytes, goal: str = G) -> None:
     if isinstance(store, FileStore):
         store.goal_dir(goal).mkdir(parents=True, exist_ok=True)
         store.ledger_path(goal).write_bytes(data)
+    elif isinstance(store, PostgresStore):
+        pg.overwrite(store._conninfo, goal, data)
     else:
         assert isinstance(store, MemoryStore)
         store.ledgers[goal] = bytearray(data)
@@ -77,6 +81,8 @@ def quarantined(store: Any, goal: str = G) -> list[bytes]:
     if isinstance(store, FileStore):
         qdir = store.goal_dir(goal) / "quarantine"
         return [p.read_bytes() for p in sorted(qdir.glob("*.bin"))] if qdir.is_dir() else []
+    if isinstance(store, PostgresStore):
+        return pg.quarantined(store._conninfo, goal)
     return list(store.quarantined[goal])
 
 

@@ -8,12 +8,18 @@ file, kind and position, never the matched text.
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from loopx.build.artifacts import Site
-from loopx.model.errors import BoundaryViolation
-from loopx.privacy.scanner import Scanner, views
+from loopx.model.errors import BoundaryViolation, InvalidInput
+from loopx.privacy.distinct import MIN_TEXT, distinctive_id, distinctive_text, found_in
+from loopx.privacy.scanner import Scanner
+from loopx.privacy.views import views
 from loopx.resources import resource_dir
 from loopx.state.entities import GoalState
 
@@ -38,14 +44,20 @@ class Forbidden:
 
     texts: frozenset[str]
     ids: frozenset[str]
+    name_hashes: frozenset[str] = frozenset()  # from .loopx/names (see `project_names`)
 
     def scanner(self) -> Any:
         """Built once per set: an automaton over tens of thousands of strings costs a second."""
         built = self.__dict__.get("_scanner")
         if built is None:
-            built = Scanner(sorted(self.texts), forbidden_ids=sorted(self.ids))
+            built = Scanner(
+                sorted(self.texts), forbidden_ids=sorted(self.ids), name_hashes=self.name_hashes
+            )
             object.__setattr__(self, "_scanner", built)
         return built
+
+    def with_names(self, name_hashes: frozenset[str]) -> Forbidden:
+        return Forbidden(self.texts, self.ids, name_hashes)
 
     def within(self, texts: list[str]) -> Forbidden:
         """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
@@ -54,10 +66,54 @@ class Forbidden:
         return Forbidden(
             frozenset(s for s in self.texts if any(s in v for v in seen)),
             frozenset(i for i in self.ids if any(i in v for v in seen)),
+            self.name_hashes,
         )
 
 
-MIN_TEXT = 12  # shorter team text ("Review", "Fix tests") is too generic to match safely
+NAMES_FILE = "names"  # .loopx/names: sha256 of each lowercase name, one a line
+_NAMES_LIMIT = 256 * 1024
+_HASH_LINE = re.compile(r"(?:sha256:)?([0-9a-f]{64})")
+
+
+def project_names(root: Path) -> frozenset[str]:
+    """The hashed names `.loopx/names` lists: user and host names of the machines the work is
+    done on, refused in public output wherever the build runs. Comments (#) and blank lines
+    are skipped; any other line that is not a sha256 hex digest is `invalid_names_file` (a
+    plain name committed there would itself be the leak). A missing file lists nothing; a
+    symlink or non-regular file is refused."""
+    path = root / ".loopx" / NAMES_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return frozenset()
+    except OSError:
+        raise InvalidInput(
+            ".loopx/names must be a regular file", code="invalid_names_file"
+        ) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _NAMES_LIMIT:
+            raise InvalidInput(
+                ".loopx/names must be a regular file of at most 256 KiB", code="invalid_names_file"
+            )
+        data = os.read(fd, _NAMES_LIMIT + 1)
+    finally:
+        os.close(fd)
+    hashes = set()
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _HASH_LINE.fullmatch(line.lower())
+        if match is None:
+            raise InvalidInput(
+                f".loopx/names line {number} is not a sha256 digest (list names hashed: "
+                "`loopx scan --hash-name NAME`)",
+                code="invalid_names_file",
+                line=number,
+            )
+        hashes.add(match.group(1))
+    return frozenset(hashes)
 
 
 def _handoff_texts(record: dict[str, Any]) -> list[Any]:
@@ -123,10 +179,10 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
             public.update(texts)
             public_ids.add(entity_id)
             continue
-        found.update(t for t in texts if len(t.strip()) >= MIN_TEXT)
-        if visibility == "private":
+        found.update(t for t in texts if distinctive_text(t))
+        if visibility == "private" and distinctive_id(entity_id):
             ids.add(entity_id)
-    if state.visibility == "private":
+    if state.visibility == "private" and distinctive_id(state.goal_id):
         ids.add(state.goal_id)
     return GoalStrings(frozenset(found), frozenset(ids), frozenset(public), frozenset(public_ids))
 
@@ -154,12 +210,13 @@ def non_public_strings(
     public = frozenset().union(*(p.public for p in parts)) if parts else frozenset()
     ids = frozenset().union(*(p.ids for p in parts)) if parts else frozenset()
     public_ids = frozenset().union(*(p.public_ids for p in parts)) if parts else frozenset()
-    # Text that is also public (the same words on a public item) or part of the templates
-    # themselves cannot leak anything; matching it would only cry wolf. Likewise a private
-    # id that is also a public id, a word of the templates or a key of the JSON artifacts
-    # (a private todo called `index` or `status`).
+    # Text that is also public (the same words on a public item, or inside a longer public
+    # text) or part of the templates themselves cannot leak anything; matching it would only
+    # cry wolf (see loopx.privacy.distinct). Likewise a private id that is also a public id, a
+    # word of the templates or a key of the JSON artifacts (a private todo called `index`).
     boilerplate = _Boilerplate.get()
-    kept = frozenset(s for s in found - public if not boilerplate.contains(s))
+    candidates = {s for s in found - public if not boilerplate.contains(s)}
+    kept = frozenset(candidates - found_in(candidates, sorted(public)))
     kept_ids = frozenset(i for i in ids - public_ids if i not in boilerplate.words)
     return Forbidden(kept, kept_ids)
 
@@ -308,11 +365,24 @@ def _few(forbidden: Forbidden, covered: Forbidden) -> bool:
     return len(covered.texts - forbidden.texts) <= max(100, len(forbidden.texts) // 100)
 
 
-def enforce(findings: list[dict[str, Any]]) -> None:
+def enforce(
+    findings: list[dict[str, Any]],
+    goals: dict[str, GoalState] | None = None,
+    forbidden: Forbidden | None = None,
+) -> None:
+    """Refuse the build when anything was found; each finding (of the first 100) names the
+    `loopx redact field` commands that would clear it when `goals` are given."""
     if findings:
+        shown = findings[:100]
+        if goals is not None:
+            from loopx.build.corrections import add_commands
+
+            scanner = forbidden.scanner() if forbidden is not None else Scanner()
+            add_commands(shown, goals, scanner)
         kinds = sorted({f["kind"] for f in findings})
         raise BoundaryViolation(
             f"public output failed the boundary scan: {len(findings)} finding(s) of kind "
-            f"{', '.join(kinds)}; nothing was written",
-            findings=findings[:100],
+            f"{', '.join(kinds)}; nothing was written (each finding's `clear` names the "
+            "`loopx redact field` command that clears it)",
+            findings=shown,
         )

@@ -18,12 +18,17 @@ from loopx.projections.diff import (
     summarize,
 )
 from loopx.state.fold import replay
-from loopx.store.filestore import FileStore
+from loopx.store import fsio
+from loopx.store.select import open_store
+
+MAX_ARTIFACT_BYTES = 64 * 1024 * 1024
 
 
 def _read_json(path: Path) -> Any:
+    """A build's JSON file, read through the store's file rules (no link, regular, capped)."""
     try:
-        return orjson.loads(path.read_bytes())
+        with fsio.guard("read a build file"):
+            return orjson.loads(fsio.current().read_file(path, limit=MAX_ARTIFACT_BYTES))
     except FileNotFoundError:
         raise NotFound(f"{path.name} not found in the build", code="build_not_found") from None
     except orjson.JSONDecodeError:
@@ -31,19 +36,33 @@ def _read_json(path: Path) -> Any:
 
 
 def _build_facts(folder: Path, audience: str) -> dict[str, Any]:
-    if not (folder / "manifest.json").is_file():
-        raise NotFound(
-            "not a loopx build folder (no manifest.json)",
-            code="build_not_found",
-            folder=str(folder),
+    fs = fsio.current()
+    with fsio.guard("read a build folder"):
+        if not fs.is_file(folder / "manifest.json"):
+            raise NotFound(
+                "not a loopx build folder (no manifest.json)",
+                code="build_not_found",
+                folder=str(folder),
+            )
+        goals_dir = folder / audience / "goals"
+        names = (
+            [n for n, kind in fs.listdir(goals_dir) if kind == "dir"]
+            if fs.is_dir(goals_dir)
+            else []
         )
-    goals_dir = folder / audience / "goals"
     facts = {}
-    if goals_dir.is_dir():
-        for goal in sorted(p for p in goals_dir.iterdir() if p.is_dir()):
-            status = _read_json(goal / "status.json")
-            graph = _read_json(goal / "graph.json")
-            facts[goal.name] = facts_from_artifacts(status, graph)
+    for name in names:
+        status = _read_json(goals_dir / name / "status.json")
+        graph = _read_json(goals_dir / name / "graph.json")
+        try:
+            facts[name] = facts_from_artifacts(status, graph)
+        except (KeyError, TypeError, AttributeError, IndexError):
+            # A build folder is untrusted input: `{}`, `[]` or `null` is not an artifact.
+            raise InvalidInput(
+                f"goal {name} of the build has a status.json or graph.json that is not a "
+                "loopx artifact",
+                code="invalid_build",
+            ) from None
     return facts
 
 
@@ -72,7 +91,7 @@ def _revision(value: str, head: int) -> int:
 
 
 def diff_revisions(root: Path, goal_id: str, old: str, new: str, audience: str) -> dict[str, Any]:
-    store = FileStore(root)
+    store = open_store(root)
     if not store.exists(goal_id):
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     events = store.read(goal_id).events

@@ -6,10 +6,11 @@ branch is ever touched. The first publish to a branch is an orphan commit; a lat
 parent is the branch's previous commit, and only when that history is the branch's own: a
 branch that shares a commit with any other ref (a `gh-pages` made with `git branch gh-pages`
 from `main`) is refused, and `--overwrite` replaces it with an orphan commit. Files on the
-branch that no loopx publish wrote (each publish's `.loopx-published` lists what it wrote) are
-refused too, unless the publish goes into a subfolder (`--prefix`, the rest is kept) or
-`--overwrite` says to replace them. All refusals come from `plan`, before the site is built;
-`commit` then writes.
+branch that no loopx publish wrote (each publish's `.loopx-published` lists what it wrote,
+with sizes and sha256, so a page edited since is not loopx's any more) are refused too,
+unless the publish goes into a subfolder (`--prefix`, the rest is kept) or `--overwrite` says
+to replace them. All refusals come from `plan`, before the site is built; `commit` then
+writes.
 
 Every public byte of the commit is scanned first: the files (by the build), their names, the
 commit message and the author identity.
@@ -21,6 +22,7 @@ from the user's git config, replaces files it did not write, and scans nothing.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -29,10 +31,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from loopx.engine.clock import from_env, parse
 from loopx.model.errors import BoundaryViolation, Conflict, InvalidInput, NotFound
+from loopx.render.jsonout import dumps
 
-LISTING = ".loopx-published"
+LISTING = ".loopx-published"  # what a publish wrote; the same shape as `publish --to`'s
+LISTING_SCHEMA = "loopx.published/v1"
 DEFAULT_IDENTITY = "loopx <loopx@localhost>"
 IDENTITY_ENV = "LOOPX_PUBLISH_IDENTITY"
 MAX_MESSAGE = 20_000
@@ -141,7 +147,10 @@ def payload(files: dict[str, bytes], target: BranchTarget) -> dict[str, bytes]:
             written[".nojekyll"] = b""
         if target.cname:
             written["CNAME"] = f"{target.cname}\n".encode()
-    written[LISTING] = ("".join(f"{p}\n" for p in sorted(written))).encode()
+    listed = {
+        p: {"sha256": hashlib.sha256(d).hexdigest(), "bytes": len(d)} for p, d in written.items()
+    }
+    written[LISTING] = dumps({"schema": LISTING_SCHEMA, "files": listed})
     base = f"{target.prefix}/" if target.prefix else ""
     return {base + p: data for p, data in sorted(written.items())}
 
@@ -322,16 +331,59 @@ def _in_zone(path: str, prefix: str) -> bool:
 
 def _foreign(git: _Git, entries: list[_Entry], prefix: str) -> list[str]:
     """Paths in the replaced zone that no loopx publish wrote: none of the branch's
-    `.loopx-published` listings (at the root, or in the folder of a `--prefix` publish)
-    names them."""
-    listed: set[str] = set()
+    `.loopx-published` listings (at the root, or in the folder of a `--prefix` publish) names
+    them with the size and sha256 they have now (a page edited by hand is not loopx's)."""
+    listed: dict[str, tuple[str, int]] = {}
     for e in entries:
         folder, _, name = e.path.rpartition("/")
         if name == LISTING and e.kind == "blob" and int(e.size) <= MAX_LISTING:
             base = f"{folder}/" if folder else ""
-            text = git.out("cat-file", "blob", e.sha).decode("utf-8", "replace")
-            listed |= {base + n for n in text.split("\n") if n} | {e.path}
-    return sorted(e.path for e in entries if _in_zone(e.path, prefix) and e.path not in listed)
+            listed.update({base + p: v for p, v in _listing(git.out("cat-file", "blob", e.sha))})
+            listed[e.path] = ("", -1)  # the listing itself is loopx's
+    zone = [e for e in entries if _in_zone(e.path, prefix)]
+    check = [e for e in zone if e.path in listed and listed[e.path][1] == _size(e)]
+    digests = _sha256s(git, [e.sha for e in check])
+    ours = {e.path for e in check if digests.get(e.sha) == listed[e.path][0]}
+    ours |= {path for path, (_, size) in listed.items() if size == -1}
+    return sorted(e.path for e in zone if e.path not in ours)
+
+
+def _listing(raw: bytes) -> list[tuple[str, tuple[str, int]]]:
+    """The (path, (sha256, size)) pairs of a listing; nothing for anything else."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return []
+    if not isinstance(doc, dict) or doc.get("schema") != LISTING_SCHEMA:
+        return []
+    files = doc.get("files")
+    out = []
+    for path, meta in (files if isinstance(files, dict) else {}).items():
+        if isinstance(meta, dict):
+            sha, size = meta.get("sha256"), meta.get("bytes")
+            if isinstance(sha, str) and isinstance(size, int) and not isinstance(size, bool):
+                out.append((path, (sha, size)))
+    return out
+
+
+def _size(entry: _Entry) -> int:
+    return int(entry.size) if entry.kind == "blob" and entry.size.isdigit() else -2
+
+
+def _sha256s(git: _Git, blobs: list[str]) -> dict[str, str]:
+    """sha256 of each blob's bytes, read through one `git cat-file --batch`."""
+    if not blobs:
+        return {}
+    raw = git.out("cat-file", "--batch", input="".join(f"{b}\n" for b in blobs).encode())
+    out: dict[str, str] = {}
+    at = 0
+    while at < len(raw):
+        eol = raw.index(b"\n", at)
+        sha, _, size = raw[at:eol].decode().split(" ")
+        body = raw[eol + 1 : eol + 1 + int(size)]
+        out[sha] = hashlib.sha256(body).hexdigest()
+        at = eol + 1 + int(size) + 1
+    return out
 
 
 def _write_tree(git: _Git, kept: list[_Entry], written: dict[str, bytes]) -> str:

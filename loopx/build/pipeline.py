@@ -13,12 +13,14 @@ from typing import Any
 
 import orjson
 
+from loopx.build import outdir
 from loopx.build.artifacts import Artifact, Site
-from loopx.build.boundary import enforce, non_public_strings, scan_public
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
+from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, run_units
-from loopx.build.writer import WriteReport, recover, write_tree
+from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
@@ -29,9 +31,11 @@ from loopx.projections.search import search_items
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
-from loopx.store.filestore import FileStore
+from loopx.store.base import Store
+from loopx.store.select import change_token, open_store
 
 MANIFEST = "manifest.json"
+MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
 AUTO = "auto"
 
@@ -53,6 +57,7 @@ class BuildResult:
                 written=self.report.written,
                 unchanged=self.report.unchanged,
                 removed=self.report.removed,
+                kept=self.report.kept,
                 recovered=self.report.recovered,
             )
         return out
@@ -79,15 +84,14 @@ def resolve_head(root: Path, head: str | None) -> str | None:
     return head_revision(root)
 
 
-def gather(store: FileStore, cache: BuildCache | None = None) -> dict[str, GoalState]:
-    """Fold every goal. With a cache, a goal whose ledger file has not changed (same size,
-    mtime and inode) keeps the state folded last time."""
+def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
+    """Fold every goal. With a cache, a goal whose change token is the same (the ledger
+    file's size, mtime and inode; the database's head) keeps the state folded last time."""
     goals: dict[str, GoalState] = {}
     for goal_id in store.goal_ids():
-        key: tuple[int, ...] | None = None
+        key: tuple[Any, ...] | None = None
         if cache is not None:
-            st = store.ledger_path(goal_id).stat()
-            key = (st.st_size, st.st_mtime_ns, st.st_ino)
+            key = change_token(store, goal_id)
             hit = cache.states.get(goal_id)
             if hit is not None and hit[0] == key:
                 goals[goal_id] = hit[1]
@@ -115,7 +119,7 @@ def make_site(
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
-    store = FileStore(root)
+    store = open_store(root)  # files or PostgreSQL; its connection closes with the object
     goals = gather(store, cache)
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}
@@ -179,12 +183,29 @@ def make_site(
     return site, (goals, store)
 
 
-def previous_files(out: Path) -> set[str]:
+def manifest_entries(folder: Folder, name: str = MANIFEST) -> dict[str, Entry]:
+    """What the manifest `name` in `folder` says it wrote: path → (sha256, size), plus the
+    manifest itself. Empty when there is none, or when it is not a loopx manifest (a user's
+    own `manifest.json` is not ours: never replaced or deleted without --overwrite). A
+    publish listing (`.loopx-published`) has the same shape."""
     try:
-        manifest = orjson.loads((out / MANIFEST).read_bytes())
-        return set(manifest.get("files", {})) | {MANIFEST}
-    except (FileNotFoundError, NotADirectoryError, orjson.JSONDecodeError, AttributeError):
-        return set()
+        raw = folder.read(name, MANIFEST_CAP)
+        manifest = orjson.loads(raw) if raw is not None else None
+    except (orjson.JSONDecodeError, UnsafeOutput, OSError):
+        return {}
+    if not isinstance(manifest, dict) or manifest.get("schema") not in (
+        "loopx.manifest/v1",
+        "loopx.published/v1",
+    ):
+        return {}
+    files = manifest.get("files")
+    entries: dict[str, Entry] = {name: (None, None)}
+    for path, meta in (files if isinstance(files, dict) else {}).items():
+        if isinstance(meta, dict):
+            sha, size = meta.get("sha256"), meta.get("bytes")
+            if isinstance(sha, str) and isinstance(size, int):
+                entries[path] = (sha, size)
+    return entries
 
 
 def build(
@@ -196,37 +217,52 @@ def build(
     validate: bool = False,
     cache: BuildCache | None = None,
     reuse: bool = False,
+    overwrite: bool = False,
 ) -> BuildResult:
     """Build into `out`. `reuse` (the CLI's default) carries over the unchanged goals of the
-    last build into `out` instead of rendering them again (see `loopx.build.reuse`)."""
+    last build into `out` instead of rendering them again (see `loopx.build.reuse`).
+    `overwrite` replaces files in `out` that no manifest of ours wrote (see `outdir`).
+
+    The output folder is locked from the first look at it to the last write: a second build
+    into the same folder waits, so the folder is always one whole build."""
     from loopx.build import reuse as reuse_mod
     from loopx.store.config import load_config
 
     head = resolve_head(root, head)
+    names = project_names(root) if "public" in audiences else frozenset()  # before any write
     project = load_config(root)
-    if reuse and cache is None:
-        cache = reuse_mod.load(root, out, audiences, head, validate, project)
-    site, (goals, store) = make_site(
-        root, audiences, head, validate=validate, cache=cache, project=project
-    )
-    result = BuildResult(site)
-    if "public" in audiences:
-        result.findings = scan_public(
-            site,
-            non_public_strings(goals, cache=cache.strings if cache is not None else None),
-            cache.scan if cache is not None else None,
+    with outdir.lock(root, out):
+        with outdir.open_folder(out, root, create=False):
+            pass  # a linked or misplaced folder is refused before any work; nothing is created
+        if reuse and cache is None:
+            cache = reuse_mod.load(root, out, audiences, head, validate, project)
+        site, (goals, store) = make_site(
+            root, audiences, head, validate=validate, cache=cache, project=project
         )
-        enforce(result.findings)
-    with fsio.guard("create the output folder"):
-        out.mkdir(parents=True, exist_ok=True)
-    trusted: set[str] = set()
-    if cache is not None:
-        trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
-    result.report = write_tree(out, site.artifacts, previous_files(out), trusted=trusted)
-    if cache is not None:
-        cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
-    if reuse:
-        reuse_mod.save(root, out, sorted(site.artifacts), validate)
+        result = BuildResult(site)
+        if "public" in audiences:
+            strings = cache.strings if cache is not None else None
+            forbidden = non_public_strings(goals, cache=strings).with_names(names)
+            scan_cache = cache.scan if cache is not None else None
+            result.findings = scan_public(site, forbidden, scan_cache)
+            enforce(result.findings, goals, forbidden)
+        trusted: set[str] = set()
+        if cache is not None:
+            trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
+        # Created only now: a build the boundary refused leaves no folder behind.
+        with outdir.open_folder(out, root) as folder:
+            result.report = write_tree(
+                folder,
+                site.artifacts,
+                manifest_entries(folder),
+                trusted=trusted,
+                overwrite=overwrite,
+                layout=outdir.BUILD,
+            )
+        if cache is not None:
+            cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
+        if reuse:
+            reuse_mod.save(root, out, sorted(site.artifacts), validate)
     return result
 
 
@@ -252,18 +288,25 @@ def check(
     head: str | None = None,
 ) -> CheckResult:
     """Compare the folder with what a build would write; never writes (but finishes an
-    interrupted write first, so the comparison sees a consistent folder)."""
-    if (out / ".loopx-staging").exists():
-        recover(out)
-    site, _ = make_site(root, audiences, resolve_head(root, head))
-    stale, missing = [], []
-    for path, artifact in sorted(site.artifacts.items()):
-        try:
-            on_disk = (out / path).read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            missing.append(path)
-            continue
-        if on_disk != artifact.data:
-            stale.append(path)
-    extra = sorted(p for p in previous_files(out) - site.artifacts.keys() if (out / p).exists())
+    interrupted write first, so the comparison sees a consistent folder). Links in the
+    folder are refused (`unsafe_output_path`), never followed."""
+    head = resolve_head(root, head)
+    with outdir.open_folder(out, root, create=False) as folder, outdir.lock(root, out):
+        recover(folder, outdir.BUILD)
+        site, _ = make_site(root, audiences, head)
+        stale, missing = [], []
+        for path, artifact in sorted(site.artifacts.items()):
+            with fsio.guard("read the output folder"):
+                on_disk = folder.read(path)
+            if on_disk is None:
+                missing.append(path)
+            elif on_disk != artifact.data:
+                stale.append(path)
+        extra = []
+        for path in sorted(manifest_entries(folder).keys() - site.artifacts.keys()):
+            try:
+                if outdir.BUILD.admits(path) and folder.stat(path) is not None:
+                    extra.append(path)
+            except UnsafeOutput:
+                extra.append(path)
     return CheckResult(stale, missing, extra)

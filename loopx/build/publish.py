@@ -5,13 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from loopx.build import gitpublish
-from loopx.build.boundary import enforce, non_public_strings, scan_public
-from loopx.build.pipeline import AUTO, make_site, previous_files, resolve_head
-from loopx.build.writer import write_tree
+from loopx.build import gitpublish, outdir
+from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
+from loopx.build.pipeline import AUTO, make_site, manifest_entries, resolve_head
+from loopx.build.writer import Entry, write_tree
 from loopx.privacy.scanner import Scanner
+from loopx.render.jsonout import dumps
 
 PUBLIC = "public/"
+PUBLISHED = gitpublish.LISTING  # `.loopx-published`
+PUBLISHED_SCHEMA = gitpublish.LISTING_SCHEMA  # `loopx.published/v1`, on a branch as in a folder
 
 
 def _public_files(site: Any) -> dict[str, bytes]:
@@ -28,14 +31,16 @@ def publish(
     to_dir: Path | None = None,
     branch: gitpublish.BranchTarget | None = None,
     head: str | None = AUTO,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Publish to a folder (`to_dir`) or a git branch (`branch`), after the boundary scan."""
+    """Publish to a folder (`to_dir`) or a git branch (`branch`), after the boundary scan.
+    `overwrite`: with `to_dir`, replace files no earlier publish (or build) wrote there."""
     # Every refusal about the branch comes before the build.
     plan = gitpublish.plan(root, branch) if branch is not None else None
     head = resolve_head(root, head)
     site, (goals, store) = make_site(root, ("public",), head)
-    forbidden = non_public_strings(goals)
-    enforce(scan_public(site, forbidden))
+    forbidden = non_public_strings(goals).with_names(project_names(root))
+    enforce(scan_public(site, forbidden), goals, forbidden)
     files = _public_files(site)
     sources = ", ".join(
         f"{g}@{s['revision']}"
@@ -44,11 +49,7 @@ def publish(
     )
     result: dict[str, Any] = {"files": len(files), "sources": sources}
     if to_dir is not None:
-        to_dir.mkdir(parents=True, exist_ok=True)
-        previous = _listed(to_dir)
-        files[".loopx-published"] = ("\n".join(sorted(files)) + "\n").encode()
-        write_tree(to_dir, files, previous | previous_files(to_dir))
-        result["to"] = str(to_dir)
+        result.update(_publish_to(root, to_dir, files, overwrite))
         return result
     assert plan is not None
     result.update(
@@ -64,12 +65,39 @@ def publish(
     return result
 
 
-def _listed(folder: Path) -> set[str]:
+def _publish_to(root: Path, to_dir: Path, files: dict[str, bytes], overwrite: bool) -> Any:
+    """Copy the public files into `to_dir` under the output-folder rules (`outdir`): only
+    files an earlier publish (or build) listed are replaced, only those with the hash it
+    recorded are removed; anything else is `output_not_ours` unless `overwrite`. In a folder,
+    `.loopx-published` records each file's hash (`loopx.published/v1`)."""
+    listing = {p: {"sha256": outdir.sha256(d), "bytes": len(d)} for p, d in sorted(files.items())}
+    files = {**files, PUBLISHED: dumps({"schema": PUBLISHED_SCHEMA, "files": listing})}
+    # What a publish may create or delete: the top-level names it writes, nothing else (a
+    # forged listing naming `src/main.py` with its right hash deletes nothing).
+    layout = outdir.Layout(
+        frozenset(p for p in files if "/" not in p),
+        frozenset(p.split("/")[0] for p in files if "/" in p),
+    )
+    with outdir.open_folder(to_dir, root) as folder, outdir.lock(root, to_dir):
+        previous = {**manifest_entries(folder), **_listed(folder)}
+        report = write_tree(folder, files, previous, overwrite=overwrite, layout=layout)
+    return {"to": str(to_dir), "written": len(report.written), "kept": report.kept}
+
+
+def _listed(folder: outdir.Folder) -> dict[str, Entry]:
+    """What the folder's `.loopx-published` says an earlier publish wrote. A plain list of
+    names (an older loopx) has no hashes: its files may be replaced, but never deleted."""
+    entries = manifest_entries(folder, PUBLISHED)
+    if entries:
+        return entries
     try:
-        names = (folder / ".loopx-published").read_text("utf-8").split("\n")
-    except FileNotFoundError:
-        return set()
-    return {n for n in names if n} | {".loopx-published"}
+        raw = folder.read(PUBLISHED, gitpublish.MAX_LISTING)
+    except (outdir.UnsafeOutput, OSError):
+        return {}
+    if raw is None:
+        return {}
+    names = raw.decode("utf-8", "replace").split("\n")
+    return {n: ("", None) for n in names if n} | {PUBLISHED: (None, None)}
 
 
 def _typed_scanner(target: gitpublish.BranchTarget, goals: Any, store: Any) -> Any:

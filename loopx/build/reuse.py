@@ -12,15 +12,18 @@ rendered again. `loopx build --check` never carries anything: it compares every 
 from __future__ import annotations
 
 import hashlib
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from loopx.build import outdir
 from loopx.build.artifacts import AnyArtifact, DiskArtifact
 from loopx.build.work import BuildCache, project_key
 from loopx.model.config import ProjectConfig
+from loopx.model.errors import LoopxError
 from loopx.model.ids import visible_to
 from loopx.projections.base import GENERATOR
 from loopx.store import fsio
@@ -54,7 +57,8 @@ def memo_path(root: Path, out: Path) -> Path:
 
 def _read(path: Path) -> Any:
     try:
-        return orjson.loads(path.read_bytes())
+        raw = fsio.read_regular(path, outdir.READ_CAP)
+        return orjson.loads(raw) if raw is not None else None
     except (OSError, orjson.JSONDecodeError):
         return None
 
@@ -67,7 +71,24 @@ def load(
     validate: bool,
     project: ProjectConfig | None = None,
 ) -> BuildCache | None:
-    """A build cache holding the unchanged goals of the last build into `out`, or None."""
+    """A build cache holding the unchanged goals of the last build into `out`, or None (also
+    for a manifest or memo of the wrong shape: a forged one only costs a full render)."""
+    with outdir.Folder(out) as folder:
+        try:
+            return _load(root, out, folder, audiences, head, validate, project)
+        except (AttributeError, TypeError, KeyError, ValueError):
+            return None
+
+
+def _load(
+    root: Path,
+    out: Path,
+    folder: outdir.Folder,
+    audiences: tuple[str, ...],
+    head: str | None,
+    validate: bool,
+    project: ProjectConfig | None = None,
+) -> BuildCache | None:
     memo = _read(memo_path(root, out))
     manifest = _read(out / "manifest.json")
     if not isinstance(memo, dict) or not isinstance(manifest, dict):
@@ -105,8 +126,10 @@ def load(
             for path, meta in sorted(files):
                 file = out / path
                 try:
-                    st = file.stat()
-                except OSError:
+                    st = folder.stat(path)  # a link on the way: not carried over
+                except (OSError, LoopxError):
+                    break
+                if st is None:
                     break
                 if stats.get(path) != [st.st_size, st.st_mtime_ns] or st.st_size != meta["bytes"]:
                     break
@@ -135,14 +158,16 @@ def save(root: Path, out: Path, paths: list[str], validate: bool) -> None:
     files = {}
     for path in paths:
         try:
-            st = (out / path).stat()
+            st = os.lstat(out / path)
         except OSError:
             continue
         files[path] = [st.st_size, st.st_mtime_ns]
     target = memo_path(root, out)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fsio.current().write_atomic(
+        outdir.cache_dir(root)  # each part a real folder, never a planted link
+        if fsio.kind(target) not in ("missing", "file"):
+            return
+        fsio.write_atomic_nofollow(
             target,
             orjson.dumps(
                 {
@@ -153,5 +178,5 @@ def save(root: Path, out: Path, paths: list[str], validate: bool) -> None:
                 }
             ),
         )
-    except OSError:
+    except (OSError, LoopxError):
         pass

@@ -4,16 +4,24 @@ As in MkDocs: the watchdog handler only sets a flag; a debounced loop calls the 
 `build()`; a failed rebuild keeps the last good site and logs why. Served HTML gets a small
 script that polls the build number and reloads the page after a rebuild (the built files
 themselves stay script-free).
+
+An HTTP client is untrusted input: a request whose Host header is not 127.0.0.1, localhost or
+[::1] (with the bound port, or none) is refused with 421, so a page on another site that
+rebinds its own name to 127.0.0.1 cannot read the team pages; folders are never listed; a
+request that breaks anything (a NUL byte, bad percent-encoding, a huge path) gets a 400 and
+never a traceback. The temporary folder is removed on SIGTERM and SIGHUP as on Ctrl-C.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
+import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +70,58 @@ class Builder:
         return True
 
 
+LOCAL_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def host_allowed(value: str | None, port: int) -> bool:
+    """Whether a Host header names this server: a loopback name, with our port or none."""
+    if not value:
+        return False
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        name, rest = (value[: end + 1], value[end + 1 :]) if end > 0 else (value, "")
+    else:
+        name, colon, port_text = value.partition(":")
+        rest = colon + port_text
+    return name in LOCAL_NAMES and rest in ("", f":{port}")
+
+
 def _handler(builder: Builder) -> type[http.server.SimpleHTTPRequestHandler]:
     class Handler(http.server.SimpleHTTPRequestHandler):
+        started = False  # whether a status line went out (then no error page can follow)
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def send_response(self, code: int, message: str | None = None) -> None:
+            self.started = True
+            super().send_response(code, message)
+
+        def list_directory(self, path: Any) -> None:
+            self.send_error(404, "Not Found")  # folders are never listed
+            return None
+
+        def _guarded(self, serve: Callable[[], None]) -> None:
+            if not host_allowed(self.headers.get("Host"), getattr(self.server, "server_port", 0)):
+                self.send_error(421, "Misdirected Request: this server answers 127.0.0.1 only")
+                return
+            try:
+                serve()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away
+            except Exception as err:  # never a traceback, whatever the request holds
+                builder.log(f"refused a request that could not be served ({type(err).__name__})")
+                if not self.started:
+                    self.send_error(400, "Bad Request")
+
+        def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
+            self._guarded(super().do_HEAD)
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._guarded(self._get)
+
+        def _get(self) -> None:
             if self.path.startswith("/__loopx__/build"):
                 body = f"{builder.number}:{builder.error or ''}".encode()
                 self.send_response(200)
@@ -102,6 +156,15 @@ def _handler(builder: Builder) -> type[http.server.SimpleHTTPRequestHandler]:
     return Handler
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """Errors that escape a handler (a client hanging up mid-reply) are not printed."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
 def watch(builder: Builder, debounce: float, stop: threading.Event) -> Any:
     """Start a watchdog observer on the ledgers; its handler only sets a flag."""
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -117,6 +180,16 @@ def watch(builder: Builder, debounce: float, stop: threading.Event) -> Any:
     goals.mkdir(parents=True, exist_ok=True)
     observer.schedule(OnChange(), str(goals), recursive=True)
     observer.start()
+    from loopx.store.select import open_store
+
+    store = open_store(builder.root)
+    if hasattr(store, "listen"):  # PostgreSQL: appends from any host arrive by NOTIFY
+        threading.Thread(
+            target=store.listen,
+            args=(lambda _goal: builder.changed.set(), stop),
+            name="loopx-listen",
+            daemon=True,
+        ).start()
 
     def loop() -> None:
         while not stop.is_set():
@@ -131,7 +204,7 @@ def watch(builder: Builder, debounce: float, stop: threading.Event) -> Any:
 
 def make_server(builder: Builder, port: int) -> http.server.ThreadingHTTPServer:
     handler = functools.partial(_handler(builder), directory=str(builder.out))
-    return http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    return QuietServer(("127.0.0.1", port), handler)
 
 
 def serve(
@@ -143,7 +216,7 @@ def serve(
     debounce: float,
     log: Callable[[str], None],
 ) -> None:
-    with tempfile.TemporaryDirectory(prefix="loopx-serve-") as tmp:
+    with _stop_on_signals(), tempfile.TemporaryDirectory(prefix="loopx-serve-") as tmp:
         builder = Builder(root, Path(tmp), log, audiences=audiences, head=head)
         if not builder.rebuild():
             raise LoopxError(f"the first build failed: {builder.error}", code="build_failed")
@@ -160,3 +233,25 @@ def serve(
             observer.stop()
             observer.join(timeout=2)
             server.server_close()
+
+
+class _Stop(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: stop as Ctrl-C does, so every `finally` and the temporary folder's
+    cleanup run."""
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stop(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

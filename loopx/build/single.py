@@ -65,7 +65,7 @@ def scan_public_output(
     (`goal_ids`; every goal when None). Raises `BoundaryViolation`, naming position and kind,
     never the text."""
     from loopx.build.artifacts import Artifact, Site
-    from loopx.build.boundary import enforce, non_public_strings, scan_public
+    from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
     from loopx.build.pipeline import gather
     from loopx.engine.core import load_state
 
@@ -79,4 +79,8 @@ def scan_public_output(
                 goals[goal_id] = state
     site = Site()
     site.add(Artifact(name, data, "public"))
-    enforce(scan_public(site, non_public_strings(goals)))
+    forbidden = non_public_strings(goals)
+    root = getattr(store, "root", None)
+    if root is not None:
+        forbidden = forbidden.with_names(project_names(root))
+    enforce(scan_public(site, forbidden), goals, forbidden)

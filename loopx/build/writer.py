@@ -1,11 +1,16 @@
-"""Write a build folder so that it is all-old or all-new.
+"""Write a build folder so that it is all-old or all-new, and only ever touch our own files.
 
 New and changed files are first written under `<out>/.loopx-staging/`; a journal listing them
 is written last (the commit point); then each staged file replaces its target, the files of
 the previous build that are gone are removed, and the staging folder is dropped. An error
 before the journal leaves the old folder untouched; an error after it is finished by rolling
 forward, immediately or by the next writer (`recover`). Unchanged files are never rewritten.
-Only files the previous manifest listed are ever deleted: user files in the folder are safe.
+
+What may be replaced or deleted follows `loopx.build.outdir`: no link is followed, an existing
+file is replaced only if the previous manifest lists it (or with `overwrite`), and a file is
+deleted only if it still has the hash its manifest listed. The journal records
+those hashes, so a roll-forward (or a journal planted in a checkout) can do no more.
+
 Every file operation goes through `loopx.store.fsio`, so fault tests can break any of them;
 an `OSError` comes out as `StorageError` (`io_error`). Durability costs two syncs per write,
 not one per file: the staged bytes are flushed before the journal lands (so a power cut can
@@ -15,7 +20,6 @@ never roll forward an empty file), and the renames before the journal is removed
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +27,18 @@ from typing import Any
 
 import orjson
 
+from loopx.build.outdir import ANY, STAGING, Folder, Layout, UnsafeOutput, not_ours, sha256
 from loopx.model.errors import LoopxError
 from loopx.store import fsio
 
-STAGING = ".loopx-staging"
+__all__ = ["STAGING", "WriteReport", "recover", "write_tree"]
+
 JOURNAL = "JOURNAL.json"
+JOURNAL_FORMAT = 2
+
+# What the previous manifest says of a file: (sha256, size); (None, None) for a file that is
+# ours by its content (the manifest itself, checked when it was read).
+Entry = tuple[str | None, int | None]
 
 
 @dataclass
@@ -35,42 +46,56 @@ class WriteReport:
     written: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # listed before, but changed or unsafe: left
     recovered: bool = False
 
 
-def _target(out: Path, rel: str) -> Path:
-    """`out/rel` for a relative POSIX path that stays inside `out` (checked by its parts)."""
-    parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise LoopxError("artifact path escapes the output folder", code="invalid_path")
-    return out.joinpath(*parts)
-
-
-def _same(path: Path, data: bytes) -> bool:
-    try:
-        if path.stat().st_size != len(data):
-            return False
-        return path.read_bytes() == data
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return False
-
-
-def recover(out: Path) -> bool:
+def recover(out: Path | Folder, layout: Layout = ANY) -> bool:
     """Finish (roll forward) or discard an interrupted write. True when it rolled forward."""
-    staging = out / STAGING
+    folder = out if isinstance(out, Folder) else Folder(out)
+    try:
+        with fsio.guard("finish an interrupted write of the output folder"):
+            return _recover(folder, layout)
+    finally:
+        if folder is not out:
+            folder.close()
+
+
+def _recover(folder: Folder, layout: Layout) -> bool:
+    staging = folder.must(STAGING)
+    kind = fsio.kind(staging)
+    if kind == "missing":
+        return False
     fs = fsio.current()
-    with fsio.guard("finish an interrupted write of the output folder"):
-        if not staging.is_dir():
-            return False
-        journal = staging / JOURNAL
-        rolled = False
-        if journal.is_file():
-            plan = orjson.loads(fs.read_file(journal))
-            _apply(out, staging, plan["write"], plan["remove"])
-            fs.sync_all(out)
-            rolled = True
-        _discard(fs, staging)
-    return rolled
+    if kind != "dir":  # a link or file planted under our name: removed, never followed
+        fs.unlink(staging)
+        return False
+    plan = _read_plan(staging, layout)
+    if plan is not None:
+        _apply(folder, staging, plan, verify=True)
+        fs.sync_all(folder.path)
+    _discard(fs, staging)
+    return plan is not None
+
+
+def _read_plan(staging: Path, layout: Layout) -> dict[str, Any] | None:
+    """The journal, if it is one of ours and names only paths this writer may touch."""
+    raw = fsio.read_regular(staging / JOURNAL, 64 << 20)
+    try:
+        plan = orjson.loads(raw) if raw is not None else None
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(plan, dict) or plan.get("format") != JOURNAL_FORMAT:
+        return None
+    write, remove = plan.get("write"), plan.get("remove")
+    if not isinstance(write, dict) or not isinstance(remove, dict):
+        return None
+    for rel, value in write.items():
+        if not (layout.admits(rel) and isinstance(value, list) and len(value) == 2):
+            return None
+    if not all(layout.admits(rel) and isinstance(sha, str) for rel, sha in remove.items()):
+        return None
+    return plan
 
 
 def _discard(fs: fsio.FileSystem, staging: Path) -> None:
@@ -80,94 +105,161 @@ def _discard(fs: fsio.FileSystem, staging: Path) -> None:
     fs.remove_tree(staging)
 
 
-def _write(fs: fsio.FileSystem, path: Path, data: bytes) -> None:
-    fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        fs.write_all(fd, data)
-    finally:
-        fs.close(fd)
-
-
-def _apply(out: Path, staging: Path, write: list[str], remove: list[str]) -> None:
+def _apply(folder: Folder, staging: Path, plan: dict[str, Any], *, verify: bool) -> None:
+    """Move the staged files into place and remove the stale ones. With `verify` (a
+    roll-forward of a journal found on disk), each staged file must still have its journal
+    hash and each target the hash the journal saw, or it is left alone."""
+    with Folder(staging / "files") as staged:
+        _move(folder, staged, plan["write"], verify)
     fs = fsio.current()
-    made: set[Path] = set()
-    for rel in write:
-        src = staging / "files" / rel
-        if src.exists():  # already moved by an earlier, interrupted roll-forward
-            dst = _target(out, rel)
-            if dst.parent not in made:
-                fs.makedirs(dst.parent)
-                made.add(dst.parent)
-            fs.replace(src, dst)
-    for rel in remove:
+    for rel, sha in sorted(plan["remove"].items()):
+        try:
+            if folder.digest(rel) != sha:
+                continue
+        except UnsafeOutput:
+            continue
         with contextlib.suppress(FileNotFoundError):
-            fs.unlink(_target(out, rel))
+            fs.unlink(folder.must(rel))
+
+
+def _move(folder: Folder, staged: Folder, write: dict[str, Any], verify: bool) -> None:
+    fs = fsio.current()
+    for rel, (new, old) in sorted(write.items()):
+        try:
+            if staged.stat(rel) is None:
+                continue  # already moved by an earlier, interrupted roll-forward
+            if verify:
+                if staged.digest(rel) != new:
+                    continue
+                current = folder.digest(rel)
+                if current is not None and current not in (new, old):
+                    continue
+        except UnsafeOutput:
+            if not verify:
+                raise
+            continue
+        folder.makedirs(rel.rpartition("/")[0])
+        folder.stat(rel)  # the target is still a file or nothing, never a link
+        fs.replace(staged.must(rel), folder.must(rel))
 
 
 def write_tree(
-    out: Path,
+    out: Path | Folder,
     files: Mapping[str, Any],
-    previous: set[str],
+    previous: Mapping[str, Entry],
     *,
     trusted: frozenset[str] | set[str] = frozenset(),
+    overwrite: bool = False,
+    layout: Layout = ANY,
 ) -> WriteReport:
-    """Make `out` hold exactly `files` (plus anything not in `previous`), all at once.
+    """Make `out` hold exactly `files` (plus anything no manifest of ours listed), all at once.
 
     Values are bytes, or artifacts whose `.data` is read only when the file must be compared.
-    `trusted` names files this process itself wrote with the same content in its last build
-    (`loopx serve`): they are not read back to compare.
+    `previous` is what the last manifest listed. `trusted` names files this process itself
+    wrote with the same content in its last build (`loopx serve`): they are not read back.
+    `out` is a checked `Folder` (`outdir.open_folder`), or a path to open as one.
     """
-    with fsio.guard("write the output folder"):
-        return _write_tree(out, files, previous, trusted)
+    folder = out if isinstance(out, Folder) else Folder(out)
+    try:
+        with fsio.guard("write the output folder"):
+            return _write_tree(folder, files, previous, trusted, overwrite, layout)
+    finally:
+        if folder is not out:
+            folder.close()
+
+
+def _owned(folder: Folder, rel: str, entry: Entry | None) -> str | None:
+    """The hash of the file at `rel` when the previous manifest wrote it as it is now."""
+    if entry is None:
+        return None
+    sha, size = entry
+    current = folder.digest(rel, size)
+    return current if sha is None or current == sha else None
 
 
 def _write_tree(
-    out: Path, files: Mapping[str, Any], previous: set[str], trusted: frozenset[str] | set[str]
+    folder: Folder,
+    files: Mapping[str, Any],
+    previous: Mapping[str, Entry],
+    trusted: frozenset[str] | set[str],
+    overwrite: bool,
+    layout: Layout,
 ) -> WriteReport:
-    report = WriteReport(recovered=recover(out))
+    report = WriteReport(recovered=_recover(folder, layout))
     changed: dict[str, bytes] = {}
+    replaced: dict[str, str | None] = {}  # path → hash of the file it replaces (None: new)
+    refused: list[str] = []
     for rel, value in files.items():
-        if rel in trusted:
+        if not layout.admits(rel):
+            raise LoopxError("artifact path escapes the output folder", code="invalid_path")
+        st = folder.stat(rel)  # refuses a link anywhere on the way, trusted or not
+        if rel in trusted and st is not None:
             continue  # not even read: an artifact carried over may never be loaded
         data = value if isinstance(value, bytes) else value.data
-        if not _same(_target(out, rel), data):
-            changed[rel] = data
+        if st is None:
+            changed[rel], replaced[rel] = data, None
+            continue
+        if st.st_size == len(data) and folder.read_checked(rel, len(data)) == data:
+            continue
+        if rel not in previous and not overwrite:
+            refused.append(rel)  # no manifest of ours wrote it: a user's file
+            continue
+        changed[rel], replaced[rel] = data, folder.digest(rel) or ""
+    if refused:
+        raise not_ours(sorted(refused))
     report.unchanged = len(files) - len(changed)
-    stale = sorted(rel for rel in previous - files.keys() if _target(out, rel).exists())
-    if not changed and not stale:
+    remove: dict[str, str] = {}
+    for rel in sorted(previous.keys() - files.keys()):
+        mine = None
+        if layout.admits(rel):  # a manifest naming `../x` or `.git/x` never deletes it
+            try:
+                if folder.stat(rel) is None:
+                    continue  # already gone
+                mine = _owned(folder, rel, previous[rel])
+            except UnsafeOutput:
+                pass  # a link in the way: never followed, never deleted
+        if mine is None:
+            report.kept.append(rel)
+        else:
+            remove[rel] = mine
+    if not changed and not remove:
         return report
     fs = fsio.current()
-    staging = out / STAGING
+    staging = folder.must(STAGING)
+    plan = {
+        "format": JOURNAL_FORMAT,
+        "write": {rel: [sha256(data), replaced[rel]] for rel, data in sorted(changed.items())},
+        "remove": remove,
+    }
     try:
-        made: set[Path] = set()
-        for rel in sorted(changed):
-            path = staging / "files" / rel
-            if path.parent not in made:
-                fs.makedirs(path.parent)
-                made.add(path.parent)
-            _write(fs, path, changed[rel])  # staging is discarded unless the journal lands
-        plan = {"write": sorted(changed), "remove": stale}
+        fs.mkdir(staging)
+        fs.mkdir(staging / "files")
+        with Folder(staging / "files") as staged:
+            for rel in sorted(changed):
+                staged.makedirs(rel.rpartition("/")[0])
+                fsio.write_new(staged.must(rel), changed[rel])  # discarded unless journaled
         fs.sync_all(staging)  # every staged byte is durable before the commit point
         fs.write_atomic(staging / JOURNAL, orjson.dumps(plan), sync=True)
     except Exception:
         with contextlib.suppress(OSError):
             _discard(fs, staging)  # nothing replaced yet: all-old
         raise
-    _apply(out, staging, plan["write"], stale)  # after the journal: roll forward
-    fs.sync_all(out)  # the renames are durable before the journal goes
+    _apply(folder, staging, plan, verify=False)  # after the journal: roll forward
+    fs.sync_all(folder.path)  # the renames are durable before the journal goes
     _discard(fs, staging)
-    _prune_empty_dirs(fs, out, stale)
+    _prune_empty_dirs(fs, folder, sorted(remove))
     report.written = sorted(changed)
-    report.removed = stale
+    report.removed = sorted(remove)
     return report
 
 
-def _prune_empty_dirs(fs: fsio.FileSystem, out: Path, removed: list[str]) -> None:
+def _prune_empty_dirs(fs: fsio.FileSystem, folder: Folder, removed: list[str]) -> None:
     for rel in removed:
-        parent = _target(out, rel).parent
-        while parent != out and parent.is_dir():
+        parent = rel.rpartition("/")[0]
+        while parent:
             try:
-                fs.rmdir(parent)
+                fs.rmdir(folder.must(parent))  # not empty, gone, or not a folder: stop
             except OSError:
                 break
-            parent = parent.parent
+            folder.forget(parent)
+            parent = parent.rpartition("/")[0]

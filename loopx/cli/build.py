@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit
+from loopx.cli.common import common, echo, emit, print_findings
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -16,6 +16,12 @@ HEAD_HELP = (
 COMMITTED_HEAD_HELP = (
     "Compare evidence with this git commit ('auto': the project's HEAD). Default: none, so "
     "the output names the commit each item was observed at and stays true after a commit."
+)
+
+
+OVERWRITE_HELP = (
+    "Replace files in the output folder that no manifest of ours lists (by default they are "
+    "refused as output_not_ours)."
 )
 
 
@@ -76,6 +82,7 @@ def _root(root: Path | None) -> Path:
     help="Render every goal again (by default, goals unchanged since the last build into OUT "
     "are carried over).",
 )
+@click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @common()
 def build_cmd(
     out: Path | None,
@@ -84,6 +91,7 @@ def build_cmd(
     check_only: bool,
     validate: bool,
     force: bool,
+    overwrite: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -92,10 +100,11 @@ def build_cmd(
 
     Gathers and renders everything in memory (with --validate, checks each JSON artifact
     against its schema), scans every public byte, then writes each changed file once,
-    all-or-nothing.
+    all-or-nothing. OUT is locked while it is written (a second build into it waits); no
+    link in it is followed, and only files a manifest of ours wrote are replaced or removed.
     """
     from loopx.build.pipeline import build, check, parse_audiences
-    from loopx.model.errors import CheckFailed
+    from loopx.model.errors import BoundaryViolation, CheckFailed
 
     project = _root(root)
     out, audiences = _out_and_audiences(project, out, audiences)
@@ -120,8 +129,21 @@ def build_cmd(
     if set(auds) - {"public"}:
         from loopx.build.exposure import guard_team_output
 
-        guard_team_output(out, lambda line: click.echo(line, err=True), directory=True)
-    res = build(project, out, audiences=auds, head=_head(head), validate=validate, reuse=not force)
+        guard_team_output(out, lambda line: echo(line, err=True), directory=True)
+    try:
+        res = build(
+            project,
+            out,
+            audiences=auds,
+            head=_head(head),
+            validate=validate,
+            reuse=not force,
+            overwrite=overwrite,
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":  # JSON mode: the findings travel in the error envelope
+            print_findings(err.details.get("findings", []))
+        raise
     data = res.to_dict()
     data["out"] = str(out)
 
@@ -131,6 +153,8 @@ def build_cmd(
             f"built {data['files']} files into {out}: {len(res.report.written)} written, "
             f"{res.report.unchanged} unchanged, {len(res.report.removed)} removed"
         ]
+        if res.report.kept:
+            lines.append(_kept_line(res.report.kept))
         if "public" in auds:
             lines.append(f"public boundary scan: clean; open {out}/public/index.html")
         if "team" in auds:
@@ -151,6 +175,14 @@ def _out_and_audiences(project: Path, out: Path | None, audiences: str | None) -
     if audiences is None:
         audiences = ",".join(config.audiences) if config.audiences else "public,team"
     return out, audiences
+
+
+def _kept_line(kept: list[str]) -> str:
+    shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
+    return (
+        f"kept {len(kept)} file(s) an earlier build or publish listed, because they changed "
+        f"since, a link is in the way, or the path is not one loopx writes: {shown}"
+    )
 
 
 def _rebuild_command(out: Path, audiences: str, head: str | None) -> str:
@@ -211,7 +243,16 @@ def diff_cmd(
             store = None
         goals = [goal_id] if goal_id is not None else None  # two builds: any goal
         scan_public_output(store, f"diff.{fmt}", out.encode("utf-8"), goals)
-    click.echo(out, nl=False)
+    if fmt == "json":
+        click.echo(out, nl=False)
+        return
+    # Text and Markdown for a terminal: rendered again (after the scan saw the real values)
+    # from values whose control characters and newlines are escaped, one change per line.
+    from loopx.cli.terminal import fields_in_place
+
+    fields_in_place(changes)
+    shown = render_markdown(changes, old, new) if fmt == "markdown" else render_text(changes)
+    echo(shown if fmt == "markdown" else shown + "\n", nl=False)
 
 
 @click.command("publish")
@@ -295,7 +336,7 @@ def publish_cmd(
     configuration fill in what the flags leave out (with --to, they are not used)."""
     from loopx.build.gitpublish import BranchTarget
     from loopx.build.publish import publish
-    from loopx.model.errors import InvalidInput
+    from loopx.model.errors import BoundaryViolation, InvalidInput
     from loopx.store.config import load_config
 
     project = _root(root)
@@ -338,13 +379,24 @@ def publish_cmd(
             push=bool(push),
             remote=remote,
         )
-    result: dict[str, Any] = publish(
-        project, to_dir=to_dir, branch=branch, head=_head(head, "auto")
-    )
+    try:
+        result: dict[str, Any] = publish(
+            project,
+            to_dir=to_dir,
+            branch=branch,
+            head=_head(head, "auto"),
+            overwrite=overwrite,
+        )
+    except BoundaryViolation as err:
+        if fmt != "json":
+            print_findings(err.details.get("findings", []))
+        raise
 
     def text() -> str:
         if to_dir is not None:
-            return f"published {result['files']} public files to {to_dir}"
+            return f"published {result['files']} public files to {to_dir}" + (
+                f"\n{_kept_line(result['kept'])}" if result.get("kept") else ""
+            )
         where = f"branch {result['branch']}" + (
             f", folder {result['prefix']}/" if result["prefix"] else ""
         )
@@ -401,5 +453,5 @@ def serve_cmd(
         audiences=parse_audiences(audiences),
         head=_head(head, "auto"),
         debounce=debounce,
-        log=lambda line: click.echo(line, err=True),
+        log=lambda line: echo(line, err=True),
     )

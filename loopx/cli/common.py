@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -11,9 +12,20 @@ from typing import Any, TypeVar
 import click
 import orjson
 
+from loopx.cli import terminal
 from loopx.model.ids import VISIBILITIES
 
 F = TypeVar("F", bound=Callable[..., Any])
+# The largest integer any option takes: every JSON reader holds it exactly (2**53 - 1), and a
+# larger one could not be written to the ledger (orjson stops at 64 bits) anyway.
+MAX_INT = 2**53 - 1
+
+
+def count(minimum: int = 0) -> click.IntRange:
+    """An integer option from `minimum` to MAX_INT (a larger one is a usage error, exit 2)."""
+    return click.IntRange(minimum, MAX_INT)
+
+
 VISIBILITY_CHOICE = click.Choice(VISIBILITIES)  # every --visibility option
 
 
@@ -67,7 +79,7 @@ def guarded(fn: F) -> F:
     """Add --operation-id and --expected-revision to a write command."""
     fn = click.option(
         "--expected-revision",
-        type=click.IntRange(min=0),
+        type=count(),
         default=None,
         help="Refuse unless the entity is at this revision (revision_conflict).",
     )(fn)
@@ -79,11 +91,26 @@ def guarded(fn: F) -> F:
     return fn
 
 
-def open_store(root: Path | None) -> Any:
-    from loopx.store.filestore import FileStore
-    from loopx.store.root import find_root
+# Stores this command opened, closed by `close_stores` when it ends. Weak: a long-running
+# caller (the MCP server) opens one per call, and each closes when it is dropped.
+_OPENED: weakref.WeakSet[Any] = weakref.WeakSet()
 
-    return FileStore(find_root(root))
+
+def open_store(root: Path | None) -> Any:
+    """The project's store (files, or PostgreSQL when configured), closed when the command ends."""
+    from loopx.store.root import find_root
+    from loopx.store.select import open_store as select
+
+    store = select(find_root(root))
+    _OPENED.add(store)
+    return store
+
+
+def close_stores() -> None:
+    from loopx.store.select import close
+
+    while _OPENED:
+        close(_OPENED.pop())
 
 
 def context(root: Path | None, agent_id: str, session_id: str) -> Any:
@@ -112,17 +139,31 @@ def text_resolver(store: Any) -> Callable[[Any], Any]:
 
 
 def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> None:
-    """Print `data` as canonical JSON, or the text rendering."""
+    """Print `data` as canonical JSON, or the text rendering.
+
+    Text mode never prints `data` as JSON, so its strings are first made terminal-safe in
+    place (`terminal.field`): every text renderer reads its values from `data`, so no value
+    can drive the terminal or break its record onto a second line. The rendered text is
+    printed as it is, so the colour a renderer adds on a terminal (`paint`) survives;
+    documents and other text go through `echo`.
+    """
     if fmt == "json":
         sys.stdout.buffer.write(
             orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
         )
         sys.stdout.flush()
         return
+    terminal.fields_in_place(data)
     out = text() if callable(text) else text
     if out is None:
         out = orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
     click.echo(out)
+
+
+def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
+    """Print text (a document: its own newlines kept) with nothing a terminal would act on.
+    Every text-mode print of loopx goes through here."""
+    click.echo(terminal.document(text), nl=nl, err=err)
 
 
 def receipt_text(result: Any, what: str) -> str:
@@ -163,3 +204,14 @@ def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | Non
     from loopx.engine.git import checkout_root
 
     return checkout_root(value)
+
+
+def print_findings(findings: list[dict[str, Any]]) -> None:
+    """One line per finding (never the matched text), then the commands that clear it."""
+    for f in findings:  # a path or id may come from a checkout: one escaped line each
+        where = terminal.field(f["path"])
+        echo(f"{where}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
+        for command in f.get("clear", []):
+            echo(f"  clear with: {terminal.field(command)}")
+        if "clear" in f and not f["clear"]:
+            echo("  no field holds it (an id or generated text): rename or report it")

@@ -12,6 +12,7 @@ from loopx.cli.common import (
     checkout_root_option,
     common,
     context,
+    count,
     emit,
     emit_result,
     open_store,
@@ -153,7 +154,7 @@ def run() -> None:
 @click.option("--evidence-id", "evidence_ids", multiple=True)
 @click.option("--successor", default=None, help="The todo to pick up next.")
 @click.option("--wait", default=None, help="What the run is waiting for.")
-@click.option("--quota-spent", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--run-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
 @click.option("--operation-id", default=None)

@@ -12,6 +12,7 @@ from loopx.cli.common import (
     actor,
     common,
     context,
+    count,
     emit,
     emit_result,
     guarded,
@@ -40,7 +41,7 @@ def goal() -> None:
     default=None,
     help="Default claim lease (default 1800).",
 )
-@click.option("--quota", type=click.IntRange(min=0), default=None, help="Run budget.")
+@click.option("--quota", type=count(), default=None, help="Run budget.")
 @click.option("--operation-id", default=None)
 @actor
 @common()
@@ -234,7 +235,7 @@ def quota() -> None:
 @click.option("--goal-id", required=True)
 @click.option(
     "--budget",
-    type=click.IntRange(min=0),
+    type=count(),
     default=None,
     help="Total budget; omit to remove the limit.",
 )

@@ -15,12 +15,15 @@ from loopx.cli.common import (
     checkout_root_option,
     common,
     context,
+    count,
+    echo,
     emit,
     guarded,
     open_store,
     text_resolver,
 )
 from loopx.engine.lookup import LEASE_RANGE
+from loopx.store import fsio
 
 WORKSPACE = click.Path(file_okay=False, path_type=Path)
 
@@ -236,7 +239,7 @@ def _note_paths(note: Any, resolve: Any) -> list[str]:
 )
 @click.option(
     "--max-chars",
-    type=click.IntRange(min=1),
+    type=count(1),
     default=None,
     help="Fit the output into N characters, dropping the least important material first.",
 )
@@ -289,8 +292,19 @@ def inspect(
         out = render_digest_json(digest)
     else:
         out = render_cached(store, digest, fmt, max_chars)  # digest, markdown or text
-    sys.stdout.write(out)
-    sys.stdout.flush()
+    if fmt == "json":
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    else:
+        echo(out, nl=False)
+
+
+def escaping_code() -> bytes:
+    """The source of the Markdown escaping, part of the render cache's key: output rendered
+    by older escaping code is not reused."""
+    from loopx.render import md_context, md_escape
+
+    return b"".join(Path(str(m.__file__)).read_bytes() for m in (md_escape, md_context))
 
 
 def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
@@ -299,8 +313,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     Rendering imports Jinja2, about a fifth of an inspect call; an agent that inspects the same
     note on every turn gets the stored text instead. One cache file per goal, todo, template
     and budget, holding its key: the digest (all but `now`, which no template shows; a test
-    holds them to that), the template's source and the loopx version. Private-audience output
-    is cached under `.loopx/private/`, the partition that never leaves this host.
+    holds them to that), the template's source, the escaping code and the loopx version.
+    Private-audience output is cached under `.loopx/private/`, the partition that never
+    leaves this host.
     """
     import hashlib
 
@@ -311,7 +326,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     from loopx.render.handoff import render_digest_markdown
     from loopx.resources import resource_dir
 
-    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes()
+    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes() + escaping_code()
     keyed = {k: v for k, v in digest.items() if k != "now"}
     key = hashlib.sha256(
         orjson.dumps([__version__, template, max_chars], option=orjson.OPT_SORT_KEYS)
@@ -325,8 +340,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
         base = state_dir / "private" if digest["audience"] == "private" else state_dir
         name = f"{digest['todo']['todo_id']}.{template}.{max_chars or 'full'}.md"
         path = base / "cache" / "handoff" / digest["source"]["goal_id"] / name
+        # Through the store's file rules: a linked or special cache file is `unsafe_path`.
         try:
-            cached = path.read_text("utf-8")
+            cached = fsio.current().read_file(path, limit=fsio.MAX_READ).decode("utf-8")
             if cached.startswith(key + "\n"):
                 return cached[len(key) + 1 :]
         except (OSError, UnicodeDecodeError):
@@ -334,9 +350,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     out = render_digest_markdown(digest, max_chars, template=template)
     if path is not None:
         try:
-            from loopx.store import fsio
-
-            path.parent.mkdir(parents=True, exist_ok=True)
+            fsio.current().makedirs(path.parent)
             fsio.current().write_atomic(path, (key + "\n" + out).encode("utf-8"))
         except OSError:
             pass  # the cache is an optimisation; failing to write it is never an error

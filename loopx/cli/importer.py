@@ -9,7 +9,7 @@ from typing import Any
 import click
 import orjson
 
-from loopx.cli.common import common, emit, open_store
+from loopx.cli.common import common, echo, emit, open_store
 
 
 @click.group("import")
@@ -17,25 +17,24 @@ def import_group() -> None:
     """Import foreign state (loopy-loop sessions)."""
 
 
-def _text(report: Any) -> str:
+def _text(data: dict[str, Any]) -> str:
+    """The report's text, from its dict (whose strings `emit` has made terminal-safe)."""
     lines: list[str] = []
-    for s in report.sessions:
-        if not s.imported:
-            lines.append(f"{s.session_id}: not imported")
+    for s in data["sessions"]:
+        if not s["imported"]:
+            lines.append(f"{s['session_id']}: not imported")
             continue
-        pending = (
-            f", {len(s.pending_iterations)} iterations still running"
-            if s.pending_iterations
-            else ""
-        )
+        pending = s["pending_iterations"]
+        running = f", {len(pending)} iterations still running" if pending else ""
         lines.append(
-            f"{s.session_id} -> goal {s.goal_id} [{s.goal_status}, attention {s.attention}]: "
-            f"{s.applied} new, {s.replayed} already imported; {s.runs} runs{pending}"
+            f"{s['session_id']} -> goal {s['goal_id']} [{s['goal_status']}, attention "
+            f"{s['attention']}]: {s['applied']} new, {s['replayed']} already imported; "
+            f"{s['runs']} runs{running}"
         )
-    if report.problems:
+    if data["problems"]:
         lines.append("problems:")
-        lines += [f"  {p.severity:<7} {p.path}: {p.message}" for p in report.problems]
-    if not report.sessions and not report.problems:
+        lines += [f"  {p['severity']:<7} {p['path']}: {p['message']}" for p in data["problems"]]
+    if not data["sessions"] and not data["problems"]:
         lines.append("nothing to import")
     return "\n".join(lines)
 
@@ -75,7 +74,8 @@ def loopy_loop_cmd(
         _watch(store, path, goal_id, debounce, fmt)
         return
     report = import_path(store, path, goal_id)
-    emit(fmt, report.to_dict(), lambda: _text(report))
+    data = report.to_dict()
+    emit(fmt, data, lambda: _text(data))
     if not report.ok:
         sys.exit(2)
 
@@ -92,12 +92,12 @@ def _watch(store: Any, path: Path, goal_id: str | None, debounce: float, fmt: st
             sys.stdout.buffer.write(b"\n")
             sys.stdout.flush()
         elif shown or report.applied or report.problems:
-            click.echo(_text(report))
+            emit(fmt, data := report.to_dict(), lambda: _text(data))
 
     if fmt != "json":
-        click.echo(f"watching {path} (Ctrl-C to stop)")
+        echo(f"watching {path} (Ctrl-C to stop)")
     try:
         watch(store, path, show, goal_id=goal_id, debounce=debounce)
     except KeyboardInterrupt:
         if fmt != "json":
-            click.echo("stopped watching")
+            echo("stopped watching")

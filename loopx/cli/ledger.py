@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from loopx.cli.common import common, emit, open_store
+from loopx.cli.common import common, count, emit, open_store
 
 
 @click.command("log")
@@ -14,11 +14,11 @@ from loopx.cli.common import common, emit, open_store
 @click.option(
     "--since",
     "since_seq",
-    type=click.IntRange(min=0),
+    type=count(),
     default=0,
     help="Only events after this seq.",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N events.")
+@click.option("--limit", type=count(1), default=None, help="At most N events.")
 @click.option("--type", "types", multiple=True, help="Only these event types (repeatable).")
 @common()
 def log_cmd(
@@ -67,7 +67,7 @@ def verify_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) ->
     from loopx.model.errors import NotFound
 
     store = open_store(root)
-    if goal_id and not store.ledger_path(goal_id).exists():
+    if goal_id and not (store.exists(goal_id) or store.raw(goal_id)):
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     ids = [goal_id] if goal_id else store.goal_ids()
     reports = [store.verify(g).to_dict() for g in ids]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import re
 import sys
 from typing import Any
@@ -32,6 +33,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
     "build": ("loopx.cli.build", "build_cmd", "Build every projection into a folder."),
     "scan": ("loopx.cli.scan", "scan_cmd", "Scan files for anything that must stay private."),
+    "redact": (
+        "loopx.cli.redact",
+        "redact",
+        "Redact a field in the ledger (a correction).",
+    ),
     "diff": ("loopx.cli.build", "diff_cmd", "Explain what changed between two builds."),
     "publish": ("loopx.cli.build", "publish_cmd", "Ship the public partition only."),
     "serve": ("loopx.cli.build", "serve_cmd", "Preview the build on 127.0.0.1, live."),
@@ -40,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
     "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
     "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
+    "store": ("loopx.cli.store", "store", "Move a project between the file and PostgreSQL stores."),
     "prime": ("loopx.cli.prime", "prime_cmd", "A briefing an agent reads at session start."),
     "agents-md": ("loopx.cli.prime", "agents_md_cmd", "The loopx block for AGENTS.md/CLAUDE.md."),
     "mcp": ("loopx.cli.mcp", "mcp_cmd", "Serve the loopx tools over MCP (stdio)."),
@@ -93,17 +100,22 @@ def report(err: Any, as_json: bool) -> None:
     if as_json:
         import orjson
 
-        sys.stdout.buffer.write(orjson.dumps({"error": err.to_dict()}) + b"\n")
+        try:
+            envelope = orjson.dumps({"error": err.to_dict()})
+        except TypeError:  # a detail JSON cannot hold (an integer past 64 bits): drop them
+            envelope = orjson.dumps({"error": {**err.to_dict(), "details": {}}})
+        sys.stdout.buffer.write(envelope + b"\n")
         sys.stdout.flush()
     else:
         from loopx.cli.ergonomics import paint
+        from loopx.cli.terminal import field
 
         label = paint(f"loopx: error [{err.code}]", sys.stderr, fg="red", bold=True)
         from loopx.model.errors import NotFound
 
         # Ids a not-found error carries are the unknown ones typed in: input, not shown.
         details = _id_details(err.details, names=not isinstance(err, NotFound))
-        click.echo(f"{label}: {err.message}{details}", err=True)
+        click.echo(f"{label}: {field(err.message)}{details}", err=True)
 
 
 _ID_VALUE = re.compile(r"[a-z0-9][a-z0-9._:-]{0,63}")
@@ -143,6 +155,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _run(args, as_json, debug)
     finally:
+        from loopx.cli.common import close_stores
+
+        close_stores()
         if collecting:
             gc.enable()
 
@@ -151,6 +166,7 @@ def _run(args: list[str], as_json: bool, debug: bool) -> None:
     from loopx.model.errors import InvalidInput, LoopxError
 
     try:
+        _check_utf8(args)
         cli.main(args=args, prog_name="loopx", standalone_mode=False)
     except LoopxError as err:
         if debug:
@@ -183,6 +199,33 @@ def _run(args: list[str], as_json: bool, debug: bool) -> None:
         )
         report(internal, as_json)
         sys.exit(1)
+
+
+def _check_utf8(args: list[str]) -> None:
+    """Refuse arguments and LOOPX_* variables that are not UTF-8 (Python hands such bytes
+    over as lone surrogates, which no ledger line or JSON output can hold)."""
+    from loopx.model.errors import InvalidInput
+
+    for index, arg in enumerate(args, start=1):
+        if not _is_utf8(arg):
+            raise InvalidInput(
+                f"argument {index} is not valid UTF-8 text", code="invalid_utf8", argument=index
+            )
+    for name in sorted(os.environ):
+        if name.startswith("LOOPX_") and not _is_utf8(os.environ[name]):
+            raise InvalidInput(
+                f"environment variable {name} is not valid UTF-8 text",
+                code="invalid_utf8",
+                variable=name,
+            )
+
+
+def _is_utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _OPTION_NAME = re.compile(r"--?[a-z][a-z-]{0,24}")

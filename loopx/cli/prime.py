@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit, open_store, text_resolver
+from loopx.cli.common import common, echo, emit, open_store, text_resolver
 
 AGENTS_MD_CAP = 1 << 20  # an instructions file larger than 1 MiB is not one loopx should edit
 
@@ -94,7 +94,10 @@ def prime_cmd(
     out = render_prime(
         primer, "json" if fmt == "json" else "markdown", max_chars or DEFAULT_MAX_CHARS
     )
-    click.echo(out, nl=False)
+    if fmt == "json":
+        click.echo(out, nl=False)
+    else:  # Markdown for a terminal or an agent: nothing in it may drive the terminal
+        echo(out, nl=False)
 
 
 # -- agents-md ----------------------------------------------------------------------------

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
 import click
 
 from loopx.cli.build import COMMITTED_HEAD_HELP, _head
-from loopx.cli.common import common, emit, open_store
+from loopx.cli.common import common, count, echo, emit, open_store
 
 
 def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dict[str, str]]:
@@ -80,6 +79,11 @@ AUDIENCE_HELP = (
     help="Exit 6 if this committed file is stale or was edited by hand.",
 )
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="With --write: replace a file that is not a loopx workbench (never one in .loopx/).",
+)
 @common(formats=("markdown", "json", "text"))
 def workbench_cmd(
     goal_id: str,
@@ -87,6 +91,7 @@ def workbench_cmd(
     write_to: Path | None,
     check_path: Path | None,
     head: str | None,
+    overwrite: bool,
     root: Path | None,
     fmt: str,
     debug: bool,
@@ -97,7 +102,6 @@ def workbench_cmd(
     commit leaves it byte-identical.
     """
     from loopx.build.single import visible_goals, workbench_markdown
-    from loopx.store import fsio
 
     store, state, goals = _load(root, goal_id, audience)
     text = workbench_markdown(
@@ -116,21 +120,20 @@ def workbench_cmd(
         if audience != "public":
             from loopx.build.exposure import guard_team_output
 
-            guard_team_output(write_to, lambda line: click.echo(line, err=True))
-        data = text.encode("utf-8")
-        try:  # a regular file of the same size is read to compare; anything else is replaced
-            st = write_to.lstat()
-            unchanged = (
-                stat.S_ISREG(st.st_mode)
-                and st.st_size == len(data)
-                and write_to.read_bytes() == data
-            )
-        except OSError:
-            unchanged = False
-        if not unchanged:  # an unchanged file is not touched (its mtime stays)
-            with fsio.guard("write the workbench file"):
-                write_to.parent.mkdir(parents=True, exist_ok=True)
-                fsio.current().write_atomic(write_to, data)
+            guard_team_output(write_to, lambda line: echo(line, err=True))
+        from loopx.build.outdir import write_file
+        from loopx.projections.workbench import read_header
+
+        # The output-file rules (`loopx.build.outdir`): never in .loopx/, never through a
+        # link, never over a file that is not a workbench (without --overwrite); an
+        # unchanged file is not touched (its mtime stays).
+        unchanged = not write_file(
+            store.root,
+            write_to,
+            text.encode("utf-8"),
+            ours=lambda data: read_header(data.decode("utf-8", "replace")) is not None,
+            overwrite=overwrite,
+        )
         verb = "unchanged" if unchanged else "wrote"
         emit(
             fmt,
@@ -147,7 +150,7 @@ def workbench_cmd(
         about = {"goal_id": goal_id, "revision": state.revision, "audience": audience}
         emit(fmt, {**about, "markdown": text})
     else:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
 
 
 def _check_workbench(path: Path, text: str, flags: str, revision: int) -> None:
@@ -194,7 +197,7 @@ def _check_workbench(path: Path, text: str, flags: str, revision: int) -> None:
 @click.option("--todo-id", default=None, help="A packet for one todo.")
 @click.option(
     "--since",
-    type=click.IntRange(min=1),
+    type=count(1),
     default=None,
     help="List what changed since this ledger revision.",
 )
@@ -240,7 +243,7 @@ def review_cmd(
     if fmt == "json":
         emit(fmt, rp)
     else:
-        click.echo(markdown, nl=False)
+        echo(markdown, nl=False)
 
 
 @click.command("graph")
@@ -278,4 +281,7 @@ def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: b
     else:
         out = graph_source.to_mermaid(gr)
     _public_scan(store, audience, f"graph.{fmt}", out, goals)
-    click.echo(out, nl=False)
+    if fmt == "json":
+        click.echo(out, nl=False)
+    else:  # DOT, SVG, Mermaid: nothing in a label may drive the terminal
+        echo(out, nl=False)

@@ -10,20 +10,47 @@ from loopx.cli.common import common, emit
 
 
 @click.command("init")
+@click.option(
+    "--store",
+    "store_url",
+    default=None,
+    help="Keep the ledgers in PostgreSQL: a postgresql:// URL without a password "
+    "(libpq supplies it). Default: files under .loopx/.",
+)
 @common()
-def init_cmd(root: Path | None, fmt: str, debug: bool) -> None:
+def init_cmd(store_url: str | None, root: Path | None, fmt: str, debug: bool) -> None:
     """Create .loopx/ (ledgers, private blob store, cache) in the project folder.
 
     Writes .loopx/.gitignore so private/ and cache/ never reach git. Safe to run twice.
+    With --store, records the database in .loopx/store.json (never a password) after
+    connecting to it and creating or upgrading its tables.
     """
     from loopx.store.filestore import FileStore
     from loopx.store.root import init_root
+    from loopx.store.select import check_url, close, open_store, record
 
     folder = init_root(root)
-    store = FileStore(folder)
-    created = store.init()
-    data = {"root": str(folder), "created": created}
-    emit(fmt, data, f"{'initialised' if created else 'already initialised'}: {folder}/.loopx")
+    if store_url is not None:
+        check_url(store_url)  # before anything is written
+        chosen = open_store(folder, store_url)
+        try:
+            chosen.goal_ids()  # connects, and creates or upgrades the schema
+        finally:
+            close(chosen)
+    created = FileStore(folder).init()
+    data: dict[str, object] = {"root": str(folder), "created": created}
+    text = f"{'initialised' if created else 'already initialised'}: {folder}/.loopx"
+    if store_url is not None:
+        record(folder, store_url)
+        data["store"] = "file" if store_url == "file" else "postgresql"
+        left = FileStore(folder).goal_ids() if store_url != "file" else []
+        if left:  # they stay in the files; say how to move them
+            data["file_goals"] = len(left)
+            text += (
+                f"\nthe ledgers now live in PostgreSQL; this folder's files still hold "
+                f"{len(left)} goal(s): copy them with `loopx store import --from {folder}`"
+            )
+    emit(fmt, data, text)
 
 
 @click.command("demo")

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit, open_store, text_resolver
+from loopx.cli.common import common, count, emit, open_store, text_resolver
 
 
 def _goal_status(
@@ -132,7 +132,7 @@ def status_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) ->
 @click.option("--goal-id", required=True)
 @click.option("--agent-id", default=None, help="Show what this agent may take.")
 @click.option("--explain", is_flag=True, help="Say why each other open todo is not ready.")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=count(1), default=20, show_default=True)
 @common()
 def next_cmd(
     goal_id: str,

@@ -12,6 +12,7 @@ from loopx.cli.common import (
     actor,
     common,
     context,
+    count,
     emit,
     emit_result,
     guarded,
@@ -332,7 +333,7 @@ def _todo_line(t: dict[str, Any]) -> str:
 @click.option("--goal-id", required=True)
 @click.option("--status", "statuses", type=STATUSES, multiple=True, help="Filter (repeatable).")
 @click.option("--role", type=click.Choice(["agent", "user"]), default=None)
-@click.option("--limit", type=click.IntRange(min=1), default=None)
+@click.option("--limit", type=count(1), default=None)
 @common()
 def list_todos(
     goal_id: str,

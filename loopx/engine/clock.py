@@ -9,6 +9,10 @@ from typing import Protocol
 from loopx.model.errors import InvalidInput
 
 FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# The times loopx accepts: four-digit years, with room above for a lease, a backoff or a
+# time-zone shift to be added without leaving what `datetime` holds (it stops at 9999).
+EARLIEST = datetime(1000, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(9000, 1, 1, tzinfo=timezone.utc)
 
 
 class Clock(Protocol):
@@ -37,16 +41,28 @@ class FixedClock:
 
 def parse(value: str) -> datetime:
     try:
-        dt = datetime.strptime(value, FORMAT)
+        dt = datetime.strptime(value, FORMAT).replace(tzinfo=timezone.utc)
     except ValueError:
         raise InvalidInput(
             "time must look like 2026-01-31T12:00:00Z", code="invalid_time", field="time"
         ) from None
-    return dt.replace(tzinfo=timezone.utc)
+    if not EARLIEST <= dt < LATEST:
+        raise InvalidInput(
+            "time must lie between the years 1000 and 8999", code="invalid_time", field="time"
+        )
+    return dt
 
 
 def add_seconds(value: str, seconds: int) -> str:
-    return (parse(value) + timedelta(seconds=seconds)).strftime(FORMAT)
+    try:
+        later = parse(value) + timedelta(seconds=seconds)
+    except OverflowError:
+        later = LATEST
+    if not EARLIEST <= later < LATEST:
+        raise InvalidInput(
+            "the time plus the lease lies beyond the year 8999", code="time_out_of_range"
+        )
+    return later.strftime(FORMAT)
 
 
 def from_env() -> Clock:

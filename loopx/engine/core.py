@@ -220,8 +220,12 @@ def execute(
     expected_revision: int | None = None,
     revision_of: Callable[[GoalState], int] | None = None,
     creates_goal: bool = False,
+    allow_terminal: bool = False,
 ) -> Result:
-    """Run one governed write. `plan(state, now)` checks preconditions and returns changes."""
+    """Run one governed write. `plan(state, now)` checks preconditions and returns changes.
+
+    `allow_terminal` lets the write reach a closed goal: only governed corrections use it
+    (see `loopx.engine.redactions`)."""
     from loopx.model.upgrade import EVENT_VERSION
 
     check_id(goal_id, "goal_id")
@@ -260,7 +264,7 @@ def execute(
                 raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
             if state is not None and creates_goal:
                 raise Conflict("goal already exists", code="goal_exists", goal_id=goal_id)
-            if state is not None and state.is_terminal:
+            if state is not None and state.is_terminal and not allow_terminal:
                 raise Conflict(
                     f"goal is {state.status}; it accepts no further events "
                     "(start a new goal with --predecessor)",

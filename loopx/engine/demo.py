@@ -12,6 +12,8 @@ from typing import Any
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context, load_state
+from loopx.model.errors import Conflict
+from loopx.store.base import Store
 from loopx.store.filestore import FileStore
 
 DEMO_START = "2026-11-02T09:00:00Z"
@@ -20,7 +22,7 @@ REV_NEW = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 
 
 class _Demo:
-    def __init__(self, store: FileStore):
+    def __init__(self, store: Store):
         self.clock = FixedClock(DEMO_START, step=420)
         self.store = store
         self.n = 0
@@ -33,11 +35,25 @@ class _Demo:
         return f"demo-{goal}-{self.n:03d}"
 
 
-def create_demo(directory: Path) -> dict[str, Any]:
-    """Write the demo ledgers into `directory` (created if needed); return a summary."""
-    store = FileStore(directory)
-    store.init()
-    _config(directory)
+GOALS = ("prototype", "launch", "docs", "security-review")
+
+
+def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
+    """Write the demo ledgers into `directory` (created if needed), or into `store` (any
+    store: the same bytes land in PostgreSQL); return a summary.
+
+    Every demo goal is checked before anything is written: a goal of that id that the demo
+    did not create is `goal_exists` and the store is left as it was (a rerun of the demo
+    itself replays)."""
+    if store is None:
+        files = FileStore(directory)
+        _check_goals_free(files)
+        files.init()
+        store = files
+    else:
+        _check_goals_free(store)
+    if Path(directory).is_dir():
+        _config(Path(directory))
     d = _Demo(store)
     _prototype(d)
     _launch(d)
@@ -76,6 +92,22 @@ def _config(directory: Path) -> None:
 
     with fsio.guard("write the demo configuration"):
         fsio.current().write_atomic(Path(directory) / CONFIG_FILE, DEMO_CONFIG.encode())
+
+
+def _check_goals_free(store: Store) -> None:
+    taken = []
+    for goal_id in GOALS:
+        events = store.read(goal_id).events if store.exists(goal_id) else []
+        if events and not str(events[0].get("operation_id")).startswith(f"demo-{goal_id}-"):
+            taken.append(goal_id)
+    if taken:
+        raise Conflict(
+            f"the folder already has goal{'s' if len(taken) > 1 else ''} "
+            f"{', '.join(taken)} not created by the demo; nothing was written "
+            "(put the demo in another folder)",
+            code="goal_exists",
+            goal_ids=taken,
+        )
 
 
 def _prototype(d: _Demo) -> None:

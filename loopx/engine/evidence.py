@@ -11,6 +11,7 @@ from loopx.engine.git import head_revision
 from loopx.model.errors import InvalidInput, NotFound
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState
+from loopx.store import fsio
 from loopx.store.blobs import blob_ref
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
@@ -20,19 +21,18 @@ OUTCOMES = ("progress", "completed", "blocked", "failed", "no_op", "waiting")
 
 
 def read_body(path: Path) -> bytes:
-    """Read at most MAX_BODY_BYTES (+1 to tell a larger file): the size on disk is not
-    trusted, since pipes and files under /proc or /dev report none or lie."""
+    """Read an evidence file through the store's file rules: a regular file, not a link, a
+    FIFO or a device (`unsafe_path`, refused without blocking), at most MAX_BODY_BYTES
+    (`file_too_large`, counted while reading: /proc files report no size)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BODY_BYTES + 1)
-    except OSError:
-        raise NotFound("evidence file cannot be read", code="file_not_found") from None
-    if len(data) > MAX_BODY_BYTES:
+        return fsio.current().read_file(path, limit=MAX_BODY_BYTES)
+    except fsio.TooLarge:
         raise InvalidInput(
             f"evidence file is larger than the limit of {MAX_BODY_BYTES} bytes",
             code="file_too_large",
-        )
-    return data
+        ) from None
+    except OSError:
+        raise NotFound("evidence file cannot be read", code="file_not_found") from None
 
 
 def add_evidence(

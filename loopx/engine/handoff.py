@@ -28,6 +28,7 @@ from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState
 from loopx.state.handoff import PENDING, SUPERSEDED, adopt_refusal, latest_handoff
+from loopx.store import fsio
 from loopx.store.ledger import canonical
 
 CONTEXT_SCHEMA = "handoff-context.schema.json"
@@ -126,21 +127,25 @@ def _invalid(code: str, what: str, problems: list[tuple[str, str]]) -> InvalidIn
     )
 
 
+def _context_too_large() -> InvalidInput:
+    return InvalidInput(
+        f"handoff context file is larger than {MAX_CONTEXT_BYTES} bytes", code="file_too_large"
+    )
+
+
 def read_context(source: str | Path) -> dict:
     """Read and check a `--from-context` file (`-` for stdin); every problem at once."""
     try:
         if str(source) == "-":
             raw = sys.stdin.buffer.read(MAX_CONTEXT_BYTES + 1)
-        else:
-            with open(source, "rb") as fh:
-                raw = fh.read(MAX_CONTEXT_BYTES + 1)
-    except (FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError):
+        else:  # the store's file rules: no link, FIFO or device; capped
+            raw = fsio.current().read_file(Path(source), limit=MAX_CONTEXT_BYTES)
+    except fsio.TooLarge:
+        raise _context_too_large() from None
+    except OSError:
         raise NotFound("handoff context file cannot be read", code="file_not_found") from None
     if len(raw) > MAX_CONTEXT_BYTES:
-        raise InvalidInput(
-            f"handoff context file is larger than {MAX_CONTEXT_BYTES} bytes",
-            code="file_too_large",
-        )
+        raise _context_too_large()
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as err:

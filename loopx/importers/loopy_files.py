@@ -9,7 +9,9 @@ from typing import Any
 
 import orjson
 
+from loopx.importers import loopy_paths
 from loopx.importers.loopy_model import Problem, Session
+from loopx.store import fsio
 
 # The schema versions this importer understands, per file kind.
 VERSIONS: dict[str, tuple[int, ...]] = {
@@ -47,8 +49,15 @@ class SessionFiles:
 
     def read(self, path: Path) -> bytes | None:
         try:
-            return path.read_bytes()
+            return loopy_paths.read(path)
         except FileNotFoundError:
+            return None
+        except fsio.UnsafePath:
+            self.problem(path, "is a link or a special file; not followed")
+            return None
+        except fsio.TooLarge:
+            limit = loopy_paths.MAX_SOURCE_BYTES
+            self.problem(path, f"is larger than the import limit of {limit} bytes; not read")
             return None
         except OSError:
             self.problem(path, "cannot be read")

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from loopx.importers import loopy_paths
 from loopx.importers.loopy_files import VERSIONS, SessionFiles, int_of, text_of
 from loopx.importers.loopy_model import GitMark, GoalCheck, Iteration, ProtocolFailure, Session
 from loopx.importers.sanitize import norm_time
@@ -71,9 +72,7 @@ def _receipts(s: Session, f: SessionFiles) -> dict[tuple[str, str], GitMark]:
     out: dict[tuple[str, str], GitMark] = {}
     for folder in ("receipts", "git_receipts"):
         root = s.directory / folder
-        if not root.is_dir():
-            continue
-        for path in sorted(root.glob("*.json")):
+        for path in loopy_paths.files(root, ".json"):
             got = f.json(path, "git receipt", severity="warning")
             if got is None:
                 continue
@@ -104,7 +103,7 @@ def _read_result(
     it.prompt = f.read(folder / "prompt.txt")
     it.result_text = f.read(folder / "result_text.txt")
     result_path = folder / "result.json"
-    present = result_path.exists()
+    present = loopy_paths.exists(result_path)
     result = None
     if present:
         got = f.json(result_path, "result.json", versions=(1,))
@@ -115,7 +114,7 @@ def _read_result(
             else:
                 f.problem(result_path, "result.json has no boolean success; run not imported")
     check_path = folder / "goal_check.json"
-    if check_path.exists():
+    if loopy_paths.exists(check_path):
         got = f.json(check_path, "goal_check.json")
         if got is not None:
             data, raw = got
@@ -145,11 +144,10 @@ def _apply_result(it: Iteration, result: dict[str, Any]) -> None:
 def read_iterations(s: Session, f: SessionFiles) -> None:
     folders: dict[tuple[int, str], Path] = {}
     root = s.directory / "iterations"
-    if root.is_dir():
-        for child in sorted(root.iterdir()):
-            match = _ITERATION_DIR.match(child.name)
-            if match and child.is_dir():
-                folders[(int(match.group(1)), match.group(2))] = child
+    for child in loopy_paths.subdirs(root):
+        match = _ITERATION_DIR.match(child.name)
+        if match:
+            folders[(int(match.group(1)), match.group(2))] = child
     receipts = _receipts(s, f)
     history = s.state.history if s.state else []
     attempts: dict[int, int] = {}
@@ -228,8 +226,8 @@ def _finished_event(
 
 def read_failures(s: Session, f: SessionFiles) -> None:
     root = s.directory / "protocol_failures"
-    if root.is_dir():
-        for path in sorted(root.glob("*.json")):
+    if loopy_paths.is_dir(root):
+        for path in loopy_paths.files(root, ".json"):
             got = f.json(path, "protocol failure")
             if got is None:
                 continue
@@ -249,8 +247,8 @@ def read_failures(s: Session, f: SessionFiles) -> None:
                 )
             )
     rejected = s.directory / "control_rejected"
-    if rejected.is_dir():
-        for path in sorted(p for p in rejected.iterdir() if p.is_file()):
+    if loopy_paths.is_dir(rejected):
+        for path in loopy_paths.files(rejected):
             body = f.read(path)
             if body is None:
                 continue

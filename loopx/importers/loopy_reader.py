@@ -20,12 +20,14 @@ known), otherwise only the named item is left out. Unknown files are ignored.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from loopx.importers import loopy_paths
 from loopx.importers.loopy_discover import LOOPY_DIR, discover
 from loopx.importers.loopy_files import VERSIONS, SessionFiles, int_of, text_of, texts_of
 from loopx.importers.loopy_finished import parse_finished
@@ -43,6 +45,8 @@ from loopx.importers.loopy_model import (
     UserInput,
 )
 from loopx.importers.sanitize import norm_time
+from loopx.model.errors import InvalidInput
+from loopx.store import fsio
 
 _GOAL_FILE = re.compile(r"^goal_file:\s*['\"]?([^'\"#\n]+?)['\"]?\s*(?:#.*)?$", re.MULTILINE)
 
@@ -52,8 +56,25 @@ __all__ = ["LOOPY_DIR", "Problem", "Session", "Source", "discover", "read_sessio
 def read_source(path: Path) -> Source:
     base, root, folders = discover(path)
     sessions = [read_session(folder, base, root) for folder in folders]
+    _refuse_clashes(sessions)
     _link_children(sessions)
     return Source(base, root, sessions)
+
+
+def _refuse_clashes(sessions: list[Session]) -> None:
+    """Two folders holding one session id would merge into one goal: refuse the import
+    before anything is written, naming both folders (relative to the source root)."""
+    seen: dict[str, Session] = {}
+    for s in sessions:
+        first = seen.setdefault(s.session_id, s)
+        if first is not s:
+            raise InvalidInput(
+                f"two folders hold session {s.session_id}: {first.rel} and {s.rel}; "
+                "import them separately (with --goal-id) or remove one",
+                code="session_id_clash",
+                session_id=s.session_id,
+                folders=[first.rel, s.rel],
+            )
 
 
 def _link_children(sessions: list[Session]) -> None:
@@ -102,7 +123,7 @@ def _fatal(session: Session) -> None:
 
 def _read_manifest(s: Session, f: SessionFiles) -> None:
     path = s.directory / "session.json"
-    if not path.exists():
+    if not loopy_paths.exists(path):
         return
     got = f.json(path, "session.json")
     if got is None:
@@ -121,8 +142,8 @@ def _top_state(project_root: Path | None, session_id: str) -> Path | None:
         return None
     path = project_root / LOOPY_DIR / "state.json"
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(loopy_paths.read(path))
+    except (OSError, orjson.JSONDecodeError, fsio.UnsafePath, fsio.TooLarge):
         return None
     if isinstance(data, dict) and data.get("active_session_id") == session_id:
         return path
@@ -131,9 +152,9 @@ def _top_state(project_root: Path | None, session_id: str) -> Path | None:
 
 def _read_state(s: Session, f: SessionFiles, project_root: Path | None) -> None:
     path = s.directory / "state.json"
-    if not path.exists():
+    if not loopy_paths.exists(path):
         path = _top_state(project_root, s.session_id) or path
-    if not path.exists():
+    if not loopy_paths.exists(path):
         f.problem(
             "state.json",
             "state.json is missing; the status is taken from control.json and events.jsonl",
@@ -178,14 +199,14 @@ def _read_state(s: Session, f: SessionFiles, project_root: Path | None) -> None:
 
 
 def _outer_json(path: Path) -> tuple[dict[str, Any], bytes] | None:
-    raw = path.read_bytes()
+    raw = loopy_paths.read(path)  # read once already by `_top_state`: a regular JSON object
     data = orjson.loads(raw)
     return (data, raw) if data.get("schema_version", 1) in VERSIONS["state.json"] else None
 
 
 def _read_control(s: Session, f: SessionFiles) -> None:
     path = s.directory / "control.json"
-    if not path.exists():
+    if not loopy_paths.exists(path):
         f.problem(
             "control.json",
             "control.json is missing; the stop state comes from state.json",
@@ -220,7 +241,7 @@ def _read_control(s: Session, f: SessionFiles) -> None:
 
 def _read_outcome(s: Session, f: SessionFiles) -> None:
     path = s.directory / "session_outcome.json"
-    if not path.exists():
+    if not loopy_paths.exists(path):
         return
     got = f.json(path, "session_outcome.json")
     if got is None:
@@ -245,21 +266,22 @@ def _project_goal(project_root: Path | None) -> Path | None:
     name = "loopy_loop_goal.txt"
     config = project_root / "loopy_loop_config.yaml"
     try:
-        match = _GOAL_FILE.search(config.read_text(encoding="utf-8"))
+        match = _GOAL_FILE.search(loopy_paths.read(config).decode("utf-8"))
         if match:
             name = match.group(1).strip()
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, fsio.UnsafePath, fsio.TooLarge):
         pass
-    candidate = (project_root / name).resolve()
-    if project_root.resolve() not in candidate.parents:
+    # Inside the project by name (no `..`, not absolute), and reached without a link.
+    candidate = Path(os.path.normpath(project_root / name))
+    if project_root not in candidate.parents:
         return None
-    return candidate if candidate.is_file() else None
+    return candidate if loopy_paths.is_file(candidate) else None
 
 
 def _read_goal(s: Session, f: SessionFiles, project_root: Path | None) -> None:
     contract_path = s.directory / "goal_contract.json"
     contract = None
-    if contract_path.exists():
+    if loopy_paths.exists(contract_path):
         got = f.json(contract_path, "goal_contract.json")
         contract = got[0] if got else None
     if contract:
@@ -301,7 +323,7 @@ def _read_finished(s: Session, f: SessionFiles) -> None:
     if text:
         s.finished = parse_finished(text)
     path = s.directory / "project_state" / "handoff.json"
-    if not path.exists():
+    if not loopy_paths.exists(path):
         return
     got = f.json(path, "handoff.json")
     if got is None:
@@ -380,7 +402,7 @@ def _read_updates(s: Session, f: SessionFiles) -> None:
 
 def _read_children(s: Session, f: SessionFiles) -> None:
     path = s.directory / "children.json"
-    if not path.exists():
+    if not loopy_paths.exists(path):
         return
     raw = f.read(path)
     try:
@@ -430,10 +452,10 @@ def _eval_counts(data: dict[str, Any]) -> tuple[bool | None, int | None, int | N
 
 def _read_evals(s: Session, f: SessionFiles) -> None:
     results = s.directory / "eval_results"
-    if results.is_dir():
-        for folder in sorted(p for p in results.iterdir() if p.is_dir()):
+    if loopy_paths.is_dir(results):
+        for folder in loopy_paths.subdirs(results):
             path = folder / "report.json"
-            if not path.exists():
+            if not loopy_paths.exists(path):
                 continue
             got = f.json(path, "eval report", versions=())  # eval-banana's own format
             if got is None:
@@ -455,8 +477,8 @@ def _read_evals(s: Session, f: SessionFiles) -> None:
                 )
             )
     receipts = s.directory / "eval_receipts"
-    if receipts.is_dir():
-        for path in sorted(receipts.glob("*.json")):
+    if loopy_paths.is_dir(receipts):
+        for path in loopy_paths.files(receipts, ".json"):
             got = f.json(path, "eval receipt")
             if got is None:
                 continue

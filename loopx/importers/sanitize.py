@@ -11,7 +11,7 @@ import hashlib
 import re
 from datetime import datetime, timedelta, timezone
 
-from loopx.engine.clock import FORMAT
+from loopx.engine.clock import EARLIEST, FORMAT, LATEST
 
 ID_MAX = 64
 _NOT_ID = re.compile(r"[^a-z0-9._-]+")
@@ -92,4 +92,9 @@ def norm_time(value: object) -> str | None:
         sign = -1 if zone[0] == "-" else 1
         digits = zone[1:].replace(":", "")
         offset = sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    return (dt - offset).replace(tzinfo=timezone.utc).strftime(FORMAT)
+    try:
+        utc = (dt - offset).replace(tzinfo=timezone.utc)
+    except OverflowError:  # year 1 or 9999 shifted past what datetime holds
+        return None
+    # Outside the clock's years a time is unusable (no lease could be added to it).
+    return utc.strftime(FORMAT) if EARLIEST <= utc < LATEST else None

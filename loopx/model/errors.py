@@ -2,12 +2,15 @@
 
 LoopxError                      every error loopx raises on purpose; `code` is stable
 ├── InvalidInput                bad arguments or files (exit 2)
+│   ├── UnsafePath              unsafe_path: a link, FIFO, device or socket where a file belongs
+│   └── TooLarge                file_too_large: a file over the cap of its read
 ├── NotFound                    unknown goal, todo, gate, evidence, blob (exit 3)
 ├── Conflict                    a precondition on folded state failed (exit 4):
 │                               revision_conflict, operation_id_reused, goal_terminal,
 │                               claim_owner_mismatch, dependency_open, gate_pending, …
 ├── LedgerDamage                ledger_corrupt and friends (exit 5)
 ├── StorageError                io_error: the disk refused a read or write (exit 5)
+├── StoreUnavailable            store_unavailable: the database is down or unreachable (exit 8)
 ├── CheckFailed                 a `--check` found stale or hand-edited output (exit 6)
 └── BoundaryViolation           the public-boundary scan found something (exit 7)
 
@@ -39,6 +42,19 @@ class InvalidInput(LoopxError):
     exit_code = 2
 
 
+class UnsafePath(InvalidInput):
+    """A symlink, a special file (FIFO, device, socket), a folder where a file belongs, a
+    hard-linked file opened for writing, or a path leaving its confined root."""
+
+    code = "unsafe_path"
+
+
+class TooLarge(InvalidInput):
+    """A file larger than the cap of the read that asked for it."""
+
+    code = "file_too_large"
+
+
 class NotFound(LoopxError):
     code = "not_found"
     exit_code = 3
@@ -61,6 +77,13 @@ class StorageError(LoopxError):
     exit_code = 5
 
 
+class StoreUnavailable(LoopxError):
+    """The store's database cannot be reached (or its schema is newer than this loopx)."""
+
+    code = "store_unavailable"
+    exit_code = 8
+
+
 class CheckFailed(LoopxError):
     code = "check_failed"
     exit_code = 6
@@ -80,4 +103,5 @@ EXIT_CODES = {
     5: "ledger damage, or a storage failure (io_error: I/O error, disk full)",
     6: "check failed: output is stale or was edited by hand",
     7: "public boundary violation: the scan found non-public material",
+    8: "store unavailable: the database is down, unreachable or needs a newer loopx",
 }

@@ -168,6 +168,44 @@ class NoteAdded(_Data):
     todo_id: Id | None = None
 
 
+#: The text fields a `field.redacted` event may blank, per kind of entity.
+REDACTABLE_FIELDS: dict[str, tuple[str, ...]] = {
+    "goal": ("title", "objective", "acceptance", "reason", "repository"),
+    "todo": ("title", "acceptance", "reason", "summary"),
+    "gate": ("question", "rationale"),
+    "evidence": ("summary", "refs", "body"),
+    "note": ("text",),
+    "run": ("summary", "wait"),
+    "handoff": ("note",),
+}
+
+
+class FieldRedacted(_Data):
+    """A governed correction: one text field of one entity is shown as ``[redacted]`` from
+    now on, in every projection and audience. Who is the event's actor; why is `reason`.
+    The only event a closed goal accepts (a false positive must never block it for good)."""
+
+    redaction_id: Id
+    entity: Literal["goal", "todo", "gate", "evidence", "note", "run", "handoff"]
+    entity_id: Id
+    field: Literal[
+        "title",
+        "objective",
+        "acceptance",
+        "reason",
+        "repository",
+        "summary",
+        "question",
+        "rationale",
+        "refs",
+        "body",
+        "text",
+        "wait",
+        "note",
+    ]
+    reason: Title
+
+
 # (type, version) → data model. New versions are added here, with an upgrade in `upgrade()`.
 EVENT_MODELS: dict[str, type[_Data]] = {
     "goal.created": GoalCreated,
@@ -189,6 +227,7 @@ EVENT_MODELS: dict[str, type[_Data]] = {
     "run.recorded": RunRecorded,
     "quota.set": QuotaSet,
     "note.added": NoteAdded,
+    "field.redacted": FieldRedacted,
 }
 
 

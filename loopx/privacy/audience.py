@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loopx.model.ids import visible_to
+from loopx.state.redactions import REDACTED
 
 AUDIENCES = ("public", "team", "private")
 PRIVATE_MISSING = "[private content not on this host]"
@@ -60,6 +61,9 @@ class Lens:
                 return PRIVATE_MISSING
             value = data.decode("utf-8", "replace")
         text = str(value)
+        if text == REDACTED:  # a governed correction (loopx.state.redactions): counted
+            self.omitted["redacted fields"] += 1
+            return text
         if self.is_public:
             from loopx.privacy.redact import redact
 
@@ -95,6 +99,8 @@ def _count(n: int, what: str) -> str:
 
 _SINGULAR = (
     ("evidence items", "evidence item"),
+    ("fields", "field"),
+    ("corrections", "correction"),
     ("edges", "edge"),
     ("todos", "todo"),
     ("gates", "gate"),

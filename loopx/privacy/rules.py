@@ -172,13 +172,40 @@ _BENIGN_VALUE = re.compile(
     | \d+                                                 # numbers
     """
 )
-_PLACEHOLDER_START = tuple("$<{%[*#&@")
+# Placeholders name where a value comes from: `$TOKEN`, `${db_pass}`, `${{ secrets.X }}`,
+# `<token>`, `{token}`, `%(pw)s`, `%PASSWORD%`, `#{pw}`, `@PASSWORD@`, `[redacted:…]`, `****`.
+# A leading `$ # % @` is otherwise just a character of the value: `#0kN3SqVXxkwE9htvwAj`.
+_PLACEHOLDER = re.compile(
+    r"""(?x)
+    \$\{?(?:[A-Z_][A-Z0-9_]*|[a-z_][a-z0-9_]*)\}?
+    | \$\{\{.*\}\}? | \$\(.*\)?
+    | <.*>? | \{.*\}? | \[.*\]?
+    | %\(?[A-Za-z_]*\)?[sdr] | %[A-Za-z_][A-Za-z0-9_]*%
+    | \#\{.*\}? | @[A-Za-z_][A-Za-z0-9_]*@
+    | [*•]+ | &[A-Za-z_][A-Za-z0-9_]*
+    """
+)
 _PLACEHOLDER_WORDS = ("redacted", "example", "placeholder", "xxxx", "****", "your")
+
+
+def placeholder(value: str) -> bool:
+    """True for a value that names where the secret comes from rather than holding it."""
+    return _PLACEHOLDER.fullmatch(value) is not None
+
+
+def random_case(value: str) -> bool:
+    """Letters that switch case as often as random text does (a third of the time or more);
+    identifiers in CamelCase switch once per word (``PasswordHashAlgorithm``)."""
+    letters = [c for c in value if c.isalpha()]
+    if len(letters) < 12:
+        return False
+    switches = sum(a.isupper() != b.isupper() for a, b in zip(letters, letters[1:], strict=False))
+    return switches * 3 >= len(letters)
 
 
 def looks_secret(value: str) -> bool:
     """True when an assigned value looks like a real credential, not a word or placeholder."""
-    if len(value) < 8 or value.startswith(_PLACEHOLDER_START):
+    if len(value) < 8 or placeholder(value):
         return False
     if _BENIGN_VALUE.fullmatch(value) or "=" in value.rstrip("="):
         return False  # `a=b` inside a value is code or a query, not a credential
@@ -189,7 +216,9 @@ def looks_secret(value: str) -> bool:
     entropy = shannon_entropy(value)
     if classes >= 3 and entropy >= 2.5:
         return True
-    return classes == 2 and len(value) >= 16 and entropy >= 3.2 and any(c.isdigit() for c in value)
+    if classes == 2 and len(value) >= 16 and entropy >= 3.2:
+        return any(c.isdigit() for c in value) or random_case(value)
+    return False
 
 
 _KEY_SPLIT = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
@@ -252,6 +281,21 @@ def _mixed_check(match: re.Match[str]) -> bool:
     return _mixed(match.group("secret") if "secret" in match.re.groupindex else match.group())
 
 
+def _token_body_check(match: re.Match[str]) -> bool:
+    """After a distinctive prefix, a body with two of upper, lower and digit and no long runs
+    of one character: ``glpat-BwNWujhYhjUs__RY_zrJ`` is a token, ``glpat-xxxxxxxxxxxxxxxxxxxx``
+    is not."""
+    body = match.group().split("-", 1)[-1]
+    kinds = sum(
+        (
+            any(c.isupper() for c in body),
+            any(c.islower() for c in body),
+            any(c.isdigit() for c in body),
+        )
+    )
+    return kinds >= 2 and len(set(body)) >= 8
+
+
 def _mixed_case_check(match: re.Match[str]) -> bool:
     value = match.group()
     return any(c.isupper() for c in value) and any(c.islower() for c in value[4:])
@@ -277,14 +321,31 @@ def _basic_auth_check(match: re.Match[str]) -> bool:
     return b":" in decoded
 
 
+#: Passwords that are documented defaults or stand-ins, not secrets (``amqp://guest:guest@…``).
+DEFAULT_PASSWORDS = words(
+    """password pass passwd secret pwd token guest admin changeme root postgres mysql redis
+    rabbitmq test user example default letmein"""
+)
+_PORT = re.compile(r"\d{1,5}(?:[/?#]|\Z)")
+
+
 def _url_password_check(match: re.Match[str]) -> bool:
-    password = match.group("secret").split(":", 1)[1]
+    user, password = match.group("secret").split(":", 1)
     lowered = password.lower()
     return not (
         len(password) < 3
-        or password.startswith(_PLACEHOLDER_START)
-        or lowered in {"password", "pass", "passwd", "secret", "pwd", "token"}
+        or _PORT.match(password) is not None  # scheme://host:8080/path@… is a port, then a path
+        or placeholder(password)
+        or lowered in DEFAULT_PASSWORDS
+        or lowered == user.lower()
         or set(password) <= {"*", "x", "X"}
+    )
+
+
+def _token_user_check(match: re.Match[str]) -> bool:
+    user = match.group("secret")
+    return bool(re.fullmatch(r"[0-9a-fA-F]{32,}", user)) or (
+        not placeholder(user) and looks_secret(user)
     )
 
 
@@ -293,17 +354,49 @@ def _sas_check(match: re.Match[str]) -> bool:
     return any(f"{p}=" in before for p in ("sv", "se", "sp", "sr", "skoid", "spr"))
 
 
-_URL_USERINFO = re.compile(r"://(?:[^\s/?#@:\"'<>]+:)?\Z")
+_URL_USERINFO = re.compile(r"://(?:[^\s/?#@:\"'<>]*:[^\s@\"'<>]*)?\Z")
+
+
+#: Domains reserved for documentation (RFC 2606, RFC 6761): an address there names nobody.
+#: Only the second-level names themselves and the TLDs that can never resolve: a subdomain
+#: such as ``corp.example.org`` or a ``corp.example`` name reads as a stand-in for a real
+#: company in docs and tests, so it is treated as one.
+RESERVED_DOMAINS = frozenset({"example.com", "example.org", "example.net"})
+RESERVED_TLDS = (".test", ".invalid", ".localhost")
+#: Local parts of addresses that receive nothing (``noreply@github.com``).
+NO_REPLY = frozenset({"noreply", "no-reply", "donotreply", "do-not-reply", "notifications"})
+
+
+def public_address(local: str, domain: str) -> bool:
+    """True for documentation and no-reply addresses, which identify no person."""
+    domain = domain.lower()
+    return (
+        domain in RESERVED_DOMAINS
+        or domain.endswith(RESERVED_TLDS)
+        or local.lower() in NO_REPLY
+        or domain == "users.noreply.github.com"
+    )
 
 
 def _email_check(match: re.Match[str]) -> bool:
     text = match.string
     local, _, domain = match.group().partition("@")
+    if public_address(local, domain):
+        return False
     if local == "git" and text[match.end() : match.end() + 1] == ":":
         return False  # git@github.com:org/repo.git
     if _URL_USERINFO.search(text, max(0, match.start() - 256), match.start()):
         return False  # scheme://user@host or scheme://user:password@host (url-password's)
     return re.match(r"\d+(?:\.\d+)?x\.", domain) is None  # icon@2x.png
+
+
+_SPELLED_DOT = re.compile(r"\s*[\[({<]\s*dot\s*[\])}>]\s*", re.IGNORECASE)
+
+
+def _spelled_email_check(match: re.Match[str]) -> bool:
+    """``dana [at] corp [dot] com``: an address spelled out against harvesters is an address."""
+    domain = _SPELLED_DOT.sub(".", match.group("domain"))
+    return not public_address(match.group("local"), domain)
 
 
 def _windows_home_check(match: re.Match[str]) -> bool:
@@ -313,9 +406,29 @@ def _windows_home_check(match: re.Match[str]) -> bool:
 _RANGE_NAMES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16")
 
 
+#: Words after which a dotted number is a version: "Upgrade to 10.2.0.1", "Firmware 10.12.4.2".
+VERSION_WORDS = words(
+    """version versions ver release released releases firmware build builds upgrade upgraded
+    upgrading update updated updating bump bumped bumps downgrade downgraded pin pinned
+    requires require v tag tagged changelog sdk api python node java kernel ios android macos
+    windows chrome"""
+)
+_VERSION_LEAD = re.compile(r"([A-Za-z]+)(?:\s+(?:to|from|of|is|=|==|>=|<=|~=))?[\s:=]*\Z")
+
+
 def _ipv4_check(match: re.Match[str]) -> bool:
-    """The private ranges themselves (``10.0.0.0/8``) name no host: not findings."""
-    return not match.string.startswith(_RANGE_NAMES, match.start())
+    """The private ranges themselves (``10.0.0.0/8``) name no host: not findings; nor do dotted
+    numbers read as versions: glued into a slug (``build-192.168.1.20-fix``,
+    ``172.17.0.2-final``) or after a version word."""
+    text, start, end = match.string, match.start(), match.end()
+    if text.startswith(_RANGE_NAMES, start):
+        return False
+    before = text[start - 1 : start] if start else ""
+    after = text[end : end + 2]
+    if before in ("-", "_", "v", "V") or (after[:1] in ("-", "_") and after[1:].isalpha()):
+        return False
+    lead = _VERSION_LEAD.search(text, max(0, start - 40), start)
+    return lead is None or lead.group(1).lower() not in VERSION_WORDS
 
 
 def _ipv6_check(match: re.Match[str]) -> bool:
@@ -493,7 +606,7 @@ RULES: tuple[Rule, ...] = (
             "glffct-",
             "GR1348941",
         ],
-        check=_mixed_check,
+        check=_token_body_check,
     ),  # fmt: skip
     _rule("docker-hub-token", r"dckr_pat_[A-Za-z0-9_-]{27}" + _TOKEN_END, ["dckr_pat_"]),
     _rule("npm-token", _ALNUM_START + r"npm_[A-Za-z0-9]{36}" + _ALNUM_END, ["npm_"]),
@@ -669,12 +782,23 @@ RULES: tuple[Rule, ...] = (
         priority=2,
     ),
     _rule("age-secret-key", r"AGE-SECRET-KEY-1[0-9A-Z]{58}", ["AGE-SECRET-KEY-1"]),
+    # A password may hold `/ ? #` (not valid unescaped, but typed that way): the userinfo runs to
+    # the last `@` before the host.
     _rule(
         "url-password",
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://"
-        r"(?P<secret>[^\s:/?#@\"'<>\[\]]+:[^\s/?#@\"'<>]+)@[A-Za-z0-9.\[\]-]+",
+        r"(?P<secret>[^\s:/?#@\"'<>\[\]]*:[^\s@\"'<>]{1,256})@[A-Za-z0-9.\[\]-]+",
         ["@"],
         check=_url_password_check,
+        priority=2,
+        locate=_url_start,
+    ),
+    _rule(
+        "url-token-user",
+        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://"
+        r"(?P<secret>[^\s:/?#@\"'<>\[\]]{20,256})@[A-Za-z0-9.\[\]-]+",
+        ["@"],
+        check=_token_user_check,
         priority=2,
         locate=_url_start,
     ),
@@ -718,9 +842,19 @@ RULES: tuple[Rule, ...] = (
         locate=_email_start,
     ),
     _rule(
+        "email",
+        r"(?<![A-Za-z0-9._%+-])(?P<local>[A-Za-z0-9][A-Za-z0-9._%+-]{0,63})\s*[\[({<]\s*at\s*[\])}>]\s*"
+        r"(?P<domain>[A-Za-z0-9-]{1,63}(?:(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\.)[A-Za-z0-9-]{1,63})*"
+        r"(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\.)[A-Za-z]{2,24})(?![A-Za-z0-9-])",
+        ["[at]", "(at)", "{at}", "<at>", "[ at ]", "( at )"],
+        flags=re.IGNORECASE,
+        category=PERSONAL,
+        check=_spelled_email_check,
+    ),
+    _rule(
         "home-path",
         r"(?<![A-Za-z0-9._~%+-])(?:/home|/Users)/[A-Za-z0-9._-]*[A-Za-z0-9_-]"
-        r"|(?<![A-Za-z0-9._~%+-])/root(?=[/\s\"'),;:\]}.]|$)",
+        r"|(?<![A-Za-z0-9._~%+/:-])/root(?=[/\s\"'),;:\]}.]|$)",  # not scheme://root:pw@
         ["/home/", "/Users/", "/root"],
         category=PERSONAL,
     ),

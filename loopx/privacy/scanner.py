@@ -1,9 +1,11 @@
 """The public-boundary scanner: finds credentials, personal and machine data, and non-public text.
 
 Every artifact is scanned as written ("plain") and through each decoding it might hide a secret
-behind: JSON string escapes, HTML character references and URL percent-encoding. A decoded view
-keeps a map back to the raw text, so a finding always points at the raw line and column, and a
-finding of one kind at one raw place is reported once, in the first encoding that found it.
+behind (see `loopx.privacy.views`); a finding of one kind at one raw place is reported once, in
+the first encoding that found it. Generic rules (keyword + entropy) judge a value only where it
+is decoded: in the raw bytes of a page, ``api_key = settings.api_key&#34;`` looks random because
+of its escape, not because of its value, so a generic hit whose value still holds an escape is
+left to the view that decodes it.
 
 Speed: one Aho-Corasick pass over a view finds both the exact forbidden strings and which rules'
 anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run; very large sets of
@@ -17,13 +19,15 @@ Findings never carry the matched text, so a report can be printed or published s
 from __future__ import annotations
 
 import contextlib
+import errno
 import getpass
-import html
+import hashlib
 import os
 import re
 import socket
-from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import stat
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -31,14 +35,17 @@ from typing import Any
 
 import ahocorasick_rs
 
-from loopx.model.errors import NotFound
+from loopx.model.errors import NotFound, TooLarge, UnsafePath
 from loopx.privacy.rules import HOSTNAME, NON_PUBLIC_ID, NON_PUBLIC_TEXT, RULES, USERNAME, words
+from loopx.privacy.views import ENCODINGS, View, base64_segments, views
+
+__all__ = ["ENCODINGS", "Finding", "Hit", "Scanner", "machine_names", "name_hash", "scan_paths"]
+
+MAX_SCAN_BYTES = 256 * 1024 * 1024  # one scanned file
 
 #: Forbidden strings shorter than this are ignored: short ids and words hit ordinary text.
 MIN_FORBIDDEN_LENGTH = 6
 
-#: Encodings in the order views are scanned; the first that finds a place is reported.
-ENCODINGS = ("plain", "json", "html", "url")
 
 #: Machine names too common to mean anything (a home path still reveals them: see home-path).
 COMMON_MACHINE_NAMES = words(
@@ -98,153 +105,6 @@ class Hit:
     priority: int = 1
 
 
-# --- decoded views ------------------------------------------------------------------------------
-
-
-class View:
-    """Text as seen through one decoding, with a map from its positions back to the raw text.
-
-    The map is built only when a finding needs it: most views find nothing.
-    """
-
-    __slots__ = ("encoding", "text", "_raw", "_decoder", "_map")
-
-    def __init__(self, encoding: str, text: str, raw: str = "", decoder: _Decoder | None = None):
-        self.encoding = encoding
-        self.text = text
-        self._raw = raw
-        self._decoder = decoder
-        self._map: tuple[list[int], list[int], list[int], list[int]] | None = None
-
-    def raw_span(self, start: int, end: int) -> tuple[int, int]:
-        """The raw span that decodes to view[start:end] (escapes cut in half are widened)."""
-        if self._decoder is None:
-            return start, end
-        return self._to_raw(start, at_end=False), self._to_raw(max(start, end - 1), at_end=True)
-
-    def _to_raw(self, pos: int, *, at_end: bool) -> int:
-        if self._map is None:
-            self._map = self._build_map()
-        vstarts, vends, rstarts, rends = self._map
-        i = bisect_right(vstarts, pos) - 1
-        if i < 0:
-            return pos + 1 if at_end else pos
-        if pos < vends[i]:
-            return rends[i] if at_end else rstarts[i]
-        raw = rends[i] + pos - vends[i]
-        return raw + 1 if at_end else raw
-
-    def _build_map(self) -> tuple[list[int], list[int], list[int], list[int]]:
-        """Where each decoded escape starts and ends, in the view and in the raw text."""
-        assert self._decoder is not None
-        vstarts: list[int] = []
-        vends: list[int] = []
-        rstarts: list[int] = []
-        rends: list[int] = []
-        shift = 0  # view position minus raw position
-        replace = self._decoder.replace
-        for match in self._decoder.pattern.finditer(self._raw):
-            token = match.group()
-            decoded = replace(token)
-            if decoded == token:
-                continue
-            start, end = match.span()
-            vstarts.append(start + shift)
-            rstarts.append(start)
-            shift += len(decoded) - (end - start)
-            vends.append(end + shift)
-            rends.append(end)
-        return vstarts, vends, rstarts, rends
-
-
-class _Decoder:
-    """One escape syntax: the regex of one escape and its (cached) decoding."""
-
-    def __init__(self, encoding: str, pattern: str, replace: Callable[[str], str]) -> None:
-        self.encoding = encoding
-        self.pattern = re.compile(pattern)
-        self.replace = lru_cache(maxsize=4096)(replace)
-
-    def _sub(self, match: re.Match[str]) -> str:
-        return self.replace(match.group())
-
-    def view(self, raw: str) -> View | None:
-        """`raw` with every escape decoded; None when nothing changed."""
-        text = self.pattern.sub(self._sub, raw)
-        return None if text == raw else View(self.encoding, text, raw, self)
-
-
-_JSON_SIMPLE = {
-    '\\"': '"',
-    "\\\\": "\\",
-    "\\/": "/",
-    "\\b": "\b",
-    "\\f": "\f",
-    "\\n": "\n",
-    "\\r": "\r",
-    "\\t": "\t",
-}
-
-
-def _json_unescape(token: str) -> str:
-    simple = _JSON_SIMPLE.get(token)
-    if simple is not None:
-        return simple
-    code = int(token[2:6], 16)
-    if len(token) == 12:  # a surrogate pair
-        low = int(token[8:12], 16)
-        return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00))
-    return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
-
-
-def _url_unescape(token: str) -> str:
-    if token == "+":
-        return " "
-    return bytes.fromhex(token.replace("%", "")).decode("utf-8", errors="replace")
-
-
-# One percent-encoded character: ASCII, a whole UTF-8 sequence, or a stray byte.
-_PERCENT = (
-    r"%[0-7][0-9a-fA-F]"
-    r"|%[cCdD][0-9a-fA-F]%[89abAB][0-9a-fA-F]"
-    r"|%[eE][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){2}"
-    r"|%[fF][0-7](?:%[89abAB][0-9a-fA-F]){3}"
-    r"|%[0-9a-fA-F]{2}"
-)
-_JSON = _Decoder(
-    "json",
-    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}"
-    r"|\\[\"\\/bfnrt]",
-    _json_unescape,
-)
-_HTML = _Decoder(
-    "html",
-    r"&(?:#[0-9]{1,8};?|#[xX][0-9a-fA-F]{1,8};?|[A-Za-z][A-Za-z0-9]{1,31};?)",
-    html.unescape,
-)
-_URL = _Decoder("url", _PERCENT, _url_unescape)
-_URL_PLUS = _Decoder("url", r"\+|" + _PERCENT, _url_unescape)  # form encoding: '+' is a space
-_JOINED_BY_PLUS = re.compile(r"[^\s+]\+[^\s+]")  # words joined by '+': maybe form-encoded
-
-
-def views(text: str) -> Iterator[View]:
-    """The raw text, then each decoding of it that differs from it."""
-    yield View("plain", text)
-    decoders = []
-    if "\\" in text:
-        decoders.append(_JSON)
-    if "&" in text:
-        decoders.append(_HTML)
-    if "%" in text:
-        decoders.append(_URL)
-    if "+" in text and ("%" in text or _JOINED_BY_PLUS.search(text)):
-        decoders.append(_URL_PLUS)
-    for decoder in decoders:
-        view = decoder.view(text)
-        if view is not None:
-            yield view
-
-
 # --- matchers ----------------------------------------------------------------------------------
 
 
@@ -256,8 +116,18 @@ class _Literals:
         self, kinds: Mapping[str, Iterable[str]], rules: Mapping[str, Iterable[int]], *, dfa: bool
     ) -> None:
         self.patterns = sorted(set(kinds) | set(rules))
-        self.kinds = [tuple(sorted(set(kinds.get(p, ())))) for p in self.patterns]
-        self.rules = [tuple(sorted(set(rules.get(p, ())))) for p in self.patterns]
+        # Tens of thousands of patterns share a handful of tag sets: normalise each set once.
+        memo: dict[frozenset[Any], tuple[Any, ...]] = {frozenset(): ()}
+
+        def tags(value: Iterable[Any]) -> tuple[Any, ...]:
+            key = frozenset(value)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = tuple(sorted(key))
+            return found
+
+        self.kinds = [tags(kinds.get(p, ())) for p in self.patterns]
+        self.rules = [tags(rules.get(p, ())) for p in self.patterns]
         kind = ahocorasick_rs.Implementation
         implementation = kind.DFA if dfa else kind.ContiguousNFA
         self._automaton = (
@@ -284,6 +154,8 @@ def _rule_anchors() -> dict[str, tuple[int, ...]]:
     for number, rule in enumerate(RULES):
         for anchor in rule.anchors:
             tagged.setdefault(anchor, []).append(number)
+    for segment in base64_segments():  # not a rule: says the base64 view is worth building
+        tagged.setdefault(segment, []).append(_BASE64_ANCHOR)
     return {anchor: tuple(numbers) for anchor, numbers in tagged.items()}
 
 
@@ -301,13 +173,29 @@ def _automata(kinds: Mapping[str, Iterable[str]]) -> tuple[_Literals, ...]:
     return (_Literals(kinds, {}, dfa=False), _anchors_only())
 
 
+_BASE64_ANCHOR = len(RULES)  # the tag of encoded anchors in the rule-anchor automaton
 _ALWAYS = tuple(n for n, rule in enumerate(RULES) if not rule.anchors)
 _POSITIONAL = frozenset(n for n, rule in enumerate(RULES) if rule.locate is not None)
 
 
+#: Names to refuse wherever the scan runs (a CI secret, say): comma- or space-separated.
+NAMES_ENV = "LOOPX_PRIVATE_NAMES"
+
+
+def name_hash(name: str) -> str:
+    """How `.loopx/names` lists a name without saying it: sha256 of its lowercase form."""
+    return hashlib.sha256(name.strip().lower().encode("utf-8")).hexdigest()
+
+
 def machine_names() -> dict[str, set[str]]:
-    """This machine's user and host names worth looking for (trivial, common ones dropped)."""
+    """The user and host names of "this host" worth looking for (trivial, common ones dropped):
+    the machine the scan runs on, plus every name in ``$LOOPX_PRIVATE_NAMES`` (so a CI
+    machine refuses the names of the machines the work was done on; see also `name_hashes`
+    for the committed, hashed list)."""
     names: dict[str, set[str]] = {USERNAME: set(), HOSTNAME: set()}
+    for name in re.split(r"[\s,]+", os.environ.get(NAMES_ENV, "")):
+        if name:
+            names[USERNAME].update({name, name.lower()})
     with contextlib.suppress(Exception):  # getuser raises whatever the platform lookup raises
         names[USERNAME].add(getpass.getuser())
     try:
@@ -351,7 +239,10 @@ class Scanner:
         forbidden_ids: Iterable[str] = (),
         allow: Iterable[str] = (),
         rules: bool = True,
+        name_hashes: Iterable[str] = (),
     ) -> None:
+        self._name_hashes = frozenset(name_hashes)
+        self._hashed: dict[str, bool] = {}  # word -> is it a listed name (words recur)
         tagged: dict[str, set[str]] = {}
         # Long forbidden texts go into the automaton by their first PREFIX characters only and
         # are confirmed where a prefix matches: an automaton over tens of thousands of long
@@ -361,7 +252,7 @@ class Scanner:
             for text in texts:
                 if len(text) >= MIN_FORBIDDEN_LENGTH:
                     # lone surrogates cannot be matched as UTF-8; scanned text gets the same fix
-                    clean = _SURROGATES.sub("\ufffd", text)
+                    clean = text if text.isascii() else _SURROGATES.sub("\ufffd", text)
                     if kind == NON_PUBLIC_TEXT and len(clean) > PREFIX:
                         self._long.setdefault(clean[:PREFIX], []).append(clean)
                         tagged.setdefault(clean[:PREFIX], set()).add(_PREFIX_KIND)
@@ -398,15 +289,18 @@ class Scanner:
     def hits(self, text: str) -> list[Hit]:
         """Raw spans of every finding, deduplicated and sorted; what `redact` works from."""
         found: dict[tuple[str, int], Hit] = {}
-        for view in views(text):
-            self._scan_view(view, found)
+        encoded = self._scan_view(View("plain", text), found)
+        for view in views(text, base64=encoded if self._rules else False):
+            if view.depth:
+                self._scan_view(view, found)
         if not found:
             return []
         hits = _drop_generic_overlaps(list(found.values()))
         hits.sort(key=lambda h: (h.start, h.kind, h.end))
         return hits
 
-    def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
+    def _scan_view(self, view: View, found: dict[tuple[str, int], Hit]) -> bool:
+        """Add the view's hits to `found`; True when an encoded (base64) anchor occurs."""
         text = view.text
         numbers = set(_ALWAYS) if self._rules else set()
         anchors: dict[int, list[int]] = {}  # positional rule -> where its anchors start
@@ -437,12 +331,35 @@ class Scanner:
                     ):
                         continue
                     self._add(found, view, kind, start, end, False, _EXACT_PRIORITY)
+        if self._name_hashes:
+            self._scan_names(view, found)
+        encoded = _BASE64_ANCHOR in numbers
+        numbers.discard(_BASE64_ANCHOR)
         for number in sorted(numbers):
             rule = RULES[number]
             for start, end in rule.spans(text, anchors.get(number, ())):
                 if self._allow and text[start:end] in self._allow:
                     continue
+                if rule.generic and _ESCAPED.search(text, start, end + 1):  # `;` ends it
+                    continue  # judged where it is decoded (see the module docstring)
                 self._add(found, view, rule.kind, start, end, rule.generic, rule.priority)
+        return encoded
+
+    def _scan_names(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
+        """Whole words whose hash is listed (and a dotted host name's first label)."""
+        hashed = self._hashed
+        for match in _WORD.finditer(view.text):
+            word = match.group().rstrip(".-")
+            for candidate in (word, word.split(".", 1)[0]) if "." in word else (word,):
+                listed = hashed.get(candidate)
+                if listed is None:
+                    listed = name_hash(candidate) in self._name_hashes
+                    if len(hashed) < 200_000:
+                        hashed[candidate] = listed
+                if listed:
+                    start = match.start()
+                    self._add(found, view, USERNAME, start, start + len(candidate), False, 4)
+                    break
 
     @staticmethod
     def _add(
@@ -460,6 +377,12 @@ class Scanner:
             found[key] = Hit(kind, raw_start, raw_end, view.encoding, generic, priority)
 
 
+_WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9][A-Za-z0-9_.-]{3,252}(?![A-Za-z0-9_])")
+# An escape left inside a generic rule's value: the view has not decoded it yet (another has).
+_ESCAPED = re.compile(
+    r"&(?:#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});"
+    r"|#(?:quot|lt|gt|amp);|\\[\"'/\\bfnrtu]|%[0-9a-fA-F]{2}"
+)
 _PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t\n\r]{8,}")
 
 
@@ -501,6 +424,25 @@ def _finding(text: str, hit: Hit, path: str) -> Finding:
     )
 
 
+def _read_regular(path: Path) -> bytes:
+    """A scanned file, read under the store's file rules (`loopx.store.fsio`; this layer may
+    not import it): a link, FIFO or device is `unsafe_path`, never followed nor waited on;
+    more than MAX_SCAN_BYTES is `file_too_large`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO):
+            raise UnsafePath("refused to scan a link or special file") from None
+        raise NotFound("a scan path cannot be read", code="path_not_found") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath("refused to scan a file: it is not a regular file")
+        data = fh.read(MAX_SCAN_BYTES + 1)
+    if len(data) > MAX_SCAN_BYTES:
+        raise TooLarge(f"refused to scan a file larger than {MAX_SCAN_BYTES} bytes")
+    return data
+
+
 def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Finding]:
     """Scan files, and folders recursively; findings sorted by path, then position.
 
@@ -523,6 +465,6 @@ def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Fi
             raise NotFound("scan path does not exist", code="path_not_found", path=str(path))
     findings: list[Finding] = []
     for shown in sorted(files):
-        findings.extend(scanner.scan_bytes(files[shown].read_bytes(), shown))
+        findings.extend(scanner.scan_bytes(_read_regular(files[shown]), shown))
     findings.sort(key=lambda f: (f.path, f.offset, f.kind, f.encoding))
     return findings

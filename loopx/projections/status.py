@@ -49,6 +49,7 @@ def status(
     evidence, evidence_cut = recent_evidence(state, lens, head)
     att = attention(state, now, full)
     shown_todos = todos[:TODO_LIMIT]
+    quota = quota_view(state)
     data: dict[str, Any] = {
         "schema": SCHEMA,
         "generator": GENERATOR,
@@ -71,7 +72,7 @@ def status(
             "items": [gate_item(g, lens, state) for g in gates],
         },
         "evidence": evidence,
-        "quota": quota_view(state),
+        "quota": {**quota, "unit": lens.text(quota["unit"])},
         "handoffs": {
             "pending": len(handoffs or []),
             "items": [] if lens.is_public else list(handoffs or []),

@@ -27,6 +27,7 @@ from loopx.projections.base import (
 from loopx.projections.status import progress
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention, frontier
+from loopx.state.redactions import target
 
 SCHEMA = "loopx.workbench/v1"
 HEADER_RE = re.compile(  # also reads the header of earlier versions (with revision and head)
@@ -84,6 +85,7 @@ def workbench(
             for n in notes
             if n.kind in ("lesson", "decision")
         ],
+        "corrections": corrections(state, lens),
         "omissions": lens.omissions(),
     }
 
@@ -115,3 +117,35 @@ def read_header(text: str) -> dict[str, Any] | None:
     if match is None:
         return None
     return {**match.groupdict(), "body": text[match.end() :]}
+
+
+def corrections(state: GoalState, lens: Lens) -> list[dict[str, Any]]:
+    """The governed corrections (`loopx redact field`) on entities this audience may see.
+
+    Public output lists none: a correction's reason is team text, and the redacted fields
+    already say `[redacted]` and are counted in the omission note."""
+    if lens.is_public:
+        return []
+    out = []
+    for r in sorted(state.redactions.values(), key=lambda r: r["seq"]):
+        item = target(state, r["entity"], r["entity_id"])
+        visibility = (
+            state.visibility
+            if item is state
+            else (item.get("visibility", "team") if isinstance(item, dict) else item.visibility)
+            if item is not None
+            else "private"
+        )
+        if not lens.sees(visibility):
+            lens.omitted[f"{visibility} corrections"] += 1
+            continue
+        out.append(
+            {
+                "redaction_id": r["redaction_id"],
+                "what": f"{r['entity']} {r['entity_id']} {r['field']}",
+                "by": r["by"],
+                "at": r["at"],
+                "reason": lens.text(r["reason"]),
+            }
+        )
+    return out

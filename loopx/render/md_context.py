@@ -8,7 +8,8 @@ close. Templates do better in two passes. Their filters wrap each value in marke
 spans and links as *opaque* (emphasis never reaches inside them). `finish` then reads each
 block of consecutive lines as a whole and escapes a prose run only when it touches template
 emphasis or a run elsewhere in the block could pair with it, block syntax only where the value
-starts a line, and the rest as `prose` does, with the real next character in view.
+starts a line, a `|` only in a table, and the rest as `prose` does, with the real next
+character in view.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def finish(markdown: str) -> str:
         return markdown
     return "".join(
         "\n".join(
-            _MARKERS.sub("", unit) if _plain(unit) else _finish_block(unit) for unit in _units(part)
+            _MARKERS.sub("", unit) if _plain(unit) else _finish_block(unit, table)
+            for unit, table in _units(part)
         )
         if _MARKERS.search(part)
         else part
@@ -86,12 +88,20 @@ def _plain(unit: str) -> bool:
     return all(md_escape.is_plain(value) for value in _TEXT_VALUE.findall(unit))
 
 
-def _units(block: str) -> list[str]:
+def _units(block: str) -> list[tuple[str, bool]]:
     """The block cut where the template starts a new paragraph: at its headings, list items
     and table rows (a value's own `- ` at a line start is escaped, so it never cuts). Each
-    piece holds whole paragraphs: emphasis cannot pair across two pieces."""
+    piece holds whole paragraphs: emphasis cannot pair across two pieces. Each comes with
+    whether the block holds a table (where a `|` would end a cell)."""
     lines = block.split("\n")
-    table = len(lines) > 1 and lines[0].startswith("|") and _DELIMITER_ROW.fullmatch(lines[1])
+    rows = [
+        i
+        for i in range(len(lines) - 1)
+        if lines[i].startswith("|") and _DELIMITER_ROW.fullmatch(lines[i + 1])
+    ]
+    if rows and rows[0] > 0:  # a table under other lines: keep the block whole, to be safe
+        return [(block, True)]
+    table = bool(rows)
     units: list[list[str]] = []
     in_list = False
     for line in lines:
@@ -107,7 +117,7 @@ def _units(block: str) -> list[str]:
             units.append([line])
         else:
             units[-1].append(line)
-    return ["\n".join(unit) for unit in units]
+    return [("\n".join(unit), table) for unit in units]
 
 
 class _Block:
@@ -180,7 +190,8 @@ def _emphasis_marks(block: _Block, marks: set[int]) -> None:
             marks.update(mine)
 
 
-def _finish_block(marked: str) -> str:
+def _finish_block(marked: str, table: bool) -> str:
+    """Escape the values of one unit; a `|` only inside a table, where it would end a cell."""
     block = _Block(marked)
     text = block.text
     marks: set[int] = set()
@@ -188,7 +199,7 @@ def _finish_block(marked: str) -> str:
     for start, end, owner in block.spans:
         if owner != TEXT:
             continue
-        md_escape.inline_marks(text, marks, link_text=False, start=start, stop=end)
+        md_escape.inline_marks(text, marks, link_text=False, pipes=table, start=start, stop=end)
         line_start = text.rfind("\n", 0, start) + 1
         closing = _CLOSING_HASHES.search(text, start, end)
         if closing and text[end : end + 1] in ("", "\n") and _HEADING.match(text, line_start):

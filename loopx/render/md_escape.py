@@ -39,7 +39,7 @@ _HTTP = re.compile(r"https?://[^\x00-\x20\x7f<>]+", re.IGNORECASE)
 # definitions, thematic breaks, and lines of `-`, `:`, `=` and `|` alone (a setext underline or
 # a table's delimiter row under the line before).
 BLOCK_START = re.compile(
-    r"#{1,6}(?:\s|$)|>|[-+*](?:\s|$)|~{3,}|\[|[-:=][-:=| \t]*$|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
+    r"#{1,6}(?:\s|$)|>|[-+*](?:\s|$)|~{3,}|\[|[-:=|][-:=| \t]*$|([-*_])(?:[ \t]*\1){2,}[ \t]*$"
 )
 TRAILING_HASHES = re.compile(r"(?:^|(?<=[ \t]))#+$")
 ORDERED = re.compile(r"\d{1,9}([.)])(?:\s|$)")
@@ -87,7 +87,13 @@ def _emphasis_marks(text: str, marks: set[int], before: str | None, after: str |
 
 
 def inline_marks(
-    text: str, marks: set[int], *, link_text: bool, start: int = 0, stop: int | None = None
+    text: str,
+    marks: set[int],
+    *,
+    link_text: bool,
+    pipes: bool = True,
+    start: int = 0,
+    stop: int | None = None,
 ) -> None:
     """Backticks, pipes, backslashes, `<`, `&` and brackets in text[start:stop] that would
     start something, judged with the characters that follow them (even past `stop`).
@@ -99,8 +105,11 @@ def inline_marks(
     for found in _SPECIAL.finditer(text, start, n if stop is None else stop):
         i = found.start()
         ch, nxt = text[i], text[i + 1] if i + 1 < n else ""
-        if ch == "`" or (ch == "|" and not link_text):
+        if ch == "`":
             marks.add(i)
+        elif ch == "|":
+            if pipes and not link_text:
+                marks.add(i)
         elif ch == "\\":
             if nxt in ("", "\n") or nxt in _ASCII_PUNCT:  # before a line break: a hard break
                 marks.add(i)
@@ -110,7 +119,7 @@ def inline_marks(
         elif ch == "&":
             if _ENTITY.match(text, i):
                 marks.add(i)
-        elif link_text or (ch == "]" and nxt in ("", "(")):
+        elif link_text or (ch == "]" and nxt in ("", "(")):  # a bracket
             marks.add(i)
 
 

@@ -144,8 +144,16 @@ def _label(text: str, width: int = 24) -> list[str]:
     if line and len(lines) < 2:
         lines.append(line)
     if len(lines) == 2 and len(" ".join(words)) > len(" ".join(lines)):
-        lines[1] = lines[1][: width - 1] + "…"
-    return [ln[:width] for ln in lines]
+        lines[1] = _cut(lines[1][: width - 1]) + "…"
+    return [ln if len(ln) <= width else _cut(ln[:width]) for ln in lines]
+
+
+def _cut(piece: str) -> str:
+    """A cut never ends inside an address: "x@users.noreply.github.com" cut to "x@users.no"
+    would name another domain (the boundary scan would rightly flag it), so the cut moves
+    to before the "@"."""
+    last = piece.rsplit(" ", 1)[-1]
+    return piece[: len(piece) - len(last) + last.index("@")] if "@" in last else piece
 
 
 def _ports(g: dict[str, Any], pos: dict[str, tuple[float, float]]) -> dict[tuple[int, str], float]:

@@ -215,6 +215,8 @@ class GoalState:
     runs: dict[str, Run] = field(default_factory=dict)
     notes: dict[str, Note] = field(default_factory=dict)
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # redaction id → the governed correction (see loopx.state.redactions)
+    redactions: dict[str, dict[str, Any]] = field(default_factory=dict)
     # operation id → [op_hash, first seq, last seq, subject]: the idempotency index.
     operations: OpIndex = field(default_factory=lambda: OpIndex())
 

@@ -1,4 +1,10 @@
-"""Private content, addressed by sha256, kept only on this host under `.loopx/private/`."""
+"""Private content, addressed by sha256, kept only on this host under `.loopx/private/`.
+
+A blob is handed back only when it is what its name says: a regular file (no link followed,
+see `fsio`), at most `MAX_BLOB_BYTES`, whose sha256 is its name. Anything else — a swapped,
+linked, truncated, oversized or special file — is treated as absent, so the caller shows the
+"private content not on this host" marker and never foreign bytes.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from pathlib import Path
 from loopx.model.errors import InvalidInput
 from loopx.store import fsio
 
+MAX_BLOB_BYTES = 64 * 1024 * 1024
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -34,14 +41,19 @@ class BlobStore:
     def put(self, data: bytes) -> str:
         ref = blob_ref(data)
         path = self.path(ref)
-        if not path.exists():
+        if self.get(ref) is None:  # missing, or not what its name says: (re)write it
             fs = fsio.current()
             fs.makedirs(path.parent, sync=True)
             fs.write_atomic(path, data, sync=True)
         return ref
 
     def get(self, ref: str) -> bytes | None:
+        """The blob's bytes, or None when this host has no intact copy of it."""
+        path = self.path(ref)
         try:
-            return fsio.current().read_file(self.path(ref))
-        except FileNotFoundError:
+            data = fsio.current().read_file(path, limit=MAX_BLOB_BYTES)
+        except (FileNotFoundError, NotADirectoryError, fsio.UnsafePath, fsio.TooLarge):
             return None
+        if hashlib.sha256(data).hexdigest() != path.parent.name + path.name:
+            return None
+        return data

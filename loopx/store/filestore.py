@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,13 @@ from loopx.store.ledger import Cursor, Scan, cursor_holds, digest, scan
 LEDGER = "ledger.jsonl"
 LOCK = "lock"
 QUARANTINE = "quarantine"
-GITIGNORE = "# loopx: private content and caches never leave this machine\nprivate/\ncache/\n"
+GITIGNORE = (
+    "# loopx: private content, caches and quarantined ledger tails never leave this machine\n"
+    "private/\ncache/\ngoals/*/quarantine/\n"
+)
+# Written into each quarantine folder too, so projects created before the line above was
+# added never commit a quarantined tail (it may hold whatever the damaged bytes were).
+QUARANTINE_IGNORE = b"# loopx: quarantined ledger tails stay on this machine\n*\n"
 
 
 class FileWriter:
@@ -50,6 +57,7 @@ class FileStore:
     def __init__(self, root: Path | str):
         self.root = Path(root)
         self.state_dir = self.root / ".loopx"
+        fsio.confine(self.root)  # nothing under the project is reached through a link
         self.blobs = BlobStore(self.state_dir / "private" / "blobs")
 
     # -- layout -------------------------------------------------------------------------
@@ -76,18 +84,28 @@ class FileStore:
         return self.goal_dir(goal_id) / QUARANTINE
 
     def goal_ids(self) -> list[str]:
+        """Every goal with a non-empty ledger. A goal folder or ledger that is a link or a
+        special file is listed too (never followed), so reading it refuses it loudly."""
         goals = self.state_dir / "goals"
+        fs = fsio.current()
         with fsio.guard("list the goals"):
-            if not goals.is_dir():
+            if not fs.existing_dir(goals):
                 return []
-            return sorted(
-                p.name for p in goals.iterdir() if (p / LEDGER).is_file() and p.stat().st_size
-            )
+            return [
+                name
+                for name, kind in fs.listdir(goals)
+                if (kind == "dir" and self._listed(goals / name / LEDGER))
+                or (kind in ("link", "other") and not name.startswith("."))
+            ]
 
     def exists(self, goal_id: str) -> bool:
-        path = self.ledger_path(goal_id)
         with fsio.guard("read the ledger"):
-            return path.is_file() and path.stat().st_size > 0
+            return self._listed(self.ledger_path(goal_id))
+
+    @staticmethod
+    def _listed(ledger: Path) -> bool:
+        info = fsio.current().lstat(ledger)
+        return info is not None and (not stat.S_ISREG(info.st_mode) or info.st_size > 0)
 
     # -- reading ------------------------------------------------------------------------
 
@@ -210,6 +228,8 @@ class FileStore:
         damaged = fs.read_file(path, offset)
         qdir = self.quarantine_dir(goal_id)
         fs.makedirs(qdir, sync=True)
+        if not fs.is_file(qdir / ".gitignore"):
+            fs.write_atomic(qdir / ".gitignore", QUARANTINE_IGNORE, sync=True)
         # Named by offset and content: a repeat of the same repair (after a crash) rewrites
         # the same file; different bytes cut at the same offset never overwrite earlier ones.
         qpath = qdir / f"{offset:012d}-{digest(damaged)[:16]}.bin"

@@ -8,6 +8,14 @@ injected into a primitive is seen wherever it is used.
 
 `guard()` is the store boundary: it turns an `OSError` into a `StorageError` (`io_error`)
 that names the action and the errno, never the path or data.
+
+A checkout is untrusted input, so the primitives themselves enforce the file rules (one place,
+not per call): below a confined root (`confine()`: the project root, an import source) every
+folder is reached from the root by `dir_fd`-relative opens with `O_NOFOLLOW`, so no symlinked
+component is followed; the final component is opened with `O_NOFOLLOW | O_NONBLOCK` (a FIFO
+never blocks) and must be a regular file (or a folder, when `O_DIRECTORY` is asked for); a file
+opened for writing must have one link. Anything else is `unsafe_path`, raised before a byte is
+read or written. Every whole-file read has a size cap (`file_too_large`).
 """
 
 from __future__ import annotations
@@ -18,12 +26,151 @@ import ctypes.util
 import errno as errno_codes
 import fcntl
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from loopx.model.errors import StorageError
+from loopx.model.errors import StorageError, TooLarge, UnsafePath
+
+__all__ = ["MAX_READ", "FileSystem", "TooLarge", "UnsafePath", "confine", "current", "guard"]
 
 _CHUNK = 1 << 20
+# The default cap on one whole-file read: larger than any ledger, snapshot or blob loopx
+# writes in practice, small enough that a hostile file cannot exhaust memory.
+MAX_READ = 1 << 30
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_WRITING = os.O_WRONLY | os.O_RDWR
+
+
+_ROOTS: set[str] = set()
+
+
+def confine(root: Path | str) -> None:
+    """Treat `root` as a trust boundary: nothing below it is reached through a symlink.
+
+    Roots are process-wide and only ever added (a CLI call has one project and perhaps one
+    import source); a path is walked from the outermost root that holds it.
+    """
+    _ROOTS.add(os.path.abspath(root))
+
+
+def _anchor(full: str) -> str | None:
+    """The outermost confined root strictly above `full`, if any."""
+    found = None
+    current = full
+    while True:
+        parent = os.path.dirname(current)
+        if parent == current:
+            return found
+        if parent in _ROOTS:
+            found = parent
+        current = parent
+
+
+def _unsafe(full: str, why: str) -> UnsafePath:
+    anchor = _anchor(full)
+    shown = {"path": os.path.relpath(full, anchor)} if anchor else {}
+    return UnsafePath(f"refused to use a file: {why}", **shown)
+
+
+@contextlib.contextmanager
+def _parent(path: Path | str) -> Iterator[tuple[int | None, str]]:
+    """(a descriptor of the folder holding `path`, the final name): reached from the confined
+    root without following any link. Outside every root: (None, the absolute path), and only
+    the final component is guarded."""
+    full = os.path.abspath(path)
+    anchor = _anchor(full)
+    if anchor is None:
+        yield None, full
+        return
+    parts = os.path.relpath(full, anchor).split(os.sep)
+    fd = os.open(anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if len(parts) > 1 and (sub := _beneath(fd, "/".join(parts[:-1]), full)) is not None:
+            os.close(fd)
+            fd = sub
+        else:  # no openat2 (Linux < 5.6, other systems): one component at a time
+            for part in parts[:-1]:
+                try:
+                    sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as err:
+                    if err.errno in (errno_codes.ELOOP, errno_codes.ENOTDIR):
+                        raise _unsafe(full, _LINKED_FOLDER) from None
+                    raise
+                os.close(fd)
+                fd = sub
+        yield fd, parts[-1]
+    finally:
+        os.close(fd)
+
+
+_LINKED_FOLDER = "a folder on its path is a link or not a folder"
+_RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x04, 0x08
+_OPENAT2 = 437  # the same number on every Linux architecture
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+
+_SYSCALL: list[Callable[..., int] | None] = []
+
+
+def _beneath(folder: int, rel: str, full: str) -> int | None:
+    """The folder `rel` below descriptor `folder` in one openat2(2) call that refuses every
+    link on the way (RESOLVE_NO_SYMLINKS) and any way out (RESOLVE_BENEATH); None when the
+    kernel has no openat2."""
+    if not _SYSCALL:
+        call: Callable[..., int] | None = None
+        with contextlib.suppress(OSError, AttributeError, TypeError):
+            if os.uname().sysname == "Linux":
+                call = ctypes.CDLL(None, use_errno=True).syscall
+        _SYSCALL.append(call)
+    syscall = _SYSCALL[0]
+    if syscall is None:
+        return None
+    how = _OpenHow(
+        os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_BENEATH
+    )
+    fd = syscall(_OPENAT2, folder, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
+    if fd >= 0:
+        return int(fd)
+    code = ctypes.get_errno()
+    if code in (errno_codes.ENOSYS, errno_codes.EPERM):  # no openat2, or a seccomp filter
+        _SYSCALL[0] = None
+        return None
+    if code in (errno_codes.ELOOP, errno_codes.ENOTDIR, errno_codes.EXDEV):
+        raise _unsafe(full, _LINKED_FOLDER)
+    raise OSError(code, os.strerror(code))
+
+
+def check_opened(fd: int, flags: int, full: str) -> None:
+    """Refuse an opened descriptor that is not a regular file (or the folder asked for)."""
+    info = os.fstat(fd)
+    if flags & os.O_DIRECTORY:
+        ok = stat.S_ISDIR(info.st_mode)
+    else:
+        ok = stat.S_ISREG(info.st_mode) and not (flags & _WRITING and info.st_nlink > 1)
+    if not ok:
+        os.close(fd)
+        kind = _kind_name(info.st_mode, info.st_nlink)
+        raise _unsafe(full, f"it is {kind}, not a regular file")
+
+
+def _kind_name(mode: int, links: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISREG(mode) and links > 1:
+        return "a file with other hard links"
+    return "a special file"
 
 
 class FileSystem:
@@ -32,7 +179,38 @@ class FileSystem:
     # -- primitives: the only places that touch the OS -----------------------------------
 
     def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
-        return os.open(path, flags, mode)
+        """Open `path` under the file rules above: no link followed, regular files only."""
+        flags |= os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        with _parent(path) as (folder, name):
+            try:
+                fd = os.open(name, flags, mode, dir_fd=folder)
+            except OSError as err:
+                # ELOOP: the final component is a link; ENXIO: a FIFO with no reader.
+                if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):
+                    raise _unsafe(os.path.abspath(path), "it is a link or special file") from None
+                if err.errno == errno_codes.ENOTDIR and flags & os.O_DIRECTORY:
+                    raise _unsafe(os.path.abspath(path), "it is not a folder") from None
+                raise
+        check_opened(fd, flags, os.path.abspath(path))
+        return fd
+
+    def lstat(self, path: Path) -> os.stat_result | None:
+        """What `path` itself is (a link is not followed), or None when nothing is there."""
+        try:
+            with _parent(path) as (folder, name):
+                return os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def listdir(self, path: Path) -> list[tuple[str, str]]:
+        """The entries of folder `path` as sorted (name, kind) pairs, kind one of `file`,
+        `dir`, `link` or `other`; links are reported, never followed."""
+        fd = self.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with os.scandir(fd) as entries:
+                return sorted((e.name, _entry_kind(e)) for e in entries)
+        finally:
+            os.close(fd)
 
     def pread(self, fd: int, size: int, offset: int) -> bytes:
         return os.pread(fd, size, offset)
@@ -50,16 +228,25 @@ class FileSystem:
         os.ftruncate(fd, length)
 
     def replace(self, src: Path, dst: Path) -> None:
-        os.replace(src, dst)
+        if os.path.dirname(os.path.abspath(src)) == os.path.dirname(os.path.abspath(dst)):
+            with _parent(dst) as (folder, dst_name):  # one walk for a rename in place
+                src_name = os.path.abspath(src) if folder is None else os.path.basename(src)
+                os.replace(src_name, dst_name, src_dir_fd=folder, dst_dir_fd=folder)
+            return
+        with _parent(src) as (src_dir, src_name), _parent(dst) as (dst_dir, dst_name):
+            os.replace(src_name, dst_name, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
 
     def unlink(self, path: Path) -> None:
-        os.unlink(path)
+        with _parent(path) as (folder, name):
+            os.unlink(name, dir_fd=folder)
 
     def mkdir(self, path: Path) -> None:
-        os.mkdir(path, 0o755)
+        with _parent(path) as (folder, name):
+            os.mkdir(name, 0o755, dir_fd=folder)
 
     def rmdir(self, path: Path) -> None:
-        os.rmdir(path)
+        with _parent(path) as (folder, name):
+            os.rmdir(name, dir_fd=folder)
 
     def sync_all(self, path: Path) -> None:
         """Flush every unsynced write on the file system holding `path`: one call instead of
@@ -93,25 +280,33 @@ class FileSystem:
                 raise OSError(errno_codes.EIO, "write made no progress")
             pos += written
 
-    def read_from(self, fd: int, offset: int = 0) -> bytes:
-        """The bytes of an open file from `offset` to its end."""
+    def read_from(self, fd: int, offset: int = 0, *, limit: int = MAX_READ) -> bytes:
+        """The bytes of an open file from `offset` to its end; more than `limit` of them is
+        `file_too_large` (the size is checked first and again while reading, since a file
+        may grow)."""
         chunks: list[bytes] = []
         # One read of the whole rest (a 7 MB snapshot in one call, not seven and a join),
         # then chunks for whatever a concurrent append added meanwhile.
-        size = max(self.size(fd) - offset, _CHUNK)
+        rest = self.size(fd) - offset
+        if rest > limit:
+            raise _too_large(limit)
+        size, total = max(rest, _CHUNK), 0
         while True:
-            chunk = self.pread(fd, size, offset)
+            chunk = self.pread(fd, min(size, limit + 1 - total), offset)
             size = _CHUNK
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)
             offset += len(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise _too_large(limit)
 
-    def read_file(self, path: Path, offset: int = 0) -> bytes:
-        """The bytes of `path` from `offset` to its end."""
+    def read_file(self, path: Path, offset: int = 0, *, limit: int = MAX_READ) -> bytes:
+        """The bytes of regular file `path` from `offset` to its end, at most `limit`."""
         fd = self.open(path, os.O_RDONLY)
         try:
-            return self.read_from(fd, offset)
+            return self.read_from(fd, offset, limit=limit)
         finally:
             self.close(fd)
 
@@ -124,23 +319,36 @@ class FileSystem:
             with contextlib.suppress(OSError):  # nothing was written through this descriptor
                 self.close(fd)
 
+    def is_dir(self, path: Path) -> bool:
+        """`path` is a folder itself (not a link to one); a linked folder on the way is
+        `unsafe_path`."""
+        info = self.lstat(path)
+        return info is not None and stat.S_ISDIR(info.st_mode)
+
+    def is_file(self, path: Path) -> bool:
+        """`path` is a regular file itself (not a link to one)."""
+        info = self.lstat(path)
+        return info is not None and stat.S_ISREG(info.st_mode)
+
     def makedirs(self, path: Path, *, sync: bool = False) -> None:
-        """Create `path` and missing parents; with `sync`, make each new entry durable."""
-        if path.is_dir():
+        """Create `path` and missing parents; with `sync`, make each new entry durable.
+        A link where a folder belongs is `unsafe_path`, never followed."""
+        if self.existing_dir(path):
             return
         self.makedirs(path.parent, sync=sync)
         try:
             self.mkdir(path)
         except FileExistsError:
-            if not path.is_dir():
+            if not self.existing_dir(path):
                 raise
             return
         if sync:
             self.sync_dir(path.parent)
 
     def remove_tree(self, path: Path) -> None:
-        """Delete a folder and everything in it (missing entries are not an error)."""
-        if not path.is_dir():
+        """Delete a folder and everything in it (missing entries are not an error); a link
+        in its place is not followed."""
+        if not self.is_dir(path):
             return
         for folder, dirs, files in os.walk(path, topdown=False):
             base = Path(folder)
@@ -180,6 +388,17 @@ class FileSystem:
         if sync:
             self.sync_dir(path.parent)
 
+    def existing_dir(self, path: Path) -> bool:
+        """True for a folder, False when nothing is there; anything else (a link, a file)
+        is `unsafe_path`."""
+        info = self.lstat(path)
+        if info is None or stat.S_ISDIR(info.st_mode):
+            return info is not None
+        full = os.path.abspath(path)
+        if _anchor(full) is None and os.path.isdir(full):
+            return True  # above every confined root (say /tmp on a system where it is a link)
+        raise _unsafe(full, f"it is {_kind_name(info.st_mode, 1)} where a folder belongs")
+
     @contextlib.contextmanager
     def locked(self, path: Path, *, shared: bool = False) -> Iterator[None]:
         """Hold an advisory lock on `path` (exclusive unless `shared`); the OS drops it if the
@@ -193,6 +412,18 @@ class FileSystem:
             # must not turn a finished, durable write into a failure.
             with contextlib.suppress(OSError):
                 self.close(fd)
+
+
+def _entry_kind(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return "link"
+    if entry.is_dir(follow_symlinks=False):
+        return "dir"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"
+
+
+def _too_large(limit: int) -> TooLarge:
+    return TooLarge(f"refused to read a file larger than the limit of {limit} bytes", limit=limit)
 
 
 _SYNCFS: list[Callable[[int], int] | None] = []
@@ -236,3 +467,117 @@ def guard(action: str) -> Iterator[None]:
             action=action,
             errno=name,
         ) from err
+
+
+# == Output side (issue 12, part B): files loopx writes into folders it does not own ==========
+# Build folders, publish folders and workbench files may sit in an untrusted checkout: these
+# helpers never follow a symbolic link and never open anything but a regular file. The rules
+# that use them (what may be written, overwritten or deleted) live in `loopx.build.outdir`.
+
+NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def kind(path: Path) -> str:
+    """`missing`, `file`, `dir`, `link` or `other` (FIFO, socket, device), by `lstat`."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    if stat.S_ISLNK(mode):
+        return "link"
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "other"
+
+
+def read_regular(path: Path, cap: int) -> bytes | None:
+    """The bytes of `path` if it is a regular file of at most `cap` bytes, reached without
+    following a link at its last component; None otherwise (missing, a link, a FIFO, a folder,
+    too big). Opened non-blocking, so a FIFO planted in its place can never hang the read."""
+    import stat
+
+    fs = current()
+    try:
+        fd = fs.open(path, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePath):
+        return None  # UnsafePath: `open` itself refused a link, a FIFO or a folder
+    except OSError as err:
+        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):  # a link; a FIFO's far end
+            return None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            return None
+        data = fs.read_from(fd)
+        return data if len(data) <= cap else None
+    finally:
+        fs.close(fd)
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Create `path` (it must not exist: never through a planted link or file) with `data`."""
+    fs = current()
+    fd = fs.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
+    try:
+        fs.write_all(fd, data)
+    finally:
+        fs.close(fd)
+
+
+@contextlib.contextmanager
+def locked_nofollow(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on the lock file `path`, never opened through a link."""
+    fs = current()
+    fd = fs.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644)
+    try:
+        fs.lock(fd)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fs.close(fd)
+
+
+def write_atomic_nofollow(path: Path, data: bytes) -> None:
+    """`write_atomic` for a folder loopx does not own: the temporary file is created new
+    (`O_EXCL`, `O_NOFOLLOW`), so a link planted under its name is removed, never written
+    through; the rename replaces a link at `path` itself rather than following it."""
+    fs = current()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if kind(tmp) != "missing":
+        fs.unlink(tmp)
+    try:
+        write_new(tmp, data)
+        fs.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.unlink(tmp)
+        raise
+
+
+def read_regular_at(dir_fd: int, name: str, cap: int) -> bytes | None:
+    """`read_regular` of the entry `name` of the folder open as `dir_fd` (no path lookup
+    beyond that one name, no link followed)."""
+    import stat
+
+    fs = current()
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW, dir_fd=dir_fd)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as err:
+        if err.errno in (errno_codes.ELOOP, errno_codes.ENXIO):
+            return None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
+            return None
+        data = fs.read_from(fd)
+        return data if len(data) <= cap else None
+    finally:
+        os.close(fd)

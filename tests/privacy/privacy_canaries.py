@@ -196,6 +196,16 @@ def credential_canaries() -> list[Canary]:
         base64.b64encode(b"deploy:" + g.mixed(13).encode()).decode(),
         "Authorization: Basic {}",
     )
+    add("url-token-user", g.chars(40, HEX), "git clone https://{}@github.com/org/repo.git")
+    add("url-token-user", g.mixed(32), "remote https://{}@gitlab.corp.example/org/app.git")
+    add(
+        "url-password",
+        g.mixed(10) + "/" + g.mixed(6),
+        "postgresql://deploy:{}@db.corp.example/prod",
+    )
+    add("password-assignment", "#" + g.mixed(19), 'password = "{}"')
+    add("password-assignment", "ZmAHGBDtcGcwTSvOQOsB", 'password = "{}"')
+    add("gitlab-token", "gl" + "pat-" + "BwNWujhYhjUs__RY_zrJ")
     return out
 
 

@@ -3,9 +3,11 @@
 For each command group (every entry of `loopx.cli.main.COMMANDS` but `serve`, which runs
 until stopped) the fuzzer reads the click parameters of each subcommand and generates
 values for them: known ids of the demo project, random and hostile text (empty, blank,
-control characters, lone surrogates, 25,000 characters, option-like strings), integers in and
-out of range, and files (empty, binary, deeply nested JSON, over 1 MiB, a folder, a missing
-path).
+control characters, lone surrogates and random bytes that are not UTF-8, 25,000 characters,
+option-like strings), integers in and out of range (up to 10**40: around 2**53, past 64
+bits), and files (empty, binary, deeply nested JSON, over 1 MiB, a folder, a missing path);
+one run in seven also sets `LOOPX_NOW` to a date at the edge of time (year 1, 9999, invalid
+days).
 Every invocation must:
 
 - exit with a documented code: 0, 2, 3, 4, 5, 6 or 7 (1 is "internal error", a bug);
@@ -30,6 +32,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -199,8 +202,12 @@ HOSTILE: st.SearchStrategy[str] = st.one_of(
             "{}",
             "sha256:" + "0" * 64,
             "A" * 65,
+            "18446744073709551616",
+            "99999999999999999999999",
         ]
     ),
+    # argv bytes that are not UTF-8 reach Python as lone surrogates (surrogateescape)
+    st.binary(min_size=1, max_size=12).map(lambda b: b.decode("utf-8", "surrogateescape")),
     st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, max_size=12),
     st.integers(-(10**12), 10**12).map(str),
     st.sampled_from(_LONG),
@@ -226,7 +233,11 @@ def _value_for(world: World, param: click.Parameter) -> st.SearchStrategy[str]:
     if isinstance(kind, click.types._NumberRangeBase | click.types.IntParamType):
         return st.one_of(
             st.integers(-5, 5000).map(str),
-            st.sampled_from(["0", "1", "-1", str(2**63), "1e3", "abc", "", "4.5"]),
+            st.sampled_from(["0", "1", "-1", str(2**63), "1e3", "1e23", "abc", "", "4.5"]),
+            # huge: around the 2**53 cap, past 64 bits, and far past
+            st.integers(2**53 - 3, 2**53 + 3).map(str),
+            st.integers(2**63 - 2, 2**64 + 2).map(str),
+            st.integers(10**20, 10**40).map(str),
         )
     if isinstance(kind, click.types.FloatParamType):
         return st.sampled_from(["0", "0.1", "-1", "nan", "inf", "x"])
@@ -257,12 +268,41 @@ def _value_for(world: World, param: click.Parameter) -> st.SearchStrategy[str]:
     return HOSTILE
 
 
+# Clocks at the edges of what a timestamp can hold (LOOPX_NOW), and past them.
+EXTREME_NOW = st.one_of(
+    st.sampled_from(
+        [
+            "9999-12-31T23:00:00Z",
+            "9999-12-31T23:59:59Z",
+            "8999-12-31T23:59:59Z",
+            "9000-01-01T00:00:00Z",
+            "0001-01-01T00:00:00Z",
+            "0999-12-31T23:59:59Z",
+            "1000-01-01T00:00:00Z",
+            "1970-01-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-03-01T24:00:00Z",
+        ]
+    ),
+    st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)).map(
+        lambda d: f"{d.year:04d}-{d:%m-%dT%H:%M:%S}Z"
+    ),
+)
+
+
 def _chance(draw: st.DrawFn, percent: int) -> bool:
     return draw(st.integers(0, 99)) < percent
 
 
 @st.composite
-def invocation(draw: st.DrawFn, world: World, group: str) -> list[str]:
+def invocation(draw: st.DrawFn, world: World, group: str) -> tuple[list[str], str | None]:
+    """(arguments, a LOOPX_NOW at the edge of time, or None for the usual pinned clock)."""
+    now = draw(EXTREME_NOW) if _chance(draw, 15) else None
+    return draw(_arguments(world, group)), now
+
+
+@st.composite
+def _arguments(draw: st.DrawFn, world: World, group: str) -> list[str]:
     path, cmd = draw(st.sampled_from(commands(group)))
     args = list(path)
     positional: list[str] = []
@@ -301,10 +341,13 @@ def _wants_json(args: list[str]) -> bool:
     )
 
 
-def check(world: World, args: list[str]) -> None:
+def check(world: World, args: list[str], now: str | None = None) -> None:
     before = world.ledgers()
-    out = run_cli(args, cwd=world.base)
-    shown = f"loopx {' '.join(args)[:400]!r}\nexit {out.exit_code}\n{out.stdout[:2000]}{out.stderr}"
+    out = run_cli(args, cwd=world.base, env={"LOOPX_NOW": now} if now else None)
+    shown = (
+        f"LOOPX_NOW={now} loopx {' '.join(args)[:400]!r}\nexit {out.exit_code}\n"
+        f"{out.stdout[:2000]}{out.stderr}"
+    )
     assert out.exit_code in DOCUMENTED_EXITS, shown
     assert "Traceback" not in out.stdout + out.stderr, shown
     if out.exit_code == 0:
@@ -345,7 +388,7 @@ def test_hostile_arguments_never_break_the_cli_or_the_ledger(
             suppress_health_check=list(HealthCheck),
         )
         @given(invocation(world, group))
-        def fuzz(args: list[str]) -> None:
-            check(world, args)
+        def fuzz(call: tuple[list[str], str | None]) -> None:
+            check(world, *call)
 
         fuzz()

@@ -1,0 +1,71 @@
+"""Which non-public strings are distinctive enough to forbid in public output.
+
+The boundary scan forbids the exact text of every team and private fact. A string that is
+short, common or already said publicly cannot be told apart from public text that happens to
+contain it, so forbidding it only cries wolf (a team todo "Release 2.4.1" against a public
+"Release 2.4.1: fix the crash"; a private todo called ``refactor``). The rule:
+
+- a text is distinctive when it holds at least `MIN_TEXT` characters and either two words or
+  at least `MIN_WORD` characters in one (a hash, a path, a long identifier);
+- an id is distinctive when it holds a digit or a ``-``/``_`` separator, or at least `MIN_WORD`
+  characters: ``todo-17`` and ``vendor_deal`` are, ``refactor`` is not;
+- a string that occurs inside a public text of the same ledger is already public: not forbidden.
+
+What is not forbidden by exact match is still scanned by the rules (credentials, addresses).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import ahocorasick_rs
+
+MIN_TEXT = 12
+MIN_WORD = 16
+
+
+def distinctive_text(text: str) -> bool:
+    stripped = text.strip()
+    size = len(stripped)
+    if size >= MIN_WORD:
+        return True
+    return size >= MIN_TEXT and len(stripped.split(None, 1)) == 2  # two words
+
+
+def distinctive_id(value: str) -> bool:
+    return len(value) >= MIN_WORD or any(c.isdigit() or c in "-_" for c in value)
+
+
+_HASH = re.compile(r"(?:sha256:)?[0-9a-f]{64}")
+
+
+def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
+    """The `strings` that occur inside any of `texts` (one Aho-Corasick pass).
+
+    Cheap filters first, so the automaton holds only strings that can occur: a string of three
+    or more words occurs in a text only if its inner words are whole words of it; loopx's own
+    blob hashes are never public text (and must stay forbidden)."""
+    texts = list(texts)
+    words: set[str] = set()
+    for text in texts:
+        words.update(text.split())
+    patterns = []
+    for candidate in set(strings):
+        if len(candidate) in (64, 71) and _HASH.fullmatch(candidate):
+            continue
+        if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
+            continue
+        patterns.append(candidate)
+    patterns.sort()
+    haystack = "\x00".join(texts)
+    if not patterns or not haystack:
+        return set()
+    automaton = ahocorasick_rs.AhoCorasick(
+        patterns, implementation=ahocorasick_rs.Implementation.ContiguousNFA
+    )
+    try:
+        hits = automaton.find_matches_as_indexes(haystack, overlapping=True)
+    except UnicodeEncodeError:  # a lone surrogate somewhere: fall back to plain search
+        return {p for p in patterns if p in haystack}
+    return {patterns[index] for index, _, _ in hits}
