@@ -10,11 +10,11 @@ from pathlib import Path
 
 import feedparser
 import pytest
-from conftest import run_cli
 
 from loopx.build.boundary import Forbidden, scan_public
 from loopx.build.pipeline import make_site
 from loopx.build.validate import problems
+from tests.conftest import run_cli
 
 T = "2026-04-01T10:00:00Z"
 

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import T0, run_cli
 
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
 from loopx.store.config import CONFIG_CAP, load_config
+from tests.conftest import T0, run_cli
 
 FULL = """
 [site]

@@ -9,7 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+
+from tests.conftest import run_cli
 
 REV = "0f1e2d3c4b5a69788796a5b4c3d2e1f001234567"
 CONFIG = """
