@@ -8,8 +8,6 @@ Python 3.10)."""
 
 from __future__ import annotations
 
-import errno
-import os
 import re
 import stat
 import sys
@@ -35,29 +33,22 @@ def _invalid(source: str, why: str) -> InvalidInput:
 
 
 def _read(path: Path) -> bytes | None:
-    """The bytes of `path`, None when it does not exist."""
+    """The bytes of `path`, None when it does not exist. What is there is looked at without
+    following a link, then read through fsio's rules (no link, regular file, capped)."""
     source = path.name
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise _invalid(source, "is a symlink (loopx reads only a regular file)") from None
-        with fsio.guard(f"read {source}"):
-            raise
-    try:
-        info = os.fstat(fd)
+    with fsio.guard(f"read {source}"):
+        info = fsio.current().lstat(path)
+        if info is None:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            raise _invalid(source, "is a symlink (loopx reads only a regular file)")
         if not stat.S_ISREG(info.st_mode):
             raise _invalid(source, "is not a regular file")
         if info.st_size > CONFIG_CAP:
             raise _invalid(source, f"is larger than the limit of {CONFIG_CAP} bytes")
-        with fsio.guard(f"read {source}"):
-            data = fsio.current().pread(fd, CONFIG_CAP + 1, 0)
-    finally:
-        os.close(fd)
-    if len(data) > CONFIG_CAP:  # grew while we read it
-        raise _invalid(source, f"is larger than the limit of {CONFIG_CAP} bytes")
+        data = fsio.read_regular(path, CONFIG_CAP)
+    if data is None:  # replaced or grown between the look and the read
+        raise _invalid(source, "changed while loopx read it; try again")
     return data
 
 
