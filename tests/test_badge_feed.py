@@ -171,3 +171,23 @@ def test_the_search_index_lists_what_the_audience_sees(root: Path) -> None:
     index = (site / "public/index.html").read_text()
     assert '<div id="search" class="search" role="search" hidden>' in index
     assert '<script src="search.js" defer></script>' in index
+
+
+def test_the_demo_readme_shows_badges_that_its_build_writes(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    assert run_cli(["demo", str(demo)]).exit_code == 0
+    readme = (demo / "README.md").read_text("utf-8")
+    assert run_cli(["build", "--root", str(demo), "--out", str(demo / "site")]).exit_code == 0
+    badges = [line for line in readme.splitlines() if line.startswith("[![")]
+    assert len(badges) == 2
+    for line in badges:
+        image, page = line.split("](", 1)[1].split(")", 1)[0], line.rsplit("(", 1)[1][:-1]
+        assert (demo / image).is_file() and (demo / image).read_bytes().startswith(b"<svg")
+        assert (demo / page).is_file()
+    # A second run and a user's own files: nothing of theirs is replaced.
+    (demo / "README.md").write_text("# my notes\n")
+    (demo / "loopx.toml").unlink()
+    (demo / "loopx.toml").symlink_to(tmp_path / "elsewhere.toml")
+    assert run_cli(["demo", str(demo)]).exit_code == 0
+    assert (demo / "README.md").read_text() == "# my notes\n"
+    assert (demo / "loopx.toml").is_symlink() and not (tmp_path / "elsewhere.toml").exists()

@@ -6,6 +6,7 @@ machine and a second run replays instead of appending.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +86,28 @@ url = "https://github.com/loopx-dev/loopx"
 """
 
 
+DEMO_README = """\
+# loopx demo
+
+[![loopx demo status](site/public/badge.svg)](site/public/index.html)
+[![launch](site/public/goals/launch/badge.svg)](site/public/goals/launch/index.html)
+
+A project made by `loopx demo`: four goals with dependencies, gates, evidence, runs, claims and
+a handoff. The badges above are the public status of the project and of its `launch` goal, as a
+maintainer would show them in a README. Build the pages they link to from this folder with
+`loopx build --out site`, then open `site/public/index.html`.
+"""
+
+
 def _config(directory: Path) -> None:
-    """A `loopx.toml` naming the demo's pages and repository."""
+    """A `loopx.toml` naming the demo's pages and repository, and a README that shows its
+    badges; each written only where no such file is yet (a user's own is never replaced)."""
     from loopx.store import fsio
     from loopx.store.config import CONFIG_FILE
 
-    with fsio.guard("write the demo configuration"):
-        fsio.current().write_atomic(Path(directory) / CONFIG_FILE, DEMO_CONFIG.encode())
+    for name, text in ((CONFIG_FILE, DEMO_CONFIG), ("README.md", DEMO_README)):
+        with fsio.guard("write the demo files"), contextlib.suppress(FileExistsError):
+            fsio.write_new(Path(directory) / name, text.encode())
 
 
 def _check_goals_free(store: Store) -> None:
