@@ -66,6 +66,13 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
                 + ", ".join(t["todo_id"] for t in g["frontier"])
                 + (f" (+{more} more)" if more else "")
             )
+        for item in g["monitors"]["due"]:
+            lines.append(
+                f"  due: {item['todo_id']} watching {item['watch']} (since {item['next_at']})"
+            )
+        wake = g["monitors"]["next_wake"]
+        if wake:
+            lines.append(f"  next wake: {wake['at']} ({wake['todo_id']})")
         for gate in g["gates"]:
             lines.append(
                 f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
@@ -157,6 +164,7 @@ def next_cmd(
         lines = [f"ready ({data['frontier_total']}):"]
         lines += [
             f"  {t['todo_id']:<20} p{t['priority']} {t['role']:<5} {t['title']}"
+            + (f"  (monitor due: {t['monitor']['watch']})" if "monitor" in t else "")
             for t in data["frontier"]
         ] or ["  nothing is ready"]
         if explain:
@@ -181,4 +189,6 @@ def _reason(r: dict[str, Any]) -> str:
         return f"claimed by {r['agent_id']} until {r['lease_expires_at']}"
     if code == "todo_blocked":
         return "blocked"
+    if code == "monitor_not_due":
+        return f"monitor, next wake {r['next_at']}"
     return code

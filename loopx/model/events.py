@@ -66,6 +66,26 @@ class AgentRegistered(_Data):
     kind: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
 
 
+class Backoff(_Data):
+    """When a monitor looks again after an observation that found nothing new: `fixed` waits
+    `seconds` every time; `exponential` doubles the wait after each such observation, up to
+    `cap` seconds."""
+
+    kind: Literal["fixed", "exponential"] = "fixed"
+    seconds: int = Field(ge=1, le=30 * 86400)
+    cap: int | None = Field(default=None, ge=1, le=365 * 86400)
+
+
+class MonitorSpec(_Data):
+    """What a monitor todo watches (a typed ref: `ci:`, `pr:`, `url:` or free text), when it
+    is first due, and how its next wake moves."""
+
+    watch: Text
+    watch_kind: Literal["ci", "pr", "url", "text"]
+    next_at: Timestamp
+    backoff: Backoff
+
+
 class TodoAdded(_Data):
     todo_id: Id
     title: Text
@@ -75,6 +95,7 @@ class TodoAdded(_Data):
     depends_on: list[Id] = Field(default_factory=list, max_length=1000)
     acceptance: Body | None = None
     predecessor: Id | None = None
+    monitor: MonitorSpec | None = None
 
 
 class TodoUpdated(_Data):
@@ -168,6 +189,20 @@ class NoteAdded(_Data):
     todo_id: Id | None = None
 
 
+class MonitorObserved(_Data):
+    """One observation of a monitor, recorded as evidence (`evidence_id`, appended by the same
+    operation). `unchanged` and `failed` move the next wake to `next_at` (by the backoff);
+    `changed` names the transition the same operation appends: the monitor completes, is
+    blocked, or completes with a new successor todo."""
+
+    todo_id: Id
+    result: Literal["unchanged", "changed", "failed"]
+    evidence_id: Id
+    next_at: Timestamp | None = None
+    transition: Literal["complete", "block", "successor"] | None = None
+    successor: Id | None = None
+
+
 #: The text fields a `field.redacted` event may blank, per kind of entity.
 REDACTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     "goal": ("title", "objective", "acceptance", "reason", "repository"),
@@ -228,6 +263,7 @@ EVENT_MODELS: dict[str, type[_Data]] = {
     "quota.set": QuotaSet,
     "note.added": NoteAdded,
     "field.redacted": FieldRedacted,
+    "monitor.observed": MonitorObserved,
 }
 
 

@@ -36,6 +36,8 @@ class Todo:
     updated_at: str = ""
     closed_at: str | None = None
     revision: int = 0
+    # A monitor's watch, backoff, next wake and observation record (see loopx.state.monitors).
+    monitor: dict[str, Any] | None = None
 
     @property
     def is_open(self) -> bool:

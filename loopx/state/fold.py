@@ -159,6 +159,7 @@ def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
         predecessor=data.get("predecessor"),
         created_seq=event["seq"],
         created_at=event["recorded_at"],
+        monitor=_monitors.new_record(data["monitor"]) if "monitor" in data else None,
     )
     _touch(todo, event)
     state.todos[todo.todo_id] = todo
@@ -335,4 +336,5 @@ def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
 
 
 from loopx.state import handoff as _handoff  # noqa: E402,F401  (registers handlers)
+from loopx.state import monitors as _monitors  # noqa: E402  (registers handlers)
 from loopx.state import redactions as _redactions  # noqa: E402,F401  (registers handlers)

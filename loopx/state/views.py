@@ -11,6 +11,7 @@ from typing import Any
 
 from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo
 from loopx.state.frontier import attention, frontier, lease_live, readiness
+from loopx.state.monitors import due, next_wake, waiting_monitor
 
 TextFn = Callable[[Any], Any]
 
@@ -57,7 +58,42 @@ def todo_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any
             out[name] = value
     if todo.evidence_ids:
         out["evidence_ids"] = todo.evidence_ids
+    if todo.monitor is not None:
+        out["monitor"] = monitor_view(todo, text, now)
     return out
+
+
+def monitor_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any]:
+    """A monitor's watch, backoff, next wake and last observation (`due` when `now` is given)."""
+    record = todo.monitor or {}
+    out = {
+        "watch": text(record["watch"]),
+        "watch_kind": record["watch_kind"],
+        "backoff": record["backoff"],
+        "next_at": record["next_at"],
+        "observations": record["observations"],
+        "last_result": record["last_result"],
+        "last_observed_at": record["last_observed_at"],
+        "last_evidence_id": record["last_evidence_id"],
+    }
+    if now is not None:
+        out["due"] = waiting_monitor(todo) and record["next_at"] <= now
+    return out
+
+
+def wake_view(state: GoalState, now: str, text: TextFn) -> dict[str, Any]:
+    """What of one goal is due at `now` (monitors to observe) and when the next thing is."""
+    upcoming = next_wake(state, now)
+    return {
+        "goal_id": state.goal_id,
+        "due": [
+            {"todo_id": t.todo_id, "title": text(t.title), **monitor_view(t, text, now)}
+            for t in due(state, now)
+        ],
+        "next_wake": None
+        if upcoming is None
+        else {"at": upcoming.monitor["next_at"], "todo_id": upcoming.todo_id},  # type: ignore[index]
+    }
 
 
 def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
@@ -191,6 +227,7 @@ def status_view(state: GoalState, now: str, text: TextFn, *, limit: int = 20) ->
             for t in leases
         ],
         "quota": quota_view(state),
+        "monitors": {k: v for k, v in wake_view(state, now, text).items() if k != "goal_id"},
     }
 
 
