@@ -35,7 +35,18 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "goal.created": {"title": "T", "objective": BLOB, "acceptance": ["A", BLOB]},
     "goal.closed": {"outcome": "achieved", "reason": "Done"},
     "agent.registered": {"agent_id": "agent-a", "name": "A", "kind": "coding-agent"},
-    "todo.added": {"todo_id": "t1", "title": "T", "depends_on": ["t0"], "priority": 0},
+    "todo.added": {
+        "todo_id": "t1",
+        "title": "T",
+        "depends_on": ["t0"],
+        "priority": 0,
+        "monitor": {
+            "watch": "ci:run/42",
+            "watch_kind": "ci",
+            "next_at": "2026-01-01T00:00:00Z",
+            "backoff": {"kind": "exponential", "seconds": 60, "cap": 600},
+        },
+    },
     "todo.updated": {"todo_id": "t1", "title": BLOB, "priority": 4, "role": "user"},
     "todo.claimed": {
         "todo_id": "t1",
@@ -77,6 +88,12 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "entity_id": "gate-1",
         "field": "question",
         "reason": "a host name in a public question",
+    },
+    "monitor.observed": {
+        "todo_id": "t1",
+        "result": "unchanged",
+        "evidence_id": "ev-1",
+        "next_at": "2026-01-01T00:10:00Z",
     },
     "handoff.prepared": {
         "handoff_id": "h1",
