@@ -70,6 +70,11 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
             lines.append(
                 f"  due: {item['todo_id']} watching {item['watch']} (since {item['next_at']})"
             )
+        for t in g["open_turns"]:
+            lines.append(
+                f"  open turn {t['turn_id']} on {t['todo_id']} by {t['agent_id']}: "
+                f"at {t['phase']} for {t['age_seconds']}s (loopx turn resume)"
+            )
         wake = g["monitors"]["next_wake"]
         if wake:
             lines.append(f"  next wake: {wake['at']} ({wake['todo_id']})")

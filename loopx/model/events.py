@@ -203,6 +203,34 @@ class MonitorObserved(_Data):
     successor: Id | None = None
 
 
+TURN_PHASES = ("claim", "execute", "validate", "write_back", "spend", "settle")
+
+
+class TurnBegun(_Data):
+    """A turn journal entry opens (phase `claim`): progress, never authority."""
+
+    turn_id: Id
+    todo_id: Id
+    agent_id: Id
+    session_id: Id
+
+
+class TurnPhased(_Data):
+    """A turn reached a phase; `ref` names what it touched (a pushed branch, a test log)."""
+
+    turn_id: Id
+    phase: Literal["execute", "validate", "write_back"]
+    session_id: Id
+    ref: Text | None = None
+
+
+class TurnSettled(_Data):
+    """The turn is settled into `run_id` (appended by the same operation, with its quota)."""
+
+    turn_id: Id
+    run_id: Id
+
+
 #: The text fields a `field.redacted` event may blank, per kind of entity.
 REDACTABLE_FIELDS: dict[str, tuple[str, ...]] = {
     "goal": ("title", "objective", "acceptance", "reason", "repository"),
@@ -264,6 +292,9 @@ EVENT_MODELS: dict[str, type[_Data]] = {
     "note.added": NoteAdded,
     "field.redacted": FieldRedacted,
     "monitor.observed": MonitorObserved,
+    "turn.begun": TurnBegun,
+    "turn.phased": TurnPhased,
+    "turn.settled": TurnSettled,
 }
 
 

@@ -16,12 +16,21 @@ from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
 HANDLERS: dict[str, Handler] = {}
-# Events that only extend a lease: they leave `GoalState.changed_at` where it was.
-HEARTBEATS = frozenset({"todo.renewed"})
+# Events that change no goal truth (a lease extension, turn journal progress): they leave
+# `GoalState.changed_at` where it was.
+HEARTBEATS = frozenset({"todo.renewed", "turn.begun", "turn.phased"})
 # What an operation created or changed, reported in its receipt: the id named after the
 # event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
 # the first of these keys present.
-SUBJECT_KEYS = ("todo_id", "gate_id", "evidence_id", "run_id", "note_id", "handoff_id", "agent_id")
+SUBJECT_KEYS = (
+    "todo_id",
+    "gate_id",
+    "evidence_id",
+    "run_id",
+    "note_id",
+    "handoff_id",
+    "agent_id",
+)
 
 
 _OWN_KEYS: dict[str, str] = {}  # event type → the id key named after its noun (a cache)
@@ -338,3 +347,4 @@ def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
 from loopx.state import handoff as _handoff  # noqa: E402,F401  (registers handlers)
 from loopx.state import monitors as _monitors  # noqa: E402  (registers handlers)
 from loopx.state import redactions as _redactions  # noqa: E402,F401  (registers handlers)
+from loopx.state import turns as _turns  # noqa: E402,F401  (registers handlers)

@@ -12,6 +12,7 @@ from typing import Any
 from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo
 from loopx.state.frontier import attention, frontier, lease_live, readiness
 from loopx.state.monitors import due, next_wake, waiting_monitor
+from loopx.state.turns import RESUME_ADVICE, open_turns
 
 TextFn = Callable[[Any], Any]
 
@@ -78,6 +79,35 @@ def monitor_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, 
     }
     if now is not None:
         out["due"] = waiting_monitor(todo) and record["next_at"] <= now
+    return out
+
+
+def _seconds_between(earlier: str, later: str) -> int:
+    from datetime import datetime
+
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    try:
+        gap = datetime.strptime(later, fmt) - datetime.strptime(earlier, fmt)
+    except ValueError:
+        return 0
+    return max(int(gap.total_seconds()), 0)
+
+
+def turn_view(turn: dict[str, Any], now: str, text: TextFn) -> dict[str, Any]:
+    """A turn journal entry: its phases, the last one's age at `now`, and, while it is open,
+    what the next executor must re-inspect before continuing."""
+    out = {
+        key: turn[key]
+        for key in ("turn_id", "todo_id", "agent_id", "session_id", "status", "phase", "run_id")
+    }
+    out["begun_at"], out["updated_at"] = turn["begun_at"], turn["updated_at"]
+    out["phases"] = [
+        {**p, "ref": text(p["ref"])} if p.get("ref") is not None else dict(p)
+        for p in turn["phases"]
+    ]
+    out["age_seconds"] = _seconds_between(turn["updated_at"], now)
+    if turn["status"] == "open":
+        out["resume"] = RESUME_ADVICE.get(turn["phase"], "")
     return out
 
 
@@ -228,6 +258,7 @@ def status_view(state: GoalState, now: str, text: TextFn, *, limit: int = 20) ->
         ],
         "quota": quota_view(state),
         "monitors": {k: v for k, v in wake_view(state, now, text).items() if k != "goal_id"},
+        "open_turns": [turn_view(t, now, text) for t in open_turns(state)],
     }
 
 
