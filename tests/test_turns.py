@@ -263,3 +263,44 @@ def test_sigkill_in_the_middle_of_settling_spends_at_most_once(tmp_path: Path) -
     assert state.quota_spent == rounds and len(state.runs) == rounds
     assert all(t["status"] == "settled" for t in state.turns.values())
     assert FileStore(root).verify(G).ok
+
+
+def test_prime_and_the_handoff_digest_name_the_open_turn_and_what_to_re_inspect(
+    tmp_path: Path,
+) -> None:
+    from tests.conftest import run_cli
+
+    root = tmp_path / "proj"
+    store = FileStore(root)
+    store.init()
+    ctx = make_ctx(store)
+    goals.create_goal(ctx, G, title="Ship", objective="Ship it")
+    todos.add_todo(ctx, G, title="Add --format json", todo_id="json")
+    todos.claim_todo(ctx, G, "json")
+    turns.begin_turn(ctx, G, "json")
+    turns.record_phase(ctx, G, "turn-1", phase="write_back", ref="pushed origin/json")
+    handoff.prepare_handoff(ctx, G, "json", note={"work_summary": "pushed, not yet recorded"})
+
+    def cli(*args: str) -> Any:
+        return run_cli([*args, "--root", str(root)], env={"LOOPX_NOW": "2026-03-01T13:00:00Z"})
+
+    primed = cli("prime", "--goal-id", G, "--agent-id", "agent-a", "--format", "json")
+    assert primed.exit_code == 0, primed.stderr
+    claim = primed.json()["claims"][0]
+    assert claim["turn"]["turn_id"] == "turn-1" and claim["turn"]["phase"] == "write_back"
+    text = cli("prime", "--goal-id", G, "--agent-id", "agent-a").stdout
+    assert "stopped at write_back" in text and "loopx turn resume" in text
+    assert "check the remote" in text
+
+    digest = cli(
+        "handoff", "inspect", "--goal-id", G, "--todo-id", "json", "--workspace", str(tmp_path),
+        "--format", "json",
+    )  # fmt: skip
+    assert digest.exit_code == 0, digest.stderr
+    codes = {r["code"]: r["message"] for r in digest.json()["reinspect"]}
+    assert "turn_open" in codes and "stopped at write_back" in codes["turn_open"]
+
+    listed = cli("turn", "list", "--goal-id", G, "--open", "--format", "json").json()
+    assert [(t["turn_id"], t["phase"], t["age_seconds"]) for t in listed["turns"]] == [
+        ("turn-1", "write_back", 3360)  # its last phase was recorded at 12:04 (test clock)
+    ]
