@@ -280,6 +280,7 @@ def test_cli_monitor_status_next_and_wake(project: Path) -> None:
     goal = status["goals"][0]
     assert goal["monitors"] == {
         "due": [],
+        "gates_due": [],
         "next_wake": {"at": "2026-03-02T01:00:00Z", "todo_id": "ci"},
     }
     text = _cli(project, "status", "--goal-id", "demo", now=early).stdout
@@ -332,3 +333,59 @@ def test_cli_observe_errors_are_one_line_with_a_code(project: Path) -> None:
     assert len(text.stderr.strip().splitlines()) == 1 and "Traceback" not in text.stderr
     missing = _cli(project, "wake", "--goal-id", "nope", "--format", "json")
     assert missing.exit_code == 3 and missing.json()["error"]["code"] == "goal_not_found"
+
+
+def test_a_gate_asks_again_on_its_time(goal: Any) -> None:
+    from loopx.engine import gates
+
+    ctx = at(goal, T0, "maintainer")
+    gates.open_gate(
+        ctx,
+        G,
+        question="Is error_code a stable field?",
+        authority="maintainer",
+        gate_id="stable",
+        ask_again_at="2026-03-03T09:00:00Z",
+    )
+    state = require_goal(goal, G)
+    assert state.gates["stable"].ask_again_at == "2026-03-03T09:00:00Z"
+    view = wake_view(state, "2026-03-02T00:00:00Z", lambda v: v)
+    assert view["gates_due"] == []
+    assert view["next_wake"] == {"at": "2026-03-03T09:00:00Z", "gate_id": "stable"}
+    view = wake_view(state, "2026-03-03T09:00:00Z", lambda v: v)
+    assert [g["gate_id"] for g in view["gates_due"]] == ["stable"]
+    # Deferred: ask again later; decided: never again.
+    gates.resolve_gate(ctx, G, "stable", resolution="defer", ask_again_at="2026-03-10T09:00:00Z")
+    view = wake_view(require_goal(goal, G), "2026-03-04T00:00:00Z", lambda v: v)
+    assert view["next_wake"] == {"at": "2026-03-10T09:00:00Z", "gate_id": "stable"}
+    refused(
+        goal,
+        "ask_again_not_deferred",
+        lambda: gates.resolve_gate(
+            ctx, G, "stable", resolution="approve", ask_again_at="2026-03-10T09:00:00Z"
+        ),
+    )
+    refused(
+        goal,
+        "invalid_time",
+        lambda: gates.resolve_gate(ctx, G, "stable", resolution="defer", ask_again_at="soon"),
+    )
+    gates.resolve_gate(ctx, G, "stable", resolution="approve")
+    state = require_goal(goal, G)
+    assert state.gates["stable"].ask_again_at is None
+    assert wake_view(state, "2026-03-11T00:00:00Z", lambda v: v)["next_wake"] is None
+
+
+def test_cli_gate_ask_again_shows_in_status_and_wake(project: Path) -> None:
+    opened = _cli(
+        project, "gate", "open", "--goal-id", "demo", "--gate-id", "stable", "--question",
+        "Is error_code stable?", "--authority", "maintainer", "--ask-again-at",
+        "2026-03-03T09:00:00Z",
+    )  # fmt: skip
+    assert opened.exit_code == 0, opened.stderr
+    text = _cli(project, "status", "--goal-id", "demo").stdout
+    assert "(ask again on 2026-03-03T09:00:00Z)" in text
+    woke = _cli(project, "wake", "--format", "json", now="2026-03-03T09:00:00Z").json()
+    assert [(g["goal_id"], g["gate_id"]) for g in woke["gates_due"]] == [("demo", "stable")]
+    text = _cli(project, "wake", now="2026-03-03T09:00:00Z").stdout
+    assert "ask again: demo/stable (maintainer): Is error_code stable?" in text

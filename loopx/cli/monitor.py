@@ -188,9 +188,16 @@ def wake_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> N
         if not loaded.state.is_terminal:
             goals.append(wake_view(loaded.state, now, resolve))
     due = [{"goal_id": g["goal_id"], **item} for g in goals for item in g["due"]]
+    asks = [{"goal_id": g["goal_id"], **item} for g in goals for item in g["gates_due"]]
     later = [{"goal_id": g["goal_id"], **g["next_wake"]} for g in goals if g["next_wake"]]
-    upcoming = min(later, key=lambda w: (w["at"], w["goal_id"], w["todo_id"]), default=None)
-    data = {"now": now, "due": due, "next_wake": upcoming, "unreadable": sorted(unreadable)}
+    upcoming = min(later, key=lambda w: (w["at"], w["goal_id"]), default=None)
+    data = {
+        "now": now,
+        "due": due,
+        "gates_due": asks,
+        "next_wake": upcoming,
+        "unreadable": sorted(unreadable),
+    }
 
     def text() -> str:
         lines = [f"due now ({len(due)}):"]
@@ -198,10 +205,15 @@ def wake_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> N
             f"  {d['goal_id']}/{d['todo_id']}  watching {d['watch']} (due {d['next_at']})"
             for d in due
         ] or ["  nothing"]
+        lines += [
+            f"  ask again: {a['goal_id']}/{a['gate_id']} ({a['authority']}): {a['question']}"
+            for a in asks
+        ]
+        what = upcoming and (upcoming.get("todo_id") or f"gate {upcoming.get('gate_id')}")
         lines.append(
-            f"next wake: {upcoming['at']} ({upcoming['goal_id']}/{upcoming['todo_id']})"
+            f"next wake: {upcoming['at']} ({upcoming['goal_id']}/{what})"
             if upcoming
-            else "next wake: none (no monitor is waiting)"
+            else "next wake: none (nothing is waiting)"
         )
         if unreadable:
             lines.append("unreadable goals (see loopx status): " + ", ".join(sorted(unreadable)))

@@ -77,11 +77,13 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
             )
         wake = g["monitors"]["next_wake"]
         if wake:
-            lines.append(f"  next wake: {wake['at']} ({wake['todo_id']})")
+            what = wake.get("todo_id") or f"gate {wake.get('gate_id')}"
+            lines.append(f"  next wake: {wake['at']} ({what})")
         for gate in g["gates"]:
             lines.append(
                 f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
                 f"{gate['question']}"
+                + (f" (ask again on {gate['ask_again_at']})" if "ask_again_at" in gate else "")
             )
         for lease in g["leases"]:
             state = "live" if lease["live"] else "EXPIRED"

@@ -141,6 +141,8 @@ class GateOpened(_Data):
     authority: Id
     blocks: list[Id] = Field(default_factory=list, max_length=1000)
     blocks_goal: bool = False
+    # When to ask the authority again if it is still undecided (a next wake for a decision).
+    ask_again_at: Timestamp | None = None
 
 
 class GateResolved(_Data):
@@ -148,6 +150,7 @@ class GateResolved(_Data):
     resolution: Literal["approved", "rejected", "deferred"]
     by: Id
     rationale: Body | None = None
+    ask_again_at: Timestamp | None = None  # with `deferred`: when to ask again
 
 
 class EvidenceAdded(_Data):

@@ -59,6 +59,7 @@ class Gate:
     resolved_at: str | None = None
     created_seq: int = 0
     revision: int = 0
+    ask_again_at: str | None = None  # when to ask the authority again, while undecided
 
     @property
     def is_blocking(self) -> bool:

@@ -276,6 +276,7 @@ def _gate_opened(state: GoalState, data: dict[str, Any], event: Event) -> None:
         opened_at=event["recorded_at"],
         created_seq=event["seq"],
         revision=event["seq"],
+        ask_again_at=data.get("ask_again_at"),
     )
 
 
@@ -289,6 +290,7 @@ def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None
     gate.rationale = data.get("rationale")
     gate.resolved_at = event["recorded_at"]
     gate.revision = event["seq"]
+    gate.ask_again_at = data.get("ask_again_at") if gate.status == "deferred" else None
 
 
 @handles("evidence.added")

@@ -114,15 +114,40 @@ def turn_view(turn: dict[str, Any], now: str, text: TextFn) -> dict[str, Any]:
 def wake_view(state: GoalState, now: str, text: TextFn) -> dict[str, Any]:
     """What of one goal is due at `now` (monitors to observe) and when the next thing is."""
     upcoming = next_wake(state, now)
+    wakes = (
+        []
+        if upcoming is None
+        else [
+            {"at": upcoming.monitor["next_at"], "todo_id": upcoming.todo_id}  # type: ignore[index]
+        ]
+    )
+    asking = sorted(
+        (g for g in state.gates.values() if g.is_blocking and g.ask_again_at),
+        key=lambda g: (g.ask_again_at, g.created_seq),
+    )
+    wakes += [
+        {"at": g.ask_again_at, "gate_id": g.gate_id}
+        for g in asking
+        if g.ask_again_at > now  # type: ignore[operator]
+    ][:1]
     return {
         "goal_id": state.goal_id,
         "due": [
             {"todo_id": t.todo_id, "title": text(t.title), **monitor_view(t, text, now)}
             for t in due(state, now)
         ],
-        "next_wake": None
-        if upcoming is None
-        else {"at": upcoming.monitor["next_at"], "todo_id": upcoming.todo_id},  # type: ignore[index]
+        # Decisions to ask for again: undecided gates whose ask-again time has come.
+        "gates_due": [
+            {
+                "gate_id": g.gate_id,
+                "question": text(g.question),
+                "authority": g.authority,
+                "ask_again_at": g.ask_again_at,
+            }
+            for g in asking
+            if g.ask_again_at <= now  # type: ignore[operator]
+        ],
+        "next_wake": min(wakes, key=lambda w: w["at"], default=None),
     }
 
 
@@ -143,6 +168,8 @@ def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
         out["resolved_at"] = gate.resolved_at
     if gate.rationale is not None:
         out["rationale"] = text(gate.rationale)
+    if gate.ask_again_at and gate.is_blocking:
+        out["ask_again_at"] = gate.ask_again_at
     return out
 
 
