@@ -389,3 +389,20 @@ def test_cli_gate_ask_again_shows_in_status_and_wake(project: Path) -> None:
     assert [(g["goal_id"], g["gate_id"]) for g in woke["gates_due"]] == [("demo", "stable")]
     text = _cli(project, "wake", now="2026-03-03T09:00:00Z").stdout
     assert "ask again: demo/stable (maintainer): Is error_code stable?" in text
+
+
+def test_the_workbench_lists_what_the_goal_waits_for(project: Path) -> None:
+    _cli(
+        project, "monitor", "add", "--goal-id", "demo", "--title", "CI", "--todo-id", "ci",
+        "--watch", "ci:run/42", "--every", "600", "--first-at", "2026-03-02T01:00:00Z",
+    )  # fmt: skip
+    _cli(
+        project, "gate", "open", "--goal-id", "demo", "--gate-id", "stable", "--question",
+        "Stable?", "--authority", "maintainer", "--ask-again-at", "2026-03-03T09:00:00Z",
+    )  # fmt: skip
+    text = _cli(project, "workbench", "--goal-id", "demo").stdout
+    section = text.split("## Waiting for", 1)[1].split("##", 1)[0]
+    assert section.strip().splitlines() == [
+        "- 2026-03-02T01:00:00Z: `ci` watching ci:run/42 (0 observation(s))",
+        "- 2026-03-03T09:00:00Z: `stable` a decision (ask again)",
+    ]
