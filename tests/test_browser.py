@@ -14,7 +14,11 @@
 - every href and src is relative (the site works from `file://` and under any prefix);
 - basic accessibility: one h1, a <main>, a lang attribute, a text alternative for every
   img/svg, no empty link text; no horizontal overflow at a phone width;
-- screenshots of the public status page at a phone and a desktop width are valid PNGs.
+- screenshots of the public index, status page, a todo page, the graph and the team
+  workbench at a phone (390 px) and a desktop (1280 px) width are valid PNGs, and no page
+  scrolls sideways at either width (a 400-character unbroken todo title included);
+- the index and status pages link the Atom feed and the badges, which are served and valid;
+- the static search finds a todo by a word of its title, over http and from file://.
   `LOOPX_UPDATE_SCREENSHOT=1` also writes the desktop one to `docs/status-page.png`
   (the README's picture).
 
@@ -51,6 +55,15 @@ HEAD = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 REQUIRED = os.environ.get("LOOPX_REQUIRE_BROWSER", "") not in ("", "0")
 REPO = Path(__file__).resolve().parent.parent
 STATUS_PAGE = "public/goals/launch/index.html"
+SHOTS = (
+    "public/index.html",
+    STATUS_PAGE,
+    "public/goals/launch/todos/cli.html",
+    "public/goals/launch/graph.html",
+    "team/goals/launch/workbench.html",
+)
+LONG_WORD = "Unbroken" + "x" * 392  # a 400-character title with no place to break
+SEARCH_WORD = "lICENSE"  # a word of the title "Choose the license" (any case)
 PHONE = (390, 844)
 DESKTOP = (1280, 900)
 LAUNCH_FLAGS = [
@@ -405,6 +418,11 @@ def build_demo(base: Path) -> Path:
     project.mkdir()
     res = run_cli(["demo", str(project)])
     assert res.exit_code == 0, res.stderr
+    res = run_cli(
+        ["todo", "add", "--root", str(project), "--goal-id", "launch", "--todo-id", "long",
+         "--title", LONG_WORD, "--visibility", "public"]
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
     res = run_cli(["build", "--root", str(project), "--out", str(out), "--head", HEAD])
     assert res.exit_code == 0, res.stderr
     return out
@@ -419,7 +437,8 @@ class Crawl:
     file: dict[str, PageLoad]
     served: dict[str, int]  # every internal link/resource target → status from the server
     external: set[str]
-    shots: dict[str, bytes]
+    shots: dict[str, bytes]  # "<page>@phone" / "<page>@desktop" → PNG
+    searches: dict[str, list[str]] = field(default_factory=dict)  # how → hrefs found
 
 
 def _status(port: int, path: str) -> int:
@@ -441,7 +460,17 @@ def _require_tools() -> None:
         _unavailable("the websocket-client package is missing (pip install -e '.[test]')")
 
 
-def do_crawl(out: Path, screenshot: str | None = None) -> Crawl:
+SEARCH_JS = """(() => {
+  const box = document.getElementById("search");
+  if (!box || box.hidden) return null;
+  const input = box.querySelector("input");
+  input.value = %s;
+  input.dispatchEvent(new Event("input"));
+  return Array.from(box.querySelectorAll("ol a")).map(a => a.getAttribute("href"));
+})()"""
+
+
+def do_crawl(out: Path, screenshots: tuple[str, ...] = ()) -> Crawl:
     """Load every HTML page of `out` over http (phone width) and file:// (desktop width)."""
     pages = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
     with serve(out) as port, chromium() as cdp:
@@ -451,10 +480,19 @@ def do_crawl(out: Path, screenshot: str | None = None) -> Crawl:
         tab.viewport(*DESKTOP, mobile=False)
         over_file = {p: tab.load((out / p).as_uri()) for p in pages}
         shots = {}
-        if screenshot is not None:
-            tab.load(f"http://127.0.0.1:{port}/{screenshot}")
-            shots["phone"] = tab.screenshot(*PHONE, mobile=True)
-            shots["desktop"] = tab.screenshot(*DESKTOP, mobile=False)
+        for page in screenshots:
+            tab.viewport(*PHONE, mobile=True)
+            tab.load(f"http://127.0.0.1:{port}/{page}")
+            shots[f"{page}@phone"] = tab.screenshot(*PHONE, mobile=True)
+            shots[f"{page}@desktop"] = tab.screenshot(*DESKTOP, mobile=False)
+        searches = {}
+        if (out / "public/index.html").is_file():
+            for how, url in (
+                ("http", f"http://127.0.0.1:{port}/public/index.html"),
+                ("file", (out / "public/index.html").as_uri()),
+            ):
+                tab.load(url)
+                searches[how] = tab.evaluate(SEARCH_JS % json.dumps(SEARCH_WORD))
         served: dict[str, int] = {}
         external: set[str] = set()
         local = f"http://127.0.0.1:{port}/"
@@ -470,14 +508,14 @@ def do_crawl(out: Path, screenshot: str | None = None) -> Crawl:
                         served[path] = _status(port, path)
                 elif url:
                     external.add(url)
-    return Crawl(out, port, pages, over_http, over_file, served, external, shots)
+    return Crawl(out, port, pages, over_http, over_file, served, external, shots, searches)
 
 
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory: pytest.TempPathFactory) -> Crawl:
     _require_tools()
     out = build_demo(tmp_path_factory.mktemp("browser"))
-    result = do_crawl(out, screenshot=STATUS_PAGE)
+    result = do_crawl(out, screenshots=SHOTS)
     assert STATUS_PAGE in result.pages and len(result.pages) > 10
     return result
 
@@ -600,10 +638,12 @@ def accessibility(crawl: Crawl) -> list[str]:
 
 
 def overflowing(crawl: Crawl) -> list[str]:
+    """Pages wider than the viewport: at phone width (over http) and desktop (file://)."""
     return [
         f"{page}: {load.info['scrollWidth']} px wide at a {load.info['innerWidth']} px viewport"
-        for page, load in crawl.http.items()
-        if load.info["scrollWidth"] > load.info["innerWidth"]
+        for loads in (crawl.http, crawl.file)
+        for page, load in loads.items()
+        if load.info and load.info["scrollWidth"] > load.info["innerWidth"]
     ]
 
 
@@ -653,20 +693,56 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def test_status_page_screenshots(crawl: Crawl, tmp_path: Path) -> None:
-    for name, (width, height) in (("phone", PHONE), ("desktop", DESKTOP)):
-        data = crawl.shots[name]
-        w, h = _png_size(data)
-        assert w == width and h >= height, (name, w, h)
-        assert len(data) > 5000  # something was drawn, not a blank page
-        (tmp_path / f"status-{name}.png").write_bytes(data)
+def test_screenshots_at_phone_and_desktop_width(crawl: Crawl, tmp_path: Path) -> None:
+    for page in SHOTS:
+        for name, (width, height) in (("phone", PHONE), ("desktop", DESKTOP)):
+            data = crawl.shots[f"{page}@{name}"]
+            w, h = _png_size(data)
+            assert w == width and h >= height, (page, name, w, h)
+            assert len(data) > 5000  # something was drawn, not a blank page
+            (tmp_path / f"{page.replace('/', '_')}-{name}.png").write_bytes(data)
     if os.environ.get("LOOPX_UPDATE_SCREENSHOT"):
         target = REPO / "docs" / "status-page.png"
         target.parent.mkdir(exist_ok=True)
-        target.write_bytes(crawl.shots["desktop"])
+        target.write_bytes(crawl.shots[f"{STATUS_PAGE}@desktop"])
         phone = os.environ.get("LOOPX_PHONE_SCREENSHOT")
         if phone:
-            Path(phone).write_bytes(crawl.shots["phone"])
+            Path(phone).write_bytes(crawl.shots[f"{STATUS_PAGE}@phone"])
+
+
+def test_a_long_unbroken_title_wraps(crawl: Crawl) -> None:
+    page = "public/goals/launch/todos/long.html"
+    assert page in crawl.http and LONG_WORD in (crawl.out / page).read_text()
+    assert LONG_WORD in (crawl.out / "public/goals/launch/index.html").read_text()
+    assert not overflowing(crawl)  # every page, both widths
+
+
+def test_feed_and_badge_links_are_served_and_valid(crawl: Crawl) -> None:
+    import xml.etree.ElementTree as ET
+
+    import feedparser
+
+    for page, wanted in (
+        ("public/index.html", {"feed.xml", "badge.svg"}),
+        (STATUS_PAGE, {"feed.xml", "badge.json"}),
+    ):
+        raws = {link["raw"] for link in crawl.http[page].info["links"]}
+        assert wanted <= raws, (page, sorted(raws))
+        base = page.rsplit("/", 1)[0]
+        for name in wanted:
+            assert crawl.served[f"/{base}/{name}"] == 200
+    feed = feedparser.parse((crawl.out / "public/feed.xml").read_bytes())
+    assert not feed.bozo and feed.version == "atom10" and feed.entries
+    svg = ET.fromstring((crawl.out / "public/goals/launch/badge.svg").read_bytes())
+    assert svg.get("role") == "img" and svg.get("aria-label", "").startswith("launch: ")
+    imgs = crawl.http[STATUS_PAGE].info["images"]
+    assert any(i["src"] == "badge.svg" and i["alt"] for i in imgs)
+
+
+def test_search_finds_a_todo_by_a_word_of_its_title(crawl: Crawl) -> None:
+    for how in ("http", "file"):
+        assert crawl.searches[how] is not None, f"{how}: the search box stayed hidden"
+        assert "goals/launch/todos/pick-license.html" in crawl.searches[how], how
 
 
 BAD_PAGE = """<!DOCTYPE html>

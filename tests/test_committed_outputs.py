@@ -47,6 +47,10 @@ class Project:
         self.now = "2026-05-04T09:00:00Z"
 
     def run(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        if args[0] == "pre-commit":
+            # This interpreter's pre-commit: a version manager's shim (pyenv) would put its
+            # own bin folder first on PATH, and the hooks would run another loopx.
+            args = (sys.executable, "-m", "pre_commit", *args[1:])
         proc = subprocess.run(
             list(args),
             cwd=self.cwd,

@@ -218,6 +218,8 @@ def twins(tmp_path: Path, pg_empty: str) -> tuple[Path, Path]:
     shared = tmp_path / "shared"
     ok(loopx(shared, "init", "--store", pg_empty))
     ok(loopx(shared, "store", "import", "--from", str(files)))
+    # The project configuration (titles, links) belongs to the project folder, not the store.
+    (shared / "loopx.toml").write_bytes((files / "loopx.toml").read_bytes())
     return files, shared
 
 

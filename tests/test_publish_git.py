@@ -568,6 +568,41 @@ def test_files_any_loopx_publish_wrote_are_loopx_files(repo: Path) -> None:
     assert data["error"]["details"]["count"] == 1
 
 
+def test_the_project_configuration_fills_in_the_flags_and_flags_win(
+    repo: Path, tmp_path: Path
+) -> None:
+    remote = tmp_path / "upstream.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "upstream", str(remote))
+    (repo / "loopx.toml").write_text(
+        '[publish]\ngit_branch = "pages"\nprefix = "status"\n'
+        'remote = "upstream"\npush = true\nidentity = "Status Bot <bot@example.org>"\n'
+    )
+    data = published(repo, "--no-push")  # the flag beats push = true
+    assert (data["branch"], data["prefix"], data["pushed"]) == ("pages", "status", False)
+    files = files_on(repo, "pages")
+    assert "status/index.html" in files and "status/.nojekyll" not in files
+    author = git(repo, "log", "-1", "--format=%an <%ae>", "pages")
+    assert author == "Status Bot <bot@example.org>"
+    pushed = published(repo)
+    assert pushed["pushed"] and pushed["remote"] == "upstream"
+    assert git(remote, "rev-parse", "pages") == git(repo, "rev-parse", "pages")
+    with (repo / "loopx.toml").open("a") as fh:
+        fh.write('cname = "status.example.org"\nnojekyll = false\n')
+    refused(repo, "usage_error", 2)  # a CNAME belongs at the root, not under a prefix
+    other = published(repo, "--git-branch", "gh-pages", "--prefix", "", "--no-push")
+    assert other["branch"] == "gh-pages" and not other["prefix"]
+    files = files_on(repo, "gh-pages")
+    assert files["CNAME"] == b"status.example.org\n" and ".nojekyll" not in files
+    # --to publishes into a folder: the [publish] settings are not used (and not misuse).
+    folder = published(repo, "--to", str(tmp_path / "out"))
+    assert folder["files"] > 0 and (tmp_path / "out" / "index.html").is_file()
+    (repo / "loopx.toml").write_text('[publish]\nremote = "-x"\n')
+    assert refused(repo, "invalid_config", 2, "--git-branch", "gh-pages")["error"]["message"] == (
+        "loopx.toml: publish.remote must be a remote name"
+    )
+
+
 def test_a_page_edited_by_hand_is_no_longer_loopx_s(repo: Path) -> None:
     """The listing records each file's sha256: a page changed on the branch since is kept
     from being replaced (unless --overwrite), like a file loopx never wrote."""

@@ -22,8 +22,12 @@ from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, run_units
 from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
+from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
+from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR
+from loopx.projections.feed import goal_entries
+from loopx.projections.search import search_items
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
@@ -107,9 +111,14 @@ def make_site(
     *,
     validate: bool = False,
     cache: BuildCache | None = None,
+    project: ProjectConfig | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
-    JSON artifact is checked against its schema as it is made (tests and `--validate`)."""
+    JSON artifact is checked against its schema as it is made (tests and `--validate`).
+    `project`: the configuration's titles and links (default: read from `root`)."""
+    from loopx.store.config import load_config
+
+    project = project if project is not None else load_config(root)
     store = open_store(root)  # files or PostgreSQL; its connection closes with the object
     goals = gather(store, cache)
     site = Site(head=head, validate=validate)
@@ -123,6 +132,7 @@ def make_site(
         read_blob=store.get_blob,
         validate=validate,
         cache=cache,
+        project=project,
     )
     for audience in audiences:
         rows = []
@@ -132,7 +142,15 @@ def make_site(
                 for artifact in artifacts:
                     site.add(artifact)
                 rows.append(row)
-        audience_artifacts(site, audience, rows, split[audience][1])
+        lens_blob = store.get_blob if audience == "private" else None
+        entries = [
+            e
+            for g in sorted(split[audience][0])
+            for e in goal_entries(goals[g], Lens(audience, lens_blob), f"goals/{g}/")
+        ]
+        lens = Lens(audience, lens_blob)
+        found = [i for g in sorted(split[audience][0]) for i in search_items(goals[g], lens)]
+        audience_artifacts(site, audience, rows, split[audience][1], project, entries, found)
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]
@@ -146,6 +164,7 @@ def make_site(
         "generator": GENERATOR,
         "audiences": list(audiences),
         "checkout": {"head": head},
+        "project": project.pages(),
         "sources": site.sources,
         "files": {
             a.path: {
@@ -207,15 +226,19 @@ def build(
     The output folder is locked from the first look at it to the last write: a second build
     into the same folder waits, so the folder is always one whole build."""
     from loopx.build import reuse as reuse_mod
+    from loopx.store.config import load_config
 
     head = resolve_head(root, head)
     names = project_names(root) if "public" in audiences else frozenset()  # before any write
+    project = load_config(root)
     with outdir.lock(root, out):
         with outdir.open_folder(out, root, create=False):
             pass  # a linked or misplaced folder is refused before any work; nothing is created
         if reuse and cache is None:
-            cache = reuse_mod.load(root, out, audiences, head, validate)
-        site, (goals, store) = make_site(root, audiences, head, validate=validate, cache=cache)
+            cache = reuse_mod.load(root, out, audiences, head, validate, project)
+        site, (goals, store) = make_site(
+            root, audiences, head, validate=validate, cache=cache, project=project
+        )
         result = BuildResult(site)
         if "public" in audiences:
             strings = cache.strings if cache is not None else None

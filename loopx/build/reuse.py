@@ -21,7 +21,8 @@ import orjson
 
 from loopx.build import outdir
 from loopx.build.artifacts import AnyArtifact, DiskArtifact
-from loopx.build.work import BuildCache
+from loopx.build.work import BuildCache, project_key
+from loopx.model.config import ProjectConfig
 from loopx.model.errors import LoopxError
 from loopx.model.ids import visible_to
 from loopx.projections.base import GENERATOR
@@ -63,13 +64,18 @@ def _read(path: Path) -> Any:
 
 
 def load(
-    root: Path, out: Path, audiences: tuple[str, ...], head: str | None, validate: bool
+    root: Path,
+    out: Path,
+    audiences: tuple[str, ...],
+    head: str | None,
+    validate: bool,
+    project: ProjectConfig | None = None,
 ) -> BuildCache | None:
     """A build cache holding the unchanged goals of the last build into `out`, or None (also
     for a manifest or memo of the wrong shape: a forged one only costs a full render)."""
     with outdir.Folder(out) as folder:
         try:
-            return _load(root, out, folder, audiences, head, validate)
+            return _load(root, out, folder, audiences, head, validate, project)
         except (AttributeError, TypeError, KeyError, ValueError):
             return None
 
@@ -81,6 +87,7 @@ def _load(
     audiences: tuple[str, ...],
     head: str | None,
     validate: bool,
+    project: ProjectConfig | None = None,
 ) -> BuildCache | None:
     memo = _read(memo_path(root, out))
     manifest = _read(out / "manifest.json")
@@ -93,8 +100,10 @@ def _load(
         or manifest.get("generator") != GENERATOR
         or manifest.get("audiences") != list(audiences)
         or manifest.get("checkout", {}).get("head") != head
+        or manifest.get("project") != (project or ProjectConfig()).pages()
     ):
         return None
+    pages = project_key(project or ProjectConfig())
     sources: dict[str, Any] = manifest.get("sources", {})
     stats: dict[str, list[int]] = memo.get("files", {})
     by_unit: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
@@ -137,7 +146,7 @@ def _load(
                 )
             else:
                 source = sources[goal_id]
-                key = (source["head"], source["revision"], head, visible, validate)
+                key = (source["head"], source["revision"], head, visible, validate, pages)
                 cache.entries[(audience, goal_id)] = (key, (artifacts, rows[goal_id]))
                 cache.written.update((a.path, a.sha256) for a in artifacts)
     return cache

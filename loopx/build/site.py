@@ -18,16 +18,21 @@ from typing import Any
 
 from loopx.build.artifacts import AnyArtifact, Artifact, Site
 from loopx.build.validate import check
+from loopx.model.config import ProjectConfig
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import Lens
+from loopx.projections import badge as badge_mod
+from loopx.projections import feed as feed_mod
 from loopx.projections import graph as graph_mod
 from loopx.projections import handoff
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos
 from loopx.projections.index import goal_summary, index
 from loopx.projections.review import review_packet
+from loopx.projections.search import search_index
 from loopx.projections.status import status
 from loopx.projections.workbench import with_header, workbench
 from loopx.render import graph as graph_source
+from loopx.render.badge import to_svg as badge_svg
 from loopx.render.env import environment, render
 from loopx.render.handoff import render_digest_markdown
 from loopx.render.jsonout import dumps
@@ -59,11 +64,13 @@ def build_goal(
     head: str | None,
     visible_goals: set[str],
     read_blob: BlobReader | None,
+    project: ProjectConfig | None = None,
 ) -> dict[str, Any]:
     """Every artifact of one goal for one audience; returns its index row."""
     base = f"{audience}/goals/{state.goal_id}"
     root = "../../"
-    common = {"generator": GENERATOR, "audience": audience}
+    project = project or ProjectConfig()
+    common = {"generator": GENERATOR, "audience": audience, "project": project}
 
     def lens() -> Lens:
         return Lens(audience, read_blob)
@@ -89,6 +96,7 @@ def build_goal(
             mermaid=mermaid,
             root=root,
             title=st["goal"]["title"],
+            updated_at=st["goal"]["updated_at"],
             **common,
         ),
         audience,
@@ -100,14 +108,27 @@ def build_goal(
     wb = workbench(state, lens(), head=head, visible_goals=visible_goals)
     wb_md = with_header(wb, render("markdown/workbench.md.j2", wb=wb))
     _text(site, f"{base}/workbench.md", wb_md, audience, state.goal_id)
-    _document(site, base, "workbench", "Workbench", wb_md, st, audience, root)
+    _text(
+        site,
+        f"{base}/workbench.html",
+        render(
+            "html/workbench.html",
+            wb=wb,
+            reasons=st["attention"]["reasons"],
+            pages={t for t, todo in state.todos.items() if lens().sees(todo.visibility)},
+            root=root,
+            **common,
+        ),
+        audience,
+        state.goal_id,
+    )
     extra: list[dict[str, str]] = [{"href": "workbench.html", "label": "Workbench"}]
     if audience != "public":
         rp = review_packet(state, lens(), head=head, visible_goals=visible_goals)
         _json(site, f"{base}/review.json", rp, audience, state.goal_id)
         rp_md = render("markdown/review.md.j2", rp=rp)
         _text(site, f"{base}/review.md", rp_md, audience, state.goal_id)
-        _document(site, base, "review", "Review packet", rp_md, st, audience, root)
+        _document(site, base, "review", "Review packet", rp_md, st, audience, root, project)
         extra.append({"href": "review.html", "label": "Review packet"})
         extra += _handoffs(site, handoff, state, audience, base, head, read_blob)
 
@@ -118,8 +139,58 @@ def build_goal(
         audience,
         state.goal_id,
     )
-    _todo_pages(site, state, lens(), audience, base, head, st["source"]["revision"])
-    return goal_summary(state, lens(), st["attention"]["state"])
+    _todo_pages(site, state, lens(), audience, base, head, st, project)
+    _feed(
+        site,
+        f"{base}/feed.xml",
+        feed_mod.goal_entries(state, lens(), ""),
+        audience,
+        state.goal_id,
+        project,
+        title=f"{st['goal']['title']} · {project.name}",
+        within=f"goals/{state.goal_id}/",
+    )
+    row = goal_summary(state, lens(), st["attention"]["state"], st["attention"]["reasons"])
+    _badge(site, f"{base}/badge", badge_mod.goal_badge(row), audience, state.goal_id)
+    return row
+
+
+def _feed(
+    site: Site,
+    path: str,
+    entries: list[dict[str, Any]],
+    audience: str,
+    goal: str | None,
+    project: ProjectConfig,
+    *,
+    title: str,
+    within: str,
+) -> None:
+    """An Atom feed of `entries`. Links are relative to the feed; in the public partition with
+    a configured `base_url` they are resolved against it (xml:base) and the feed names itself."""
+    base = f"{project.base_url.rstrip('/')}/{within}" if project.base_url else None
+    public = audience == "public" and base is not None
+    fd = feed_mod.feed(
+        entries, feed_id=f"urn:loopx:{goal or 'project'}:{audience}:feed", title=title
+    )
+    xml = render(
+        "feed.xml",
+        fd=fd,
+        base=base if public else None,
+        self_href="feed.xml" if public else None,
+        page="index.html",
+        author=project.name,
+        generator=GENERATOR,
+    )
+    _text(site, path, xml, audience, goal)
+
+
+def _badge(site: Site, stem: str, doc: dict[str, Any], audience: str, goal: str | None) -> None:
+    """`<stem>.svg` to put in a README, and `<stem>.json` for a shields.io endpoint badge."""
+    if site.validate:
+        check(badge_mod.SCHEMA, doc, f"{stem}.json")
+    site.add(Artifact(f"{stem}.json", dumps(doc), audience, badge_mod.SCHEMA, goal))
+    _text(site, f"{stem}.svg", badge_svg(doc), audience, goal)
 
 
 def _document(
@@ -131,6 +202,7 @@ def _document(
     st: dict[str, Any],
     audience: str,
     root: str,
+    project: ProjectConfig,
 ) -> None:
     body = markdown.split("\n", 1)[1] if markdown.startswith("<!-- loopx:") else markdown
     _text(
@@ -146,9 +218,11 @@ def _document(
             label=label.lower(),
             source_href=f"{name}.md",
             revision=st["source"]["revision"],
+            updated_at=st["goal"]["updated_at"],
             root=root,
             generator=GENERATOR,
             audience=audience,
+            project=project,
         ),
         audience,
         st["source"]["goal_id"],
@@ -204,7 +278,8 @@ def _todo_pages(
     audience: str,
     base: str,
     head: str | None,
-    revision: int,
+    st: dict[str, Any],
+    project: ProjectConfig,
 ) -> None:
     from loopx.projections.base import todo_card
 
@@ -224,13 +299,19 @@ def _todo_pages(
         if lens.sees(g.visibility):
             for held in g.blocks:
                 gates.setdefault(held, []).append(g)
+    titles = {t.todo_id: lens.text(t.title) for t in todos}
     template = environment().get_template("html/todo.html")
     for t in todos:
         card = todo_card(t, lens, state)
         page = template.render(
             t=card,
+            facts=_todo_facts(t, lens),
+            titles=titles,
             goal_id=state.goal_id,
-            revision=revision,
+            goal_title=st["goal"]["title"],
+            repository=st["goal"]["repository"],
+            revision=st["source"]["revision"],
+            updated_at=st["goal"]["updated_at"],
             root="../../../",
             dependents=dependents.get(t.todo_id, []),
             gates=[
@@ -240,8 +321,25 @@ def _todo_pages(
             evidence=[evidence_item(e, lens, head) for e in evidence.get(t.todo_id, [])],
             generator=GENERATOR,
             audience=audience,
+            project=project,
         )
         _text(site, f"{base}/todos/{t.todo_id}.html", page, audience, state.goal_id)
+
+
+def _todo_facts(todo: Any, lens: Lens) -> dict[str, Any]:
+    """Who does a todo and when it was opened and closed, from ledger time; the completion
+    summary follows the todo's own visibility (the lens decides, as for its title). Who holds
+    it is named only below the public audience."""
+    facts: dict[str, Any] = {
+        "who": "a person" if todo.role == "user" else "an agent",
+        "created_at": todo.created_at,
+        "closed_at": todo.closed_at,
+        "summary": lens.text(todo.summary) if todo.summary is not None else None,
+        "holder": None,
+    }
+    if not lens.is_public and todo.claim is not None:
+        facts["holder"] = todo.claim["agent_id"]
+    return facts
 
 
 def goal_artifacts(
@@ -252,6 +350,7 @@ def goal_artifacts(
     visible_goals: set[str],
     read_blob: BlobReader | None,
     validate: bool,
+    project: ProjectConfig | None = None,
 ) -> tuple[list[AnyArtifact], dict[str, Any]]:
     """Every artifact of one goal for one audience, and its index row (a unit of work that
     can run in another process and be cached)."""
@@ -263,6 +362,7 @@ def goal_artifacts(
         head=head,
         visible_goals=visible_goals,
         read_blob=read_blob if audience == "private" else None,
+        project=project,
     )
     return list(site.artifacts.values()), row
 
@@ -272,19 +372,65 @@ def audience_artifacts(
     audience: str,
     rows: list[dict[str, Any]],
     hidden: dict[str, int],
+    project: ProjectConfig | None = None,
+    entries: list[dict[str, Any]] | None = None,
+    search: list[dict[str, Any]] | None = None,
 ) -> None:
-    """The audience's index pages and stylesheet, from the goals' index rows."""
+    """The audience's index pages, badge, feed and stylesheet, from the goals' index rows
+    (and `entries`: the feed entries of the goals it may see)."""
     idx = index(rows, Lens(audience), hidden)
     _json(site, f"{audience}/index.json", idx, audience, None)
+    changed = max((r["updated_at"] for r in idx["goals"]), default=None)
     _text(
         site,
         f"{audience}/index.html",
-        render("html/index.html", idx=idx, root="", generator=GENERATOR, audience=audience),
+        render(
+            "html/index.html",
+            idx=idx,
+            root="",
+            generator=GENERATOR,
+            audience=audience,
+            project=project or ProjectConfig(),
+            updated_at=changed,
+        ),
         audience,
         None,
     )
+    project = project or ProjectConfig()
+    _badge(
+        site,
+        f"{audience}/badge",
+        badge_mod.project_badge(idx["goals"], project.name),
+        audience,
+        None,
+    )
+    _feed(
+        site,
+        f"{audience}/feed.xml",
+        entries or [],
+        audience,
+        None,
+        project,
+        title=project.name,
+        within="",
+    )
+    found = search_index(search or [], audience)
+    _json(site, f"{audience}/search.json", found, audience, None)
+    # The same index as a script, so search works from file:// (no fetch there).
+    _text(site, f"{audience}/search-index.js", _script_data(found), audience, None)
+    script = (resource_dir("templates") / "search.js").read_bytes()
+    site.add(Artifact(f"{audience}/search.js", script, audience))
     css = (resource_dir("templates") / "style.css").read_bytes()
     site.add(Artifact(f"{audience}/style.css", css, audience))
+
+
+def _script_data(data: dict[str, Any]) -> str:
+    """`data` as a script assigning `window.loopxSearch`; `<`, `>`, `&` and the two line
+    separators JSON allows but old JavaScript did not are written as escapes."""
+    text = dumps(data).decode("utf-8").rstrip("\n")
+    for char in ("<", ">", "&", "\u2028", "\u2029"):
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return f"window.loopxSearch = {text};\n"
 
 
 def visibility_split(goals: dict[str, GoalState], audience: str) -> tuple[set[str], dict[str, int]]:

@@ -18,6 +18,8 @@ SCHEMA_FILES = {
     "loopx.review/v1": "review.schema.json",
     "loopx.handoff/v1": "handoff.schema.json",
     "loopx.manifest/v1": "manifest.schema.json",
+    "shields.endpoint/v1": "badge.schema.json",
+    "loopx.search/v1": "search.schema.json",
 }
 
 

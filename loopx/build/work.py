@@ -16,6 +16,7 @@ from typing import Any
 from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
+from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 
@@ -53,7 +54,13 @@ def _run(unit: Unit) -> Result:
         visible_goals=shared["visible"][audience],
         read_blob=shared["read_blob"],
         validate=shared["validate"],
+        project=shared["project"],
     )
+
+
+def project_key(project: ProjectConfig) -> tuple[Any, ...]:
+    """The part of a cache key that says which configured titles and links pages carry."""
+    return tuple(sorted(project.pages().items()))
 
 
 def workers_for(goals: dict[str, GoalState], units: list[Unit]) -> int:
@@ -80,11 +87,16 @@ def run_units(
     read_blob: Callable[[str], bytes | None] | None,
     validate: bool,
     cache: BuildCache | None = None,
+    project: ProjectConfig | None = None,
 ) -> dict[Unit, Result]:
+    project = project or ProjectConfig()
+    pages = project_key(project)
+
     def key(unit: Unit) -> tuple[Any, ...]:
         audience, goal_id = unit
         state = goals[goal_id]
-        return (state.head, state.revision, head, tuple(sorted(visible[audience])), validate)
+        visible_ids = tuple(sorted(visible[audience]))
+        return (state.head, state.revision, head, visible_ids, validate, pages)
 
     results: dict[Unit, Result] = {}
     todo: list[Unit] = []
@@ -96,7 +108,14 @@ def run_units(
                 cache.hits += 1
         else:
             todo.append(unit)
-    _SHARED.update(goals=goals, head=head, visible=visible, read_blob=read_blob, validate=validate)
+    _SHARED.update(
+        goals=goals,
+        head=head,
+        visible=visible,
+        read_blob=read_blob,
+        validate=validate,
+        project=project,
+    )
     try:
         workers = workers_for(goals, todo)
         if workers > 1:

@@ -58,16 +58,15 @@ def _root(root: Path | None) -> Path:
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("site"),
-    show_default=True,
-    help="Output folder.",
+    default=None,
+    help="Output folder (default: defaults.out of the project configuration, else site).",
 )
 @click.option(
     "--audience",
     "audiences",
-    default="public,team",
-    show_default=True,
-    help="Comma-separated audiences: public, team, private.",
+    default=None,
+    help="Comma-separated audiences: public, team, private (default: defaults.audiences of "
+    "the project configuration, else public,team).",
 )
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
 @click.option(
@@ -86,8 +85,8 @@ def _root(root: Path | None) -> Path:
 @click.option("--overwrite", is_flag=True, help=OVERWRITE_HELP)
 @common()
 def build_cmd(
-    out: Path,
-    audiences: str,
+    out: Path | None,
+    audiences: str | None,
     head: str | None,
     check_only: bool,
     validate: bool,
@@ -108,6 +107,7 @@ def build_cmd(
     from loopx.model.errors import BoundaryViolation, CheckFailed
 
     project = _root(root)
+    out, audiences = _out_and_audiences(project, out, audiences)
     auds = parse_audiences(audiences)
     if check_only:
         result = check(project, out, audiences=auds, head=_head(head))
@@ -162,6 +162,19 @@ def build_cmd(
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+def _out_and_audiences(project: Path, out: Path | None, audiences: str | None) -> tuple[Path, str]:
+    """`--out` and `--audience`, else the project configuration's, else `site` and
+    `public,team`. A configured folder is relative to the project root."""
+    from loopx.store.config import load_config
+
+    config = load_config(project)
+    if out is None:
+        out = project / config.out if config.out is not None else Path("site")
+    if audiences is None:
+        audiences = ",".join(config.audiences) if config.audiences else "public,team"
+    return out, audiences
 
 
 def _kept_line(kept: list[str]) -> str:
@@ -265,10 +278,9 @@ def diff_cmd(
 )
 @click.option(
     "--nojekyll/--no-nojekyll",
-    default=True,
-    show_default=True,
+    default=None,
     help="With --git-branch and no --prefix: add an empty .nojekyll at the root (GitHub "
-    "Pages serves the files as they are).",
+    "Pages serves the files as they are). Default: on.",
 )
 @click.option(
     "--cname", default=None, metavar="DOMAIN", help="With --git-branch: write a CNAME file."
@@ -291,7 +303,11 @@ def diff_cmd(
     help="Replace files that no earlier publish wrote (with --git-branch: and a branch that "
     "shares history with another, by a fresh orphan commit).",
 )
-@click.option("--push", is_flag=True, help="With --git-branch: push the branch afterwards.")
+@click.option(
+    "--push/--no-push",
+    default=None,
+    help="With --git-branch: push the branch afterwards (default: off).",
+)
 @click.option(
     "--remote",
     default=None,
@@ -303,12 +319,12 @@ def publish_cmd(
     to_dir: Path | None,
     git_branch: str | None,
     prefix: str | None,
-    nojekyll: bool,
+    nojekyll: bool | None,
     cname: str | None,
     message: str | None,
     identity: str | None,
     overwrite: bool,
-    push: bool,
+    push: bool | None,
     remote: str | None,
     head: str | None,
     root: Path | None,
@@ -316,22 +332,35 @@ def publish_cmd(
     debug: bool,
 ) -> None:
     """Ship the public partition only, after the boundary scan passes: into a folder, or as a
-    commit on a git branch for GitHub Pages."""
+    commit on a git branch for GitHub Pages. The [publish] settings of the project
+    configuration fill in what the flags leave out (with --to, they are not used)."""
     from loopx.build.gitpublish import BranchTarget
     from loopx.build.publish import publish
     from loopx.model.errors import BoundaryViolation, InvalidInput
+    from loopx.store.config import load_config
 
+    project = _root(root)
+    if to_dir is None:
+        conf = load_config(project).publish
+        git_branch = git_branch if git_branch is not None else conf.git_branch
+        if git_branch is not None:
+            prefix = prefix if prefix is not None else conf.prefix
+            cname = cname if cname is not None else conf.cname
+            identity = identity if identity is not None else conf.identity
+            remote = remote if remote is not None else conf.remote
+            nojekyll = nojekyll if nojekyll is not None else conf.nojekyll
+            push = push if push is not None else conf.push
     if (to_dir is None) == (git_branch is None):
         raise InvalidInput(
             "give exactly one of --to DIR or --git-branch BRANCH", code="usage_error"
         )
     git_only = {
         "--prefix": prefix is not None,
-        "--no-nojekyll": not nojekyll,
+        "--[no-]nojekyll": nojekyll is not None,
         "--cname": cname is not None,
         "--message": message is not None,
         "--identity": identity is not None,
-        "--push": push,
+        "--[no-]push": push is not None,
         "--remote": remote is not None,
     }
     misused = [flag for flag, given in git_only.items() if given]
@@ -342,17 +371,17 @@ def publish_cmd(
         branch = BranchTarget(
             branch=git_branch,
             prefix=prefix or "",
-            nojekyll=nojekyll,
+            nojekyll=nojekyll is not False,
             cname=cname,
             message=message,
             identity=identity,
             overwrite=overwrite,
-            push=push,
+            push=bool(push),
             remote=remote,
         )
     try:
         result: dict[str, Any] = publish(
-            _root(root),
+            project,
             to_dir=to_dir,
             branch=branch,
             head=_head(head, "auto"),
@@ -385,7 +414,13 @@ def publish_cmd(
 
 @click.command("serve")
 @click.option("--port", type=click.IntRange(0, 65535), default=8321, show_default=True)
-@click.option("--audience", "audiences", default="public,team", show_default=True)
+@click.option(
+    "--audience",
+    "audiences",
+    default=None,
+    help="Comma-separated audiences (default: defaults.audiences of the project "
+    "configuration, else public,team).",
+)
 @click.option("--head", default=None, help=HEAD_HELP)
 @click.option(
     "--debounce",
@@ -397,7 +432,7 @@ def publish_cmd(
 @common()
 def serve_cmd(
     port: int,
-    audiences: str,
+    audiences: str | None,
     head: str | None,
     debounce: float,
     root: Path | None,
@@ -410,8 +445,10 @@ def serve_cmd(
     from loopx.build.pipeline import parse_audiences
     from loopx.build.serve import serve
 
+    project = _root(root)
+    _, audiences = _out_and_audiences(project, Path("."), audiences)
     serve(
-        _root(root),
+        project,
         port=port,
         audiences=parse_audiences(audiences),
         head=_head(head, "auto"),

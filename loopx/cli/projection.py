@@ -164,7 +164,9 @@ def _check_workbench(path: Path, text: str, flags: str, revision: int) -> None:
 
     fix = f"`loopx workbench {flags} --write {shlex.quote(str(path))}`"
     try:
-        on_disk = path.read_text("utf-8")
+        # Through the I/O seam: no link followed, regular files only, the read capped (a link,
+        # FIFO or folder in its place is `unsafe_path`, never read through or waited on).
+        on_disk = fsio.current().read_file(path).decode("utf-8")
     except (FileNotFoundError, NotADirectoryError):
         raise CheckFailed(
             f"{path} does not exist; write it with {fix}", code="workbench_missing", path=str(path)

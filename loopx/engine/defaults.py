@@ -1,5 +1,6 @@
-"""Which goal a command means when none is named: `LOOPX_GOAL_ID` is read by the CLI; here,
-the one goal of a project, or its one active goal."""
+"""Which goal a command means when none is named. `--goal-id` beats `LOOPX_GOAL_ID` (both read
+by the CLI), which beats the configuration's `defaults.goal` (read here), which beats the one
+goal of a project, or its one active goal."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from loopx.engine.core import load_state
 from loopx.model.errors import InvalidInput, LoopxError, NotFound
+from loopx.store.config import store_config
 
 
 def _candidates(store: Any) -> list[str]:
@@ -27,13 +29,20 @@ def _candidates(store: Any) -> list[str]:
 
 
 def sole_goal(store: Any) -> str | None:
-    """The goal a project means without saying: its only goal, else its only active goal."""
+    """The goal a project means without saying: the configured one, else its only goal, else
+    its only active goal."""
+    configured = store_config(store).goal
+    if configured is not None:
+        return configured
     found = _candidates(store)
     return found[0] if len(found) == 1 else None
 
 
 def default_goal(store: Any) -> str:
     """`sole_goal`, or the error that says how to name one."""
+    configured = store_config(store).goal
+    if configured is not None:
+        return configured
     found = _candidates(store)
     if len(found) == 1:
         return found[0]

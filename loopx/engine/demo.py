@@ -6,6 +6,7 @@ machine and a second run replays instead of appending.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,8 @@ def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
         store = files
     else:
         _check_goals_free(store)
+    if Path(directory).is_dir():
+        _config(Path(directory))
     d = _Demo(store)
     _prototype(d)
     _launch(d)
@@ -70,6 +73,41 @@ def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
             }
         )
     return {"root": str(directory), "goals": out}
+
+
+DEMO_CONFIG = """\
+# The project configuration (see the README, "Project configuration").
+[site]
+title = "loopx demo"
+description = "Goals, todos and decisions of the loopx demo project, straight from its ledger."
+
+[repository]
+url = "https://github.com/loopx-dev/loopx"
+"""
+
+
+DEMO_README = """\
+# loopx demo
+
+[![loopx demo status](site/public/badge.svg)](site/public/index.html)
+[![launch](site/public/goals/launch/badge.svg)](site/public/goals/launch/index.html)
+
+A project made by `loopx demo`: four goals with dependencies, gates, evidence, runs, claims and
+a handoff. The badges above are the public status of the project and of its `launch` goal, as a
+maintainer would show them in a README. Build the pages they link to from this folder with
+`loopx build --out site`, then open `site/public/index.html`.
+"""
+
+
+def _config(directory: Path) -> None:
+    """A `loopx.toml` naming the demo's pages and repository, and a README that shows its
+    badges; each written only where no such file is yet (a user's own is never replaced)."""
+    from loopx.store import fsio
+    from loopx.store.config import CONFIG_FILE
+
+    for name, text in ((CONFIG_FILE, DEMO_CONFIG), ("README.md", DEMO_README)):
+        with fsio.guard("write the demo files"), contextlib.suppress(FileExistsError):
+            fsio.write_new(Path(directory) / name, text.encode())
 
 
 def _check_goals_free(store: Store) -> None:

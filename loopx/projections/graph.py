@@ -27,16 +27,19 @@ def graph(state: GoalState, lens: Lens) -> dict[str, Any]:
     taken: set[str] = set()
     nodes: list[dict[str, Any]] = []
 
-    def add(kind: str, entity_id: str, label: str, status: str) -> None:
+    def add(kind: str, entity_id: str, label: str, status: str, role: str | None = None) -> None:
         nid = node_id(kind, entity_id)
         while nid in taken:  # two ids that sanitise alike: keep both, deterministically
             nid += "_"
         taken.add(nid)
         ids[f"{kind}:{entity_id}"] = nid
-        nodes.append({"id": nid, "kind": kind, "ref": entity_id, "label": label, "status": status})
+        node = {"id": nid, "kind": kind, "ref": entity_id, "label": label, "status": status}
+        if role is not None:
+            node["role"] = role
+        nodes.append(node)
 
     for t in todos:
-        add("todo", t.todo_id, lens.text(t.title), t.status)
+        add("todo", t.todo_id, lens.text(t.title), t.status, t.role)
     for g in gates:
         add("gate", g.gate_id, lens.text(g.question), g.status)
     edges: list[dict[str, str]] = []

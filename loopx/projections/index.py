@@ -8,22 +8,28 @@ from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR, ledger_now
 from loopx.projections.status import progress
 from loopx.state.entities import GoalState
-from loopx.state.frontier import attention
+from loopx.state.frontier import attention, attention_reasons
 
 SCHEMA = "loopx.index/v1"
 
 
 def goal_summary(
-    state: GoalState, lens: Lens, attention_state: str | None = None
+    state: GoalState,
+    lens: Lens,
+    attention_state: str | None = None,
+    reasons: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One row of the index; also cached by the build so unchanged goals are not refolded.
-    `attention_state` spares a second frontier pass when the caller has it already."""
+    `attention_state` and `reasons` spare a second frontier pass when the caller has them."""
     att = {"state": attention_state} if attention_state else attention(state, ledger_now(state))
+    if reasons is None:
+        reasons = attention_reasons(state, ledger_now(state))
     return {
         "goal_id": state.goal_id,
         "title": lens.text(state.title),
         "status": state.status,
         "attention": att["state"],
+        "reasons": reasons,
         "progress": progress(state),
         "pending_gates": sum(1 for g in state.gates.values() if g.status == "pending"),
         "revision": state.revision,

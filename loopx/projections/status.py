@@ -16,7 +16,7 @@ from loopx.projections.base import (
     todo_card,
 )
 from loopx.state.entities import GoalState
-from loopx.state.frontier import attention, frontier
+from loopx.state.frontier import attention, attention_reasons, frontier
 from loopx.state.views import counts, quota_view
 
 SCHEMA = "loopx.status/v1"
@@ -57,7 +57,11 @@ def status(
         "source": source(state),
         "checkout": {"head": head},
         "goal": goal_identity(state, lens, visible_goals),
-        "attention": {"state": att["state"], "reason": att["reason"]},
+        "attention": {
+            "state": att["state"],
+            "reason": att["reason"],
+            "reasons": attention_reasons(state, now, full),
+        },
         "progress": progress(state),
         "frontier": [todo_card(t, lens, state) for t in ready[:FRONTIER_LIMIT]],
         "todos": [todo_card(t, lens, state) for t in shown_todos],

@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from loopx.render import md_context, md_escape
 from loopx.render.changes import change_markdown
@@ -17,12 +18,30 @@ def _short(value: Any, width: int = 10) -> str:
     return str(value)[:width] if value else "-"
 
 
+def _ticks(value: Any) -> Markup:
+    """Plain text whose `backticked` parts are identifiers: escaped, those parts as <code>."""
+    import re
+
+    from markupsafe import escape
+
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(str(value)))))
+
+
+def _when(value: Any) -> str:
+    """A ledger timestamp for people: `2026-03-01 12:00 UTC` (the ledger's own time, so the
+    page stays deterministic)."""
+    text = str(value or "")
+    if len(text) < 16 or text[10] != "T":
+        return text or "-"
+    return f"{text[:10]} {text[11:16]} UTC"
+
+
 @cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("templates"))),
         undefined=jinja2.StrictUndefined,
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2.html", "svg")),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "j2.html", "svg", "xml")),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
@@ -42,6 +61,8 @@ def environment() -> jinja2.Environment:
     env.filters["one_line"] = md_escape.one_line
     env.filters["change_md"] = change_markdown
     env.filters["short"] = _short
+    env.filters["when"] = _when
+    env.filters["ticks"] = _ticks
     return env
 
 

@@ -29,6 +29,10 @@ FILLS = {status: PALETTE[cls][0] for status, cls in STATE_CLASS.items()}
 STROKES = {status: PALETTE[cls][1] for status, cls in STATE_CLASS.items()}
 
 
+def _user(node: dict[str, Any]) -> bool:
+    return node["kind"] == "todo" and node.get("role") == "user"
+
+
 def _mermaid_label(text: str) -> str:
     # Mermaid strings: quotes become #quot; entity codes, never raw markup.
     clean = " ".join(text.split())[:80]
@@ -40,7 +44,9 @@ def to_mermaid(g: dict[str, Any]) -> str:
     lines = ["flowchart TD"]
     for n in g["nodes"]:
         label = _mermaid_label(f"{n['ref']}: {n['label']}")
-        shape = ('{{"%s"}}' if n["kind"] == "gate" else '["%s"]') % label
+        # gate: hexagon; a person's todo: stadium; an agent's: rectangle
+        form = '{{"%s"}}' if n["kind"] == "gate" else '(["%s"])' if _user(n) else '["%s"]'
+        shape = form % label
         lines.append(f"  {n['id']}{shape}:::{STATE_CLASS.get(n['status'], 'open')}")
     arrows = {"depends_on": "-->", "successor": "-.->|successor|", "gates": "-.->|gate|"}
     for e in g["edges"]:
@@ -64,7 +70,13 @@ def to_dot(g: dict[str, Any]) -> str:
         '  node [shape=box, style="rounded,filled", fontname="Helvetica"];',
     ]
     for n in g["nodes"]:
-        shape = ", shape=hexagon" if n["kind"] == "gate" else ""
+        shape = (
+            ", shape=hexagon"
+            if n["kind"] == "gate"
+            else ', style="rounded,filled,bold", peripheries=2'
+            if _user(n)
+            else ""
+        )
         label = _dot_string(f"{n['ref']}: {n['label']}")
         lines.append(
             f'  {n["id"]} [label={label}, fillcolor="{FILLS.get(n["status"], "#fff")}"{shape}];'

@@ -14,7 +14,9 @@ from loopx.render.graph import FILLS, STROKES
 
 MAX_NODES = 400
 ROW_WIDTH = 1400  # components wider than a screen wrap onto the next row
-NODE_W, NODE_H, GAP = 168, 44, 48
+NODE_W, NODE_H, GAP = 200, 52, 48
+FONT = 14  # px: readable at the drawing's natural size, which the page never shrinks
+PORT_GAP = 22  # px between the ends of edges that meet one side of a node
 
 
 class _View:
@@ -154,17 +156,39 @@ def _cut(piece: str) -> str:
     return piece[: len(piece) - len(last) + last.index("@")] if "@" in last else piece
 
 
+def _ports(g: dict[str, Any], pos: dict[str, tuple[float, float]]) -> dict[tuple[int, str], float]:
+    """Where each edge leaves its source and enters its target, as an x offset from the
+    node's centre: the edges meeting one side of a node are spread along it in the order of
+    the nodes at their other ends, so arrowheads never pile onto one point."""
+    sides: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    for i, e in enumerate(g["edges"]):
+        if e["from"] == e["to"]:
+            continue
+        sides.setdefault((e["from"], "out"), []).append((pos[e["to"]][0], i))
+        sides.setdefault((e["to"], "in"), []).append((pos[e["from"]][0], i))
+    ports: dict[tuple[int, str], float] = {}
+    for (_, side), ends in sides.items():
+        ends.sort()
+        step = min(PORT_GAP, (NODE_W - 40) / max(len(ends) - 1, 1))
+        for k, (_, i) in enumerate(ends):
+            ports[(i, side)] = round((k - (len(ends) - 1) / 2) * step, 1)
+    return ports
+
+
 def _route(
     points: list[tuple[float, float]],
     pos: dict[str, tuple[float, float]],
     e: dict[str, Any],
     dx: float,
     dy: float,
+    ends: tuple[float, float] = (0.0, 0.0),
 ) -> str:
-    """An SVG path from the bottom of the source box to the top of the target box, through
-    the routed points between them, smoothed with quadratic curves."""
+    """An SVG path from the bottom of the source box to the top of the target box (at the
+    offsets `ends` from their centres), through the routed points between them, smoothed
+    with quadratic curves."""
     x1, y1 = pos[e["from"]]
     x2, y2 = pos[e["to"]]
+    x1, x2 = x1 + ends[0], x2 + ends[1]
     via = [(x, y) for x, y in points[1:-1]]
     pts = [(x1, y1 + NODE_H / 2), *via, (x2, y2 - NODE_H / 2)]
     pts = [(x + dx, y + dy) for x, y in pts]
@@ -177,6 +201,29 @@ def _route(
         parts.append(f"Q{ax:.1f},{ay:.1f} {(ax + bx) / 2:.1f},{(ay + by) / 2:.1f}")
     parts.append(f"L{pts[-1][0]:.1f},{pts[-1][1]:.1f}")
     return " ".join(parts)
+
+
+def _outline(n: dict[str, Any], x: float, y: float, fill: str, stroke: str) -> str:
+    """A gate is a hexagon (as in the DOT and Mermaid sources); a person's todo a stadium with
+    a double border; an agent's todo a rounded rectangle."""
+    paint = f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"'
+    if n["kind"] == "gate":
+        cut, w, h = 16, NODE_W, NODE_H
+        points = [
+            (x + cut, y), (x + w - cut, y), (x + w, y + h / 2),
+            (x + w - cut, y + h), (x + cut, y + h), (x, y + h / 2),
+        ]  # fmt: skip
+        return f'<polygon points="{" ".join(f"{px:.1f},{py:.1f}" for px, py in points)}" {paint}/>'
+    if n.get("role") == "user":
+        inset = 4
+        return (
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{NODE_H}" '
+            f'rx="{NODE_H / 2:.0f}" {paint}/>'
+            f'<rect x="{x + inset:.1f}" y="{y + inset:.1f}" width="{NODE_W - 2 * inset}" '
+            f'height="{NODE_H - 2 * inset}" rx="{NODE_H / 2 - inset:.0f}" fill="none" '
+            f'stroke="{stroke}" stroke-width="1"/>'
+        )
+    return f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{NODE_H}" rx="6" {paint}/>'
 
 
 def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | None:
@@ -201,36 +248,40 @@ def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | 
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         'fill="#555"/></marker></defs>',
     ]
+    ports = _ports(g, pos)
     for i, e in enumerate(g["edges"]):
         if e["from"] == e["to"]:
             continue
+        ends = (ports[(i, "out")], ports[(i, "in")])
         dash = {
             "depends_on": "",
             "successor": ' stroke-dasharray="6 4"',
             "gates": ' stroke-dasharray="2 3"',
         }[e["kind"]]
         out.append(
-            f'<path d="{_route(routes.get(i, []), pos, e, dx, dy)}" fill="none" '
+            f'<path d="{_route(routes.get(i, []), pos, e, dx, dy, ends)}" fill="none" '
             f'stroke="#555" stroke-width="1.4"{dash} marker-end="url(#arrow)"/>'
         )
     for n in g["nodes"]:
         x, y = pos[n["id"]]
         x, y = x + dx - NODE_W / 2, y + dy - NODE_H / 2
         fill, stroke = FILLS.get(n["status"], "#fff"), STROKES.get(n["status"], "#333")
-        rx = 4 if n["kind"] == "gate" else 10
         lines = _label(n["label"])
+        leading = FONT + 3
         text = "".join(
-            f'<tspan x="{x + NODE_W / 2:.1f}" dy="{0 if i == 0 else 14}">{escape(line)}</tspan>'
+            f'<tspan x="{x + NODE_W / 2:.1f}" dy="{0 if i == 0 else leading}">'
+            f"{escape(line)}</tspan>"
             for i, line in enumerate(lines)
         )
-        ty = y + NODE_H / 2 - (len(lines) - 1) * 7 + 4
+        ty = y + NODE_H / 2 - (len(lines) - 1) * leading / 2 + FONT * 0.35
         shape = (
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{NODE_H}" rx="{rx}" '
-            f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"/>'
-            f'<text x="{x + NODE_W / 2:.1f}" y="{ty:.1f}" text-anchor="middle" '
-            f'font-family="system-ui, sans-serif" font-size="12" fill="#111">{text}</text>'
+            _outline(n, x, y, fill, stroke)
+            + f'<text x="{x + NODE_W / 2:.1f}" y="{ty:.1f}" text-anchor="middle" '
+            f'font-family="system-ui, sans-serif" font-size="{FONT}" fill="#111">{text}</text>'
         )
-        title = f"<title>{escape(n['kind'])} {escape(n['ref'])} ({escape(n['status'])})</title>"
+        who = {"user": "a person's todo", "agent": "an agent's todo"}.get(n.get("role", ""), "")
+        kind = "decision gate" if n["kind"] == "gate" else who or n["kind"]
+        title = f"<title>{escape(kind)} {escape(n['ref'])} ({escape(n['status'])})</title>"
         href = (node_href or {}).get(n["id"])
         if href:
             out.append(f'<a href="{escape(href)}">{title}{shape}</a>')

@@ -349,6 +349,22 @@ def test_workbench_write_replaces_only_a_workbench(proj: Path, outside: Path) ->
     assert error(write(docs / "fifo.md", "--overwrite")) == "unsafe_output_path"
 
 
+def test_workbench_check_reads_no_link_and_waits_on_no_fifo(proj: Path, outside: Path) -> None:
+    def check(target: Path) -> Any:
+        return loopx(proj, "workbench", "--goal-id", "launch", "--check", str(target))
+
+    docs = proj / "docs"
+    docs.mkdir(exist_ok=True)
+    (docs / "linked.md").symlink_to(outside / "secret.txt")
+    result = check(docs / "linked.md")
+    assert result.exit_code == 2 and error(result) == "unsafe_path"
+    assert MARKER.decode() not in result.stdout + result.stderr
+    os.mkfifo(docs / "fifo.md")
+    result = check(docs / "fifo.md")  # would block forever if the FIFO were opened for reading
+    assert result.exit_code == 2 and error(result) == "unsafe_path"
+    assert error(check(docs / "absent.md")) == "workbench_missing"
+
+
 # -- publish --to -----------------------------------------------------------------------------
 
 

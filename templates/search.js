@@ -1,0 +1,40 @@
+/* loopx static search: a progressive enhancement of the index page. Without script (or
+   without search-index.js) the page is complete and the search box stays hidden. Works from
+   file:// too: the index arrives as a script, not through fetch(). No dependencies. */
+(function () {
+  "use strict";
+  var box = document.getElementById("search");
+  var data = window.loopxSearch;
+  if (!box || !data || !data.items) return;
+  var input = box.querySelector("input");
+  var list = box.querySelector("ol");
+  var said = box.querySelector("[role=status]");
+  var items = data.items.map(function (it) {
+    return { it: it, text: (it.title + " " + (it.todo_id || "") + " " + it.goal_id).toLowerCase() };
+  });
+  function run() {
+    var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+    list.textContent = "";
+    if (!words.length) { said.textContent = ""; return; }
+    var hits = items.filter(function (x) {
+      return words.every(function (w) { return x.text.indexOf(w) !== -1; });
+    });
+    hits.slice(0, 50).forEach(function (x) {
+      var li = document.createElement("li");
+      var a = document.createElement("a");
+      a.href = x.it.href;
+      a.textContent = x.it.title;
+      var meta = document.createElement("span");
+      meta.className = "muted";
+      meta.textContent = " " + (x.it.kind === "todo" ? "todo of " + x.it.goal_id : "goal") + " · " + x.it.status;
+      li.appendChild(a);
+      li.appendChild(meta);
+      list.appendChild(li);
+    });
+    said.textContent = hits.length + (hits.length === 1 ? " match" : " matches") +
+      (hits.length > 50 ? ", the first 50 shown" : "");
+  }
+  input.addEventListener("input", run);
+  box.hidden = false;
+  if (input.value) run();
+})();

@@ -1,0 +1,193 @@
+"""README badges (SVG + shields.io endpoint JSON) and Atom feeds of public status changes:
+valid (jsonschema; feedparser), deterministic, stable entry ids, scanned like every public
+byte, and only what the audience may see."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import feedparser
+import pytest
+
+from loopx.build.boundary import Forbidden, scan_public
+from loopx.build.pipeline import make_site
+from loopx.build.validate import problems
+from tests.conftest import run_cli
+
+T = "2026-04-01T10:00:00Z"
+
+
+def ok(*args: str, now: str = T) -> dict:
+    result = run_cli([*args, "--json"], env={"LOOPX_NOW": now})
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return result.json()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    r = ["--root", str(root)]
+    ok("init", *r)
+    (root / "loopx.toml").write_text(
+        '[site]\ntitle = "Acme"\nbase_url = "https://acme.example.org/status/"\n'
+    )
+    ok("goal", "create", *r, "--goal-id", "ship", "--title", "Ship it", "--objective", "o",
+       "--visibility", "public")  # fmt: skip
+    for todo, vis in (("parser", "public"), ("secret-plan", "team"), ("docs", "public")):
+        ok("todo", "add", *r, "--goal-id", "ship", "--todo-id", todo, "--title", f"Do {todo}",
+           "--visibility", vis)  # fmt: skip
+    ok("todo", "complete", *r, "--goal-id", "ship", "--todo-id", "parser", "--summary",
+       "Parser landed", now="2026-04-02T09:00:00Z")  # fmt: skip
+    ok("todo", "complete", *r, "--goal-id", "ship", "--todo-id", "secret-plan",
+       now="2026-04-02T10:00:00Z")  # fmt: skip
+    ok("gate", "open", *r, "--goal-id", "ship", "--gate-id", "go", "--question", "Go live?",
+       "--authority", "lead", "--visibility", "public", now="2026-04-03T08:00:00Z")  # fmt: skip
+    ok("gate", "resolve", *r, "--goal-id", "ship", "--gate-id", "go", "--agent-id", "lead",
+       "--resolution", "approve",
+       "--rationale", "yes", now="2026-04-03T09:00:00Z")  # fmt: skip
+    return root
+
+
+def build(root: Path) -> Path:
+    ok("build", "--root", str(root), "--out", str(root / "site"), "--validate", "--head", "none")
+    return root / "site"
+
+
+def test_badges_are_valid_deterministic_and_say_the_state(root: Path) -> None:
+    site = build(root)
+    goal = json.loads((site / "public/goals/ship/badge.json").read_text())
+    assert goal == {
+        "schemaVersion": 1,
+        "label": "ship",
+        "message": "moving · 2/3 done",  # docs is ready; the done team todo counts, unnamed
+        "color": "3259a8",
+    }
+    project = json.loads((site / "public/badge.json").read_text())
+    assert project == {
+        "schemaVersion": 1,
+        "label": "Acme",
+        "message": "1 active",
+        "color": "3259a8",
+    }
+    for doc in (goal, project):
+        assert problems("shields.endpoint/v1", doc) == []
+    svg = ET.fromstring((site / "public/goals/ship/badge.svg").read_bytes())
+    ns = "{http://www.w3.org/2000/svg}"
+    assert svg.tag == f"{ns}svg" and svg.get("aria-label") == "ship: moving · 2/3 done"
+    assert svg.find(f"{ns}title").text == "ship: moving · 2/3 done"  # type: ignore[union-attr]
+    manifest = json.loads((site / "manifest.json").read_text())
+    assert manifest["files"]["public/badge.json"]["schema"] == "shields.endpoint/v1"
+    assert "public/goals/ship/badge.svg" in manifest["files"]
+    first = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    build(root)
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == first
+    page = (site / "public/goals/ship/index.html").read_text()
+    assert (
+        "[![ship status](https://acme.example.org/status/goals/ship/badge.svg)]"
+        "(https://acme.example.org/status/goals/ship/index.html)" in page
+    )
+    ok("todo", "complete", "--root", str(root), "--goal-id", "ship", "--todo-id", "docs")
+    ok("goal", "close", "--root", str(root), "--goal-id", "ship", "--outcome", "achieved",
+       "--reason", "done", now="2026-04-04T08:00:00Z")  # fmt: skip
+    build(root)
+    closed = json.loads((site / "public/goals/ship/badge.json").read_text())
+    assert (closed["message"], closed["color"]) == ("achieved", "1e7a3c")
+
+
+def test_the_feed_is_valid_atom_with_public_changes_only(root: Path) -> None:
+    site = build(root)
+    parsed = feedparser.parse((site / "public/feed.xml").read_bytes())
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    assert parsed.version == "atom10" and parsed.feed.title == "Acme"
+    ids = [e.id for e in parsed.entries]
+    assert ids == [
+        "urn:loopx:ship:gate:go:approved:20260403090000",
+        "urn:loopx:ship:todo:parser:done:20260402090000",
+    ]  # newest first; the team todo's completion is not there
+    assert parsed.entries[1].summary == "Parser landed"
+    assert parsed.entries[1].link == "https://acme.example.org/status/goals/ship/todos/parser.html"
+    assert parsed.feed.updated == "2026-04-03T09:00:00Z"
+    assert b"secret-plan" not in (site / "public/feed.xml").read_bytes()
+    team = feedparser.parse((site / "team/feed.xml").read_bytes())
+    assert not team.bozo and len(team.entries) == 3
+    assert team.entries[0].link == "goals/ship/index.html"  # no base_url outside public
+    goal = feedparser.parse((site / "public/goals/ship/feed.xml").read_bytes())
+    assert not goal.bozo and [e.id for e in goal.entries] == ids
+    assert goal.entries[1].link == "https://acme.example.org/status/goals/ship/todos/parser.html"
+
+
+def test_entry_ids_are_stable_and_a_second_completion_is_a_new_entry(root: Path) -> None:
+    site = build(root)
+    before = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
+    r = ("--root", str(root), "--goal-id", "ship")
+    ok("todo", "add", *r, "--todo-id", "later", "--title", "Later", "--visibility", "public")
+    build(root)
+    again = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
+    assert again == before
+    ok("todo", "reopen", *r, "--todo-id", "parser", "--reason", "regression",
+       now="2026-04-05T08:00:00Z")  # fmt: skip
+    build(root)
+    reopened = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
+    assert reopened == before[:1]  # a reopened todo is not done
+    ok("todo", "complete", *r, "--todo-id", "parser", now="2026-04-05T09:00:00Z")
+    build(root)
+    done_again = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
+    assert done_again[0] == "urn:loopx:ship:todo:parser:done:20260405090000"
+
+
+def test_badges_and_feeds_are_scanned_like_every_public_byte(root: Path) -> None:
+    (root / "loopx.toml").write_text('[site]\ntitle = "Acme canary 7f3a"\n')
+    site, _ = make_site(root, ("public",), None)
+    findings = scan_public(site, Forbidden(frozenset({"Acme canary 7f3a"}), frozenset()))
+    found = {f["path"] for f in findings}
+    for path in ("public/badge.svg", "public/badge.json", "public/feed.xml"):
+        assert path in found, sorted(found)
+    assert "public/goals/ship/feed.xml" in found
+
+
+def test_the_search_index_lists_what_the_audience_sees(root: Path) -> None:
+    r = ("--root", str(root), "--goal-id", "ship")
+    ok("todo", "add", *r, "--todo-id", "tag", "--title", "Fix </script><b>&", "--visibility",
+       "public")  # fmt: skip
+    site = build(root)
+    public = json.loads((site / "public/search.json").read_text())
+    assert problems("loopx.search/v1", public) == []
+    hrefs = [i["href"] for i in public["items"]]
+    assert hrefs == [
+        "goals/ship/index.html",
+        "goals/ship/todos/parser.html",
+        "goals/ship/todos/docs.html",
+        "goals/ship/todos/tag.html",
+    ]  # the team todo is not there
+    team = json.loads((site / "team/search.json").read_text())
+    assert "goals/ship/todos/secret-plan.html" in [i["href"] for i in team["items"]]
+    script = (site / "public/search-index.js").read_text()
+    assert script.startswith("window.loopxSearch = {") and script.endswith("};\n")
+    assert "</script>" not in script and "\\u003c/script\\u003e\\u003cb\\u003e\\u0026" in script
+    assert json.loads(script[len("window.loopxSearch = ") : -2]) == public
+    index = (site / "public/index.html").read_text()
+    assert '<div id="search" class="search" role="search" hidden>' in index
+    assert '<script src="search.js" defer></script>' in index
+
+
+def test_the_demo_readme_shows_badges_that_its_build_writes(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    assert run_cli(["demo", str(demo)]).exit_code == 0
+    readme = (demo / "README.md").read_text("utf-8")
+    assert run_cli(["build", "--root", str(demo), "--out", str(demo / "site")]).exit_code == 0
+    badges = [line for line in readme.splitlines() if line.startswith("[![")]
+    assert len(badges) == 2
+    for line in badges:
+        image, page = line.split("](", 1)[1].split(")", 1)[0], line.rsplit("(", 1)[1][:-1]
+        assert (demo / image).is_file() and (demo / image).read_bytes().startswith(b"<svg")
+        assert (demo / page).is_file()
+    # A second run and a user's own files: nothing of theirs is replaced.
+    (demo / "README.md").write_text("# my notes\n")
+    (demo / "loopx.toml").unlink()
+    (demo / "loopx.toml").symlink_to(tmp_path / "elsewhere.toml")
+    assert run_cli(["demo", str(demo)]).exit_code == 0
+    assert (demo / "README.md").read_text() == "# my notes\n"
+    assert (demo / "loopx.toml").is_symlink() and not (tmp_path / "elsewhere.toml").exists()

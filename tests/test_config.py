@@ -1,0 +1,269 @@
+"""The project configuration: loopx.toml or [tool.loopx] in pyproject.toml, validated with
+schemas/config.schema.json, read like every untrusted file, and read by the commands (flags
+and LOOPX_GOAL_ID win)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopx.model.config import ProjectConfig
+from loopx.model.errors import InvalidInput
+from loopx.store.config import CONFIG_CAP, load_config
+from tests.conftest import T0, run_cli
+
+FULL = """
+[site]
+title = "Acme status"
+description = "What the agents are doing on Acme"
+base_url = "https://acme.example.org/status/"
+
+[repository]
+url = "https://github.com/acme/app"
+commit_url = "https://git.acme.example.org/app/commit/{commit}?view=full"
+
+[defaults]
+goal = "launch"
+audiences = ["team", "public"]
+out = "build/status"
+
+[publish]
+git_branch = "gh-pages"
+prefix = "status"
+nojekyll = false
+cname = "status.acme.example.org"
+remote = "upstream"
+push = true
+identity = "Status Bot <bot@acme.example.org>"
+"""
+
+
+def _refused(root: Path) -> InvalidInput:
+    with pytest.raises(InvalidInput) as caught:
+        load_config(root)
+    assert caught.value.code == "invalid_config"
+    return caught.value
+
+
+def test_no_file_is_the_defaults(tmp_path: Path) -> None:
+    assert load_config(tmp_path) == ProjectConfig()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert load_config(tmp_path) == ProjectConfig()
+
+
+def test_every_key_of_loopx_toml(tmp_path: Path) -> None:
+    (tmp_path / "loopx.toml").write_text(FULL)
+    config = load_config(tmp_path)
+    assert config.source == "loopx.toml"
+    assert (config.title, config.base_url) == ("Acme status", "https://acme.example.org/status/")
+    assert config.description == "What the agents are doing on Acme"
+    assert config.repository_url == "https://github.com/acme/app"
+    assert config.goal == "launch" and config.out == "build/status"
+    assert config.audiences == ("public", "team")  # ordered by scope, like --audience
+    p = config.publish
+    assert (p.git_branch, p.prefix, p.nojekyll, p.cname) == (
+        "gh-pages",
+        "status",
+        False,
+        "status.acme.example.org",
+    )
+    assert (p.remote, p.push, p.identity) == (
+        "upstream",
+        True,
+        "Status Bot <bot@acme.example.org>",
+    )
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    assert config.commit_link(rev) == f"https://git.acme.example.org/app/commit/{rev}?view=full"
+    assert config.commit_link("not-a-hash") is None
+
+
+def test_commit_links_without_a_template(tmp_path: Path) -> None:
+    rev = "abcdef0"
+    bare = ProjectConfig()
+    assert bare.commit_link(rev) is None
+    assert (
+        bare.commit_link(rev, "https://github.com/o/r/") == f"https://github.com/o/r/commit/{rev}"
+    )
+    assert bare.commit_link(rev, "git@github.com:o/r.git") is None  # not a web address
+    assert bare.commit_link(rev, "https://x.org/<script>") is None
+    repo = ProjectConfig(repository_url="https://gitlab.com/o/r")
+    assert repo.commit_link(rev, "https://github.com/x/y") == f"https://gitlab.com/o/r/commit/{rev}"
+
+
+def test_pyproject_tool_table_and_loopx_toml_wins(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.loopx.site]\ntitle = "From pyproject"\n'
+        '[tool.loopx.defaults]\ngoal = "g1"\n'
+    )
+    config = load_config(tmp_path)
+    assert (config.title, config.goal, config.source) == (
+        "From pyproject",
+        "g1",
+        "pyproject.toml [tool.loopx]",
+    )
+    (tmp_path / "loopx.toml").write_text('[site]\ntitle = "From loopx.toml"\n')
+    config = load_config(tmp_path)
+    assert (config.title, config.goal, config.source) == ("From loopx.toml", None, "loopx.toml")
+    # with loopx.toml present, a broken pyproject.toml is not read at all
+    (tmp_path / "pyproject.toml").write_text("[tool.loopx\n")
+    assert load_config(tmp_path).title == "From loopx.toml"
+    (tmp_path / "loopx.toml").unlink()
+    assert "pyproject.toml: is not valid TOML (at line 1" in _refused(tmp_path).message
+
+
+def test_every_problem_at_once_by_key_never_by_value(tmp_path: Path) -> None:
+    secret = "ghp_" + "S3cr3t" * 6
+    (tmp_path / "loopx.toml").write_text(
+        f'[site]\ntitle = "{secret}"\nbase_url = "ftp://{secret}"\nlogo = "{secret}"\n'
+        f'[repository]\ncommit_url = "https://x.org/{secret}"\n'
+        f'[defaults]\ngoal = "{secret.upper()}"\nout = "../{secret}"\naudiences = ["everyone"]\n'
+        f'[publish]\npush = "{secret}"\ncname = "{secret} x"\n'
+        f"[{secret}]\nx = 1\n"
+    )
+    err = _refused(tmp_path)
+    assert secret not in err.message and secret not in json.dumps(err.to_dict())
+    assert secret.upper() not in err.message
+    keys = [p["key"] for p in err.details["problems"]]
+    assert keys == sorted(keys) and len(keys) == 9
+    for key in ("site.base_url", "repository.commit_url", "defaults.goal", "defaults.out"):
+        assert key in err.message
+    assert "defaults.audiences[0] must be one of: public, team, private" in err.message
+    assert "publish.push must be a boolean" in err.message
+    assert "site holds keys loopx does not know (known: base_url, description, title)" in (
+        err.message
+    )
+    assert "\n" not in err.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[site]\ntitle = ""\n',
+        '[site]\ntitle = "   "\n',
+        '[publish]\ngit_branch = "a..b"\n',
+        'defaults = "x"\n',
+        '[repository]\ncommit_url = "https://x.org/commit/"\n',
+        "[defaults]\naudiences = []\n",
+        '[defaults]\nout = "/abs"\n',
+    ],
+)
+def test_single_bad_values(tmp_path: Path, text: str) -> None:
+    (tmp_path / "loopx.toml").write_text(text)
+    _refused(tmp_path)
+
+
+def test_the_file_is_read_like_untrusted_input(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.toml"
+    outside.write_text('[site]\ntitle = "elsewhere"\n')
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "loopx.toml").symlink_to(outside)
+    assert "symlink" in _refused(root).message
+    (root / "loopx.toml").unlink()
+    (root / "loopx.toml").mkdir()
+    assert "not a regular file" in _refused(root).message
+    (root / "loopx.toml").rmdir()
+    os.mkfifo(root / "loopx.toml")  # would block a plain open() forever
+    assert "not a regular file" in _refused(root).message
+    (root / "loopx.toml").unlink()
+    (root / "loopx.toml").write_bytes(b"# " + b"x" * CONFIG_CAP + b"\n")
+    assert "larger than the limit" in _refused(root).message
+    (root / "loopx.toml").write_bytes(b'[site]\ntitle = "\xff"\n')
+    assert "not UTF-8" in _refused(root).message
+    (root / "loopx.toml").write_text('[site]\ntitle = "unterminated secret-ish\n')
+    err = _refused(root)
+    assert "secret-ish" not in err.message and "is not valid TOML (at line 2" in err.message
+
+
+# -- through the CLI -----------------------------------------------------------------------
+
+
+def _goals(root: Path, *ids: str) -> None:
+    assert run_cli(["init", "--root", str(root)]).exit_code == 0
+    for goal_id in ids:
+        made = run_cli(
+            [
+                "goal",
+                "create",
+                "--root",
+                str(root),
+                "--goal-id",
+                goal_id,
+                "--title",
+                goal_id,
+                "--objective",
+                "o",
+                "--visibility",
+                "public",
+            ]
+        )
+        assert made.exit_code == 0, made.stderr
+
+
+def test_default_goal_flag_beats_env_beats_config(tmp_path: Path) -> None:
+    _goals(tmp_path, "alpha", "beta", "gamma")
+    add = ["todo", "add", "--root", str(tmp_path), "--title", "t", "--format", "json"]
+    assert run_cli(add).exit_code == 2  # three active goals, none named: goal_required
+    (tmp_path / "loopx.toml").write_text('[defaults]\ngoal = "beta"\n')
+    assert run_cli(add).json()["receipt"]["goal_id"] == "beta"
+    env = {"LOOPX_GOAL_ID": "gamma"}
+    assert run_cli(add, env=env).json()["receipt"]["goal_id"] == "gamma"
+    assert run_cli([*add, "--goal-id", "alpha"], env=env).json()["receipt"]["goal_id"] == "alpha"
+    assert run_cli(["next", "--root", str(tmp_path), "--json"]).json()["goal_id"] == "beta"
+    # a configured goal that does not exist is an error, not a silent fallback
+    (tmp_path / "loopx.toml").write_text('[defaults]\ngoal = "nope"\n')
+    gone = run_cli(add)
+    assert gone.exit_code == 3 and gone.json()["error"]["code"] == "goal_not_found"
+
+
+def test_build_reads_out_and_audiences_flags_override(tmp_path: Path) -> None:
+    _goals(tmp_path, "alpha")
+    (tmp_path / "loopx.toml").write_text(
+        '[defaults]\nout = "pages/status"\naudiences = ["public"]\n'
+    )
+    elsewhere = tmp_path / "sub"
+    elsewhere.mkdir()
+    built = run_cli(["build", "--root", str(tmp_path), "--format", "json"], cwd=elsewhere)
+    assert built.exit_code == 0, built.stderr
+    out = tmp_path / "pages" / "status"  # relative to the project root, not the cwd
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["audiences"] == ["public"]
+    assert not (elsewhere / "site").exists()
+    checked = run_cli(["build", "--root", str(tmp_path), "--check"], cwd=elsewhere)
+    assert checked.exit_code == 0, checked.stderr
+    flags = run_cli(
+        ["build", "--root", str(tmp_path), "--out", str(tmp_path / "x"), "--audience", "team"]
+    )
+    assert flags.exit_code == 0, flags.stderr
+    assert json.loads((tmp_path / "x" / "manifest.json").read_text())["audiences"] == ["team"]
+
+
+def test_a_bad_config_is_one_line_exit_2_and_writes_nothing(tmp_path: Path) -> None:
+    _goals(tmp_path, "alpha")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    (tmp_path / "loopx.toml").write_text("[defaults]\nout = 42\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPX_")}
+    env["LOOPX_NOW"] = T0
+    proc = subprocess.run(
+        [sys.executable, "-m", "loopx", "build"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        "loopx: error [invalid_config]: loopx.toml: defaults.out must be a string\n"
+    )
+    after = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert [p for p in after if p not in before] == [Path("loopx.toml")]
+    as_json = run_cli(["todo", "add", "--root", str(tmp_path), "--title", "t", "--json"])
+    assert as_json.exit_code == 2
+    assert as_json.json()["error"]["code"] == "invalid_config"

@@ -1,0 +1,64 @@
+"""The task graph drawn for people: distinct shapes for agent todos, a person's todos and
+gates (in the SVG, Mermaid and DOT alike), readable text, and edges that meet a node at
+distinct points instead of piling onto one."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from loopx.render.graph import to_dot, to_mermaid
+from loopx.render.svg import FONT, to_svg
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def _graph() -> dict[str, Any]:
+    def todo(ref: str, role: str = "agent") -> dict[str, Any]:
+        return {"id": f"t_{ref}", "kind": "todo", "ref": ref, "label": f"Todo {ref}",
+                "status": "open", "role": role}  # fmt: skip
+
+    nodes = [todo("a"), todo("b"), todo("c"), todo("d"), todo("sign", "user")]
+    nodes.append({"id": "g_go", "kind": "gate", "ref": "go", "label": "Go?", "status": "pending"})
+    edges = [{"from": f"t_{x}", "to": "t_d", "kind": "depends_on"} for x in "abc"]
+    edges += [
+        {"from": "t_d", "to": "t_sign", "kind": "depends_on"},
+        {"from": "g_go", "to": "t_sign", "kind": "gates"},
+    ]
+    return {"source": {"goal_id": "g"}, "nodes": nodes, "edges": edges}
+
+
+def test_shapes_differ_by_kind_and_role() -> None:
+    svg = ET.fromstring(to_svg(_graph()) or "")
+    shapes = {}
+    for a in svg.iter(f"{NS}a"):
+        ref = a.find(f"{NS}title").text  # type: ignore[union-attr]
+        shapes[ref] = [child.tag.removeprefix(NS) for child in a if child.tag != f"{NS}title"]
+    for g in svg.iter(f"{NS}g"):
+        title = g.find(f"{NS}title")
+        if title is not None:
+            shapes[title.text] = [c.tag.removeprefix(NS) for c in g if c.tag != f"{NS}title"]
+    assert shapes["an agent's todo a (open)"] == ["rect", "text"]
+    assert shapes["a person's todo sign (open)"] == ["rect", "rect", "text"]  # double border
+    assert shapes["decision gate go (pending)"] == ["polygon", "text"]
+    assert {t.get("font-size") for t in svg.iter(f"{NS}text")} == {str(FONT)}
+    assert FONT >= 14
+    assert '  t_sign(["sign: Todo sign"]):::open' in to_mermaid(_graph())
+    assert '  g_go{{"go: Go?"}}:::pending' in to_mermaid(_graph())
+    dot = to_dot(_graph())
+    assert (
+        't_sign [label="sign: Todo sign", fillcolor="#eef4ff", style="rounded,filled,bold", ' in dot
+    )
+    assert "shape=hexagon" in dot
+
+
+def test_edges_into_one_node_end_at_distinct_points() -> None:
+    svg = ET.fromstring(to_svg(_graph()) or "")
+    ends = []
+    for path in svg.iter(f"{NS}path"):
+        if path.get("marker-end"):
+            numbers = re.findall(r"-?\d+(?:\.\d+)?", path.get("d", ""))
+            ends.append((float(numbers[-2]), float(numbers[-1])))
+    assert len(ends) == 5
+    assert len(set(ends)) == 5  # no two arrowheads on one point (three meet node d)

@@ -1,0 +1,166 @@
+"""The pages a maintainer links from a README: named by the project configuration, dated
+from ledger time, linked to the repository and its commits, attention in plain words ranked
+so a held todo does not hide ready work, and todo pages that say who, when and what."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+REV = "0f1e2d3c4b5a69788796a5b4c3d2e1f001234567"
+CONFIG = """
+[site]
+title = "Acme & Co status"
+description = "What the agents do on Acme"
+
+[repository]
+url = "https://github.com/acme/app"
+commit_url = "https://git.acme.example/app/-/commit/{commit}"
+"""
+
+
+def ok(*args: str, now: str = "2026-03-01T12:00:00Z") -> dict:
+    result = run_cli([*args, "--json"], env={"LOOPX_NOW": now})
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return result.json()
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    r = ["--root", str(root)]
+    ok("init", *r)
+    (root / "loopx.toml").write_text(CONFIG)
+    ok("goal", "create", *r, "--goal-id", "ship", "--title", "Ship it", "--objective", "o",
+       "--visibility", "public")  # fmt: skip
+    for todo, title, extra in (
+        ("parser", "Write the parser", []),
+        ("docs", "Write the docs", ["--depends-on", "parser"]),
+        ("bench", "Measure the speed", []),
+        ("sign", "Sign the release", ["--role", "user", "--depends-on", "docs"]),
+    ):
+        ok("todo", "add", *r, "--goal-id", "ship", "--todo-id", todo, "--title", title,
+           "--visibility", "public", *extra)  # fmt: skip
+    ok("todo", "claim", *r, "--goal-id", "ship", "--todo-id", "parser", "--agent-id", "agent-a")
+    ok("evidence", "add", *r, "--goal-id", "ship", "--todo-id", "parser", "--kind", "test",
+       "--summary", "parser tests pass", "--visibility", "public", "--revision", REV,
+       "--evidence-id", "ev-1", "--agent-id", "agent-a")  # fmt: skip
+    ok("todo", "complete", *r, "--goal-id", "ship", "--todo-id", "parser", "--agent-id",
+       "agent-a", "--summary", "Parser done, 40 tests", now="2026-03-02T08:30:00Z")  # fmt: skip
+    # A team gate holds one todo: docs stays ready work, and the public page must not say
+    # "needs user" with nothing shown.
+    ok("gate", "open", *r, "--goal-id", "ship", "--question", "Ship the docs?", "--blocks",
+       "docs", "--authority", "lead", now="2026-03-03T09:15:00Z")  # fmt: skip
+    ok("build", *r, "--out", str(root / "site"), "--head", "none")
+    return root / "site"
+
+
+def test_attention_carries_every_reason_ranked_ready_work_first(built: Path) -> None:
+    status = json.loads((built / "public/goals/ship/status.json").read_text())
+    reasons = status["attention"]["reasons"]
+    assert reasons == [
+        {"state": "ready_for_agent", "count": 1},  # bench (docs is held by the gate)
+        {"state": "needs_user", "count": 1},  # the pending gate
+        {"state": "blocked", "count": 2},  # docs (held) and sign (waits on docs)
+    ]
+    index = json.loads((built / "public/index.json").read_text())
+    assert index["goals"][0]["reasons"] == reasons
+    page = (built / "public/index.html").read_text()
+    assert '<span class="badge a-ready_for_agent">Moving</span>' in page
+    assert "1 ready to work on; 1 waiting for a person's decision or action; " in page
+    assert "needs user" not in page and "needs_user<" not in page
+
+
+def test_every_page_names_the_project_and_links_the_repository(built: Path) -> None:
+    pages = sorted(built.rglob("*.html"))
+    assert len(pages) > 10
+    for page in pages:
+        html = page.read_text()
+        assert re.search(r"<title>[^<]* · Acme &amp; Co status</title>", html), page
+        assert '<a class="brand" href="' in html and ">Acme &amp; Co status</a>" in html, page
+        assert '<a class="repo" href="https://github.com/acme/app">Repository</a>' in html, page
+        assert '<meta name="description" content="What the agents do on Acme">' in html, page
+    index = (built / "public/index.html").read_text()
+    assert "<h1>Acme &amp; Co status</h1>" in index
+    assert '<p class="lede">What the agents do on Acme</p>' in index
+
+
+def test_last_changed_comes_from_ledger_time(built: Path) -> None:
+    stamp = '<time datetime="2026-03-03T09:15:00Z">2026-03-03 09:15 UTC</time>'
+    for page in ("public/index.html", "public/goals/ship/index.html", "team/index.html"):
+        html = (built / page).read_text()
+        assert f"Last changed {stamp}" in html or f"last changed {stamp}" in html, page
+    todo = (built / "public/goals/ship/todos/docs.html").read_text()
+    assert f"Goal last changed {stamp}" in todo
+
+
+def test_evidence_revisions_link_to_commits_through_the_template(built: Path) -> None:
+    link = f'<a href="https://git.acme.example/app/-/commit/{REV}"><code>{REV[:10]}</code></a>'
+    assert link in (built / "public/goals/ship/index.html").read_text()
+    assert link in (built / "public/goals/ship/todos/parser.html").read_text()
+
+
+def test_a_todo_page_says_who_when_what_and_names_its_dependencies(built: Path) -> None:
+    parser = (built / "public/goals/ship/todos/parser.html").read_text()
+    assert "<dt>Done by</dt><dd>an agent</dd>" in parser  # public: no agent names
+    assert '<dt>Opened</dt><dd><time datetime="2026-03-01T12:00:00Z">' in parser
+    assert '<dt>Finished</dt><dd><time datetime="2026-03-02T08:30:00Z">' in parser
+    assert "<h2>Summary</h2><p>Parser done, 40 tests</p>" in parser
+    assert '<a href="docs.html">Write the docs</a> <code>docs</code>' in parser  # needed by
+    sign = (built / "public/goals/ship/todos/sign.html").read_text()
+    assert "<dt>Done by</dt><dd>a person</dd>" in sign
+    assert '<li><a href="docs.html">Write the docs</a> <code>docs</code></li>' in sign
+    assert '<dt>Part of</dt><dd><a href="../index.html">Ship it</a></dd>' in sign
+
+
+def test_a_changed_title_renders_the_pages_again_and_builds_are_deterministic(
+    built: Path, tmp_path: Path
+) -> None:
+    root = built.parent
+    first = {p: p.read_bytes() for p in built.rglob("*") if p.is_file()}
+    ok("build", "--root", str(root), "--out", str(built), "--head", "none")
+    assert {p: p.read_bytes() for p in built.rglob("*") if p.is_file()} == first
+    (root / "loopx.toml").write_text(CONFIG.replace("Acme &", "Acme and"))
+    ok("build", "--root", str(root), "--out", str(built), "--head", "none")  # carries over?
+    html = (built / "public/goals/ship/todos/bench.html").read_text()
+    assert "Acme and Co status" in html and "Acme &amp; Co" not in html
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert manifest["project"]["title"] == "Acme and Co status"
+
+
+def test_without_a_configuration_the_goal_repository_is_linked(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    r = ["--root", str(root)]
+    ok("init", *r)
+    ok("goal", "create", *r, "--goal-id", "g", "--title", "G", "--objective", "o",
+       "--visibility", "public", "--repository", "https://codeberg.org/o/r")  # fmt: skip
+    ok("todo", "add", *r, "--goal-id", "g", "--todo-id", "t", "--title", "T",
+       "--visibility", "public")  # fmt: skip
+    ok("evidence", "add", *r, "--goal-id", "g", "--todo-id", "t", "--summary", "s", "--kind", "ci",
+       "--visibility", "public", "--revision", REV)  # fmt: skip
+    ok("build", *r, "--out", str(root / "site"), "--head", "none")
+    goal = (root / "site/public/goals/g/index.html").read_text()
+    assert '<a class="repo" href="https://codeberg.org/o/r">Repository</a>' in goal
+    assert f'href="https://codeberg.org/o/r/commit/{REV}"' in goal
+    assert "<title>G · loopx</title>" in goal
+
+
+def test_the_workbench_page_uses_the_sites_components(built: Path) -> None:
+    html = (built / "team/goals/ship/workbench.html").read_text()
+    assert "<h1>Workbench: Ship it</h1>" in html
+    assert '<span class="badge a-ready_for_agent">Moving</span>' in html
+    assert "needs_user" not in html and "Do not edit" not in html  # no banner, no jargon
+    assert '<a href="todos/bench.html">Measure the speed</a> <code>bench</code>' in html
+    assert '<a href="todos/docs.html"><code>docs</code></a>' in html  # the gate holds docs
+    link = f'<a href="https://git.acme.example/app/-/commit/{REV}"><code>{REV[:10]}</code></a>'
+    assert link in html
+    assert '<a href="workbench.md">The same workbench as Markdown</a>' in html
+    public = (built / "public/goals/ship/workbench.html").read_text()
+    assert "Ship the docs?" not in public  # the team gate stays out of public pages
