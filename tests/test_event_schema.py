@@ -35,7 +35,18 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "goal.created": {"title": "T", "objective": BLOB, "acceptance": ["A", BLOB]},
     "goal.closed": {"outcome": "achieved", "reason": "Done"},
     "agent.registered": {"agent_id": "agent-a", "name": "A", "kind": "coding-agent"},
-    "todo.added": {"todo_id": "t1", "title": "T", "depends_on": ["t0"], "priority": 0},
+    "todo.added": {
+        "todo_id": "t1",
+        "title": "T",
+        "depends_on": ["t0"],
+        "priority": 0,
+        "monitor": {
+            "watch": "ci:run/42",
+            "watch_kind": "ci",
+            "next_at": "2026-01-01T00:00:00Z",
+            "backoff": {"kind": "exponential", "seconds": 60, "cap": 600},
+        },
+    },
     "todo.updated": {"todo_id": "t1", "title": BLOB, "priority": 4, "role": "user"},
     "todo.claimed": {
         "todo_id": "t1",
@@ -51,7 +62,12 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "todo.cancelled": {"todo_id": "t1"},
     "todo.completed": {"todo_id": "t1", "summary": "S", "evidence_ids": ["ev-1"]},
     "gate.opened": {"gate_id": "g", "question": "Q?", "authority": "boss", "blocks": ["t1"]},
-    "gate.resolved": {"gate_id": "g", "resolution": "deferred", "by": "boss"},
+    "gate.resolved": {
+        "gate_id": "g",
+        "resolution": "deferred",
+        "by": "boss",
+        "ask_again_at": "2026-01-02T09:00:00Z",
+    },
     "evidence.added": {
         "evidence_id": "ev-1",
         "kind": "test",
@@ -78,6 +94,15 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "field": "question",
         "reason": "a host name in a public question",
     },
+    "monitor.observed": {
+        "todo_id": "t1",
+        "result": "unchanged",
+        "evidence_id": "ev-1",
+        "next_at": "2026-01-01T00:10:00Z",
+    },
+    "turn.begun": {"turn_id": "turn-1", "todo_id": "t1", "agent_id": "a", "session_id": "s"},
+    "turn.phased": {"turn_id": "turn-1", "phase": "write_back", "session_id": "s", "ref": "r"},
+    "turn.settled": {"turn_id": "turn-1", "run_id": "run-1"},
     "handoff.prepared": {
         "handoff_id": "h1",
         "todo_id": "t1",

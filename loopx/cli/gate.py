@@ -32,6 +32,7 @@ def gate() -> None:
 @click.option("--blocks", multiple=True, help="Todo ids it holds back (default: the whole goal).")
 @click.option("--blocks-goal", is_flag=True, help="Hold the whole goal.")
 @click.option("--gate-id", default=None)
+@click.option("--ask-again-at", default=None, help="When to ask again if still undecided.")
 @click.option(
     "--visibility",
     type=VISIBILITY_CHOICE,
@@ -48,6 +49,7 @@ def open_cmd(
     blocks: tuple[str, ...],
     blocks_goal: bool,
     gate_id: str | None,
+    ask_again_at: str | None,
     visibility: str,
     operation_id: str | None,
     expected_revision: int | None,
@@ -70,6 +72,7 @@ def open_cmd(
         blocks_goal=blocks_goal,
         gate_id=gate_id,
         visibility=visibility,
+        ask_again_at=ask_again_at,
         operation_id=operation_id,
         expected_revision=expected_revision,
     )
@@ -82,6 +85,7 @@ def open_cmd(
 @click.option("--resolution", type=click.Choice(["approve", "reject", "defer"]), required=True)
 @click.option("--by", default=None, help="The authority resolving it (default: --agent-id).")
 @click.option("--rationale", default=None, help="Why.")
+@click.option("--ask-again-at", default=None, help="With defer: when to ask again.")
 @guarded
 @actor
 @common()
@@ -91,6 +95,7 @@ def resolve(
     resolution: str,
     by: str | None,
     rationale: str | None,
+    ask_again_at: str | None,
     operation_id: str | None,
     expected_revision: int | None,
     agent_id: str,
@@ -110,6 +115,7 @@ def resolve(
         resolution=resolution,
         by=by,
         rationale=rationale,
+        ask_again_at=ask_again_at,
         operation_id=operation_id,
         expected_revision=expected_revision,
     )

@@ -25,6 +25,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "note": ("loopx.cli.goal", "note", "Record lessons, decisions and notes."),
     "todo": ("loopx.cli.todo", "todo", "Add, claim, complete and inspect todos."),
     "gate": ("loopx.cli.gate", "gate", "Open and resolve human decision gates."),
+    "monitor": (
+        "loopx.cli.monitor",
+        "monitor",
+        "Watch CI, a pull request or a URL, with a backoff.",
+    ),
+    "wake": ("loopx.cli.monitor", "wake_cmd", "What is due now, and the next wake."),
+    "turn": ("loopx.cli.turn", "turn", "Journal a turn's phases; resume an interrupted one."),
     "evidence": ("loopx.cli.evidence", "evidence", "Record and list evidence."),
     "run": ("loopx.cli.evidence", "run", "Record and list agent runs."),
     "status": ("loopx.cli.status", "status_cmd", "Attention, frontier, gates and leases."),

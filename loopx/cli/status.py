@@ -66,10 +66,24 @@ def _status_text(goals: list[dict[str, Any]], now: str) -> str:
                 + ", ".join(t["todo_id"] for t in g["frontier"])
                 + (f" (+{more} more)" if more else "")
             )
+        for item in g["monitors"]["due"]:
+            lines.append(
+                f"  due: {item['todo_id']} watching {item['watch']} (since {item['next_at']})"
+            )
+        for t in g["open_turns"]:
+            lines.append(
+                f"  open turn {t['turn_id']} on {t['todo_id']} by {t['agent_id']}: "
+                f"at {t['phase']} for {t['age_seconds']}s (loopx turn resume)"
+            )
+        wake = g["monitors"]["next_wake"]
+        if wake:
+            what = wake.get("todo_id") or f"gate {wake.get('gate_id')}"
+            lines.append(f"  next wake: {wake['at']} ({what})")
         for gate in g["gates"]:
             lines.append(
                 f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
                 f"{gate['question']}"
+                + (f" (ask again on {gate['ask_again_at']})" if "ask_again_at" in gate else "")
             )
         for lease in g["leases"]:
             state = "live" if lease["live"] else "EXPIRED"
@@ -157,6 +171,7 @@ def next_cmd(
         lines = [f"ready ({data['frontier_total']}):"]
         lines += [
             f"  {t['todo_id']:<20} p{t['priority']} {t['role']:<5} {t['title']}"
+            + (f"  (monitor due: {t['monitor']['watch']})" if "monitor" in t else "")
             for t in data["frontier"]
         ] or ["  nothing is ready"]
         if explain:
@@ -181,4 +196,6 @@ def _reason(r: dict[str, Any]) -> str:
         return f"claimed by {r['agent_id']} until {r['lease_expires_at']}"
     if code == "todo_blocked":
         return "blocked"
+    if code == "monitor_not_due":
+        return f"monitor, next wake {r['next_at']}"
     return code

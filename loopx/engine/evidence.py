@@ -141,10 +141,13 @@ def record_run(
     }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
+        from loopx.engine.turns import refuse_unsettled
+
         st = lookup.need_state(state)
         for ref in (todo_id, successor):
             if ref is not None:
                 lookup.todo(st, ref)
+        refuse_unsettled(st, todo_id)
         data = {
             "run_id": lookup.new_id("run", st.runs, run_id, "run_id"),
             "agent_id": agent,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from loopx.engine import lookup
+from loopx.engine.clock import parse
 from loopx.engine.core import Change, Context, Result, execute
 from loopx.model.errors import Conflict, InvalidInput
 from loopx.model.ids import check_id
@@ -18,6 +19,12 @@ RESOLUTIONS = {
 }
 
 
+def parse_time(value: str) -> str:
+    """`value` when it is a time loopx accepts (`invalid_time` otherwise)."""
+    parse(value)
+    return value
+
+
 def open_gate(
     ctx: Context,
     goal_id: str,
@@ -28,10 +35,12 @@ def open_gate(
     blocks_goal: bool = False,
     gate_id: str | None = None,
     visibility: str | None = None,
+    ask_again_at: str | None = None,
     operation_id: str | None = None,
     expected_revision: int | None = None,
 ) -> Result:
-    """Open a gate. With no todos named it holds the whole goal."""
+    """Open a gate. With no todos named it holds the whole goal. `ask_again_at`: when to ask
+    the authority again if still undecided (`loopx wake` lists it then)."""
     vis = lookup.visibility(visibility, "team")
     question = lookup.text(question, "question", limit=lookup.MAX_TITLE)
     check_id(authority, "authority")
@@ -45,6 +54,8 @@ def open_gate(
         "gate_id": gate_id,
         "visibility": vis,
     }
+    if ask_again_at is not None:
+        request["ask_again_at"] = parse_time(ask_again_at)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
@@ -55,6 +66,7 @@ def open_gate(
             "authority": authority,
             "blocks": held,
             "blocks_goal": whole_goal,
+            "ask_again_at": ask_again_at,
         }
         return [Change("gate.opened", data, vis)]
 
@@ -71,11 +83,13 @@ def resolve_gate(
     resolution: str,
     by: str | None = None,
     rationale: str | None = None,
+    ask_again_at: str | None = None,
     operation_id: str | None = None,
     expected_revision: int | None = None,
 ) -> Result:
-    """Approve, reject or defer. Only the gate's authority may resolve it; a deferred gate may
-    be resolved again, an approved or rejected one never."""
+    """Approve, reject or defer (with `ask_again_at`: when to ask again). Only the gate's
+    authority may resolve it; a deferred gate may be resolved again, an approved or rejected
+    one never."""
     check_id(gate_id, "gate_id")
     outcome = RESOLUTIONS.get(resolution)
     if outcome is None:
@@ -89,6 +103,10 @@ def resolve_gate(
         "by": resolver,
         "rationale": rationale,
     }
+    if ask_again_at is not None:
+        if outcome != "deferred":
+            raise InvalidInput("only a deferred gate is asked again", code="ask_again_not_deferred")
+        request["ask_again_at"] = parse_time(ask_again_at)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
@@ -112,6 +130,7 @@ def resolve_gate(
             "resolution": outcome,
             "by": resolver,
             "rationale": ctx.private_text(rationale, gate.visibility) if rationale else None,
+            "ask_again_at": ask_again_at,
         }
         return [Change("gate.resolved", data, gate.visibility)]
 

@@ -66,6 +66,26 @@ class AgentRegistered(_Data):
     kind: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
 
 
+class Backoff(_Data):
+    """When a monitor looks again after an observation that found nothing new: `fixed` waits
+    `seconds` every time; `exponential` doubles the wait after each such observation, up to
+    `cap` seconds."""
+
+    kind: Literal["fixed", "exponential"] = "fixed"
+    seconds: int = Field(ge=1, le=30 * 86400)
+    cap: int | None = Field(default=None, ge=1, le=365 * 86400)
+
+
+class MonitorSpec(_Data):
+    """What a monitor todo watches (a typed ref: `ci:`, `pr:`, `url:` or free text), when it
+    is first due, and how its next wake moves."""
+
+    watch: Text
+    watch_kind: Literal["ci", "pr", "url", "text"]
+    next_at: Timestamp
+    backoff: Backoff
+
+
 class TodoAdded(_Data):
     todo_id: Id
     title: Text
@@ -75,6 +95,7 @@ class TodoAdded(_Data):
     depends_on: list[Id] = Field(default_factory=list, max_length=1000)
     acceptance: Body | None = None
     predecessor: Id | None = None
+    monitor: MonitorSpec | None = None
 
 
 class TodoUpdated(_Data):
@@ -120,6 +141,8 @@ class GateOpened(_Data):
     authority: Id
     blocks: list[Id] = Field(default_factory=list, max_length=1000)
     blocks_goal: bool = False
+    # When to ask the authority again if it is still undecided (a next wake for a decision).
+    ask_again_at: Timestamp | None = None
 
 
 class GateResolved(_Data):
@@ -127,6 +150,7 @@ class GateResolved(_Data):
     resolution: Literal["approved", "rejected", "deferred"]
     by: Id
     rationale: Body | None = None
+    ask_again_at: Timestamp | None = None  # with `deferred`: when to ask again
 
 
 class EvidenceAdded(_Data):
@@ -166,6 +190,48 @@ class NoteAdded(_Data):
     kind: Literal["lesson", "decision", "note"]
     text: Body
     todo_id: Id | None = None
+
+
+class MonitorObserved(_Data):
+    """One observation of a monitor, recorded as evidence (`evidence_id`, appended by the same
+    operation). `unchanged` and `failed` move the next wake to `next_at` (by the backoff);
+    `changed` names the transition the same operation appends: the monitor completes, is
+    blocked, or completes with a new successor todo."""
+
+    todo_id: Id
+    result: Literal["unchanged", "changed", "failed"]
+    evidence_id: Id
+    next_at: Timestamp | None = None
+    transition: Literal["complete", "block", "successor"] | None = None
+    successor: Id | None = None
+
+
+TURN_PHASES = ("claim", "execute", "validate", "write_back", "spend", "settle")
+
+
+class TurnBegun(_Data):
+    """A turn journal entry opens (phase `claim`): progress, never authority."""
+
+    turn_id: Id
+    todo_id: Id
+    agent_id: Id
+    session_id: Id
+
+
+class TurnPhased(_Data):
+    """A turn reached a phase; `ref` names what it touched (a pushed branch, a test log)."""
+
+    turn_id: Id
+    phase: Literal["execute", "validate", "write_back"]
+    session_id: Id
+    ref: Text | None = None
+
+
+class TurnSettled(_Data):
+    """The turn is settled into `run_id` (appended by the same operation, with its quota)."""
+
+    turn_id: Id
+    run_id: Id
 
 
 #: The text fields a `field.redacted` event may blank, per kind of entity.
@@ -228,6 +294,10 @@ EVENT_MODELS: dict[str, type[_Data]] = {
     "quota.set": QuotaSet,
     "note.added": NoteAdded,
     "field.redacted": FieldRedacted,
+    "monitor.observed": MonitorObserved,
+    "turn.begun": TurnBegun,
+    "turn.phased": TurnPhased,
+    "turn.settled": TurnSettled,
 }
 
 

@@ -28,6 +28,7 @@ from loopx.privacy.audience import PRIVATE_MISSING
 from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
+from loopx.state.turns import RESUME_ADVICE, open_turns
 from loopx.state.views import freshness
 
 SCHEMA_ID = "loopx.handoff/v1"
@@ -505,6 +506,14 @@ def _reinspect(
             f"Pending gate(s) {', '.join(blocking)} must be resolved before the todo can be "
             "completed.",
         )
+    for turn in open_turns(state):
+        if turn["todo_id"] == todo.todo_id:
+            say(
+                "turn_open",
+                f"Turn {turn['turn_id']} by {turn['agent_id']} stopped at {turn['phase']} "
+                f"(last progress {turn['updated_at']}): {RESUME_ADVICE.get(turn['phase'], '')}. "
+                f"Continue it (loopx turn resume --turn-id {turn['turn_id']}); settle it once.",
+            )
     open_deps = [d["todo_id"] for d in digest["todo"]["dependencies"] if d["status"] != "done"]
     if open_deps:
         say("dependency_open", f"Dependencies not done: {', '.join(open_deps)}.")

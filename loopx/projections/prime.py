@@ -20,6 +20,7 @@ from typing import Any
 from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention, frontier, lease_live
+from loopx.state.turns import RESUME_ADVICE, open_turns
 
 SCHEMA_ID = "loopx.prime/v1"
 DEFAULT_MAX_CHARS = 6000
@@ -99,9 +100,25 @@ def _claims(state: GoalState, now: str, agent_id: str | None, text: TextFn) -> l
             "lease_expires_at": t.claim["lease_expires_at"],  # type: ignore[index]
             "live": lease_live(t, now),
             "revision": t.revision,
+            **_turn_on(state, t.todo_id),
         }
         for t in held
     ]
+
+
+def _turn_on(state: GoalState, todo_id: str) -> dict[str, Any]:
+    """`{"turn": …}` when an open turn on the todo stopped somewhere (resume it), else {}."""
+    for turn in open_turns(state):
+        if turn["todo_id"] == todo_id:
+            return {
+                "turn": {
+                    "turn_id": turn["turn_id"],
+                    "phase": turn["phase"],
+                    "updated_at": turn["updated_at"],
+                    "resume": RESUME_ADVICE.get(turn["phase"], ""),
+                }
+            }
+    return {}
 
 
 def _handoffs(state: GoalState, agent_id: str | None, text: TextFn) -> list[dict]:

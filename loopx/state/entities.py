@@ -36,6 +36,8 @@ class Todo:
     updated_at: str = ""
     closed_at: str | None = None
     revision: int = 0
+    # A monitor's watch, backoff, next wake and observation record (see loopx.state.monitors).
+    monitor: dict[str, Any] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -57,6 +59,7 @@ class Gate:
     resolved_at: str | None = None
     created_seq: int = 0
     revision: int = 0
+    ask_again_at: str | None = None  # when to ask the authority again, while undecided
 
     @property
     def is_blocking(self) -> bool:
@@ -217,6 +220,8 @@ class GoalState:
     handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)
     # redaction id → the governed correction (see loopx.state.redactions)
     redactions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # turn id → the turn journal entry (see loopx.state.turns): progress, never authority
+    turns: dict[str, dict[str, Any]] = field(default_factory=dict)
     # operation id → [op_hash, first seq, last seq, subject]: the idempotency index.
     operations: OpIndex = field(default_factory=lambda: OpIndex())
 

@@ -16,12 +16,21 @@ from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
 HANDLERS: dict[str, Handler] = {}
-# Events that only extend a lease: they leave `GoalState.changed_at` where it was.
-HEARTBEATS = frozenset({"todo.renewed"})
+# Events that change no goal truth (a lease extension, turn journal progress): they leave
+# `GoalState.changed_at` where it was.
+HEARTBEATS = frozenset({"todo.renewed", "turn.begun", "turn.phased"})
 # What an operation created or changed, reported in its receipt: the id named after the
 # event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
 # the first of these keys present.
-SUBJECT_KEYS = ("todo_id", "gate_id", "evidence_id", "run_id", "note_id", "handoff_id", "agent_id")
+SUBJECT_KEYS = (
+    "todo_id",
+    "gate_id",
+    "evidence_id",
+    "run_id",
+    "note_id",
+    "handoff_id",
+    "agent_id",
+)
 
 
 _OWN_KEYS: dict[str, str] = {}  # event type → the id key named after its noun (a cache)
@@ -159,6 +168,7 @@ def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
         predecessor=data.get("predecessor"),
         created_seq=event["seq"],
         created_at=event["recorded_at"],
+        monitor=_monitors.new_record(data["monitor"]) if "monitor" in data else None,
     )
     _touch(todo, event)
     state.todos[todo.todo_id] = todo
@@ -266,6 +276,7 @@ def _gate_opened(state: GoalState, data: dict[str, Any], event: Event) -> None:
         opened_at=event["recorded_at"],
         created_seq=event["seq"],
         revision=event["seq"],
+        ask_again_at=data.get("ask_again_at"),
     )
 
 
@@ -279,6 +290,7 @@ def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None
     gate.rationale = data.get("rationale")
     gate.resolved_at = event["recorded_at"]
     gate.revision = event["seq"]
+    gate.ask_again_at = data.get("ask_again_at") if gate.status == "deferred" else None
 
 
 @handles("evidence.added")
@@ -335,4 +347,6 @@ def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
 
 
 from loopx.state import handoff as _handoff  # noqa: E402,F401  (registers handlers)
+from loopx.state import monitors as _monitors  # noqa: E402  (registers handlers)
 from loopx.state import redactions as _redactions  # noqa: E402,F401  (registers handlers)
+from loopx.state import turns as _turns  # noqa: E402,F401  (registers handlers)

@@ -43,7 +43,7 @@ def readiness_of(
 ) -> Readiness:
     """Whether one todo is ready for `agent_id` and, if not, every reason why, in a fixed
     order (goal_terminal, todo_blocked, dependency_open, dependency_missing, gate_pending,
-    claimed). `gates`: `blocking_gates(state)`, when the caller has it already."""
+    claimed, monitor_not_due). `gates`: `blocking_gates(state)`, when the caller has it already."""
     per_todo, goal_wide = gates if gates is not None else blocking_gates(state)
     todos = state.todos
     reasons: list[dict[str, Any]] = []
@@ -68,6 +68,8 @@ def readiness_of(
                 "lease_expires_at": todo.claim["lease_expires_at"],
             }
         )
+    if todo.monitor is not None and todo.monitor["next_at"] > now:
+        reasons.append({"code": "monitor_not_due", "next_at": todo.monitor["next_at"]})
     return Readiness(todo.todo_id, not reasons, reasons)
 
 
@@ -125,6 +127,17 @@ def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> di
     agent_ready = [t.todo_id for t in ready if t.role == "agent"]
     if agent_ready:
         return {"state": "ready_for_agent", "reason": "work is ready", "todo_ids": agent_ready[:1]}
+    open_todos = [t for t in state.todos.values() if t.is_open]
+    sleeping = [t for t in open_todos if t.monitor is not None and t.status != "blocked"]
+    if open_todos and len(sleeping) == len(open_todos):
+        # Only monitors are open, none due (a due one is in the frontier): wait for the world.
+        first = min(sleeping, key=lambda t: (t.monitor["next_at"], t.created_seq))  # type: ignore[index]
+        return {
+            "state": "waiting",
+            "reason": "waiting on monitors until their next wake",
+            "todo_ids": sorted(t.todo_id for t in sleeping),
+            "next_wake": {"at": first.monitor["next_at"], "todo_id": first.todo_id},  # type: ignore[index]
+        }
     active = sorted(t.todo_id for t in state.todos.values() if t.status == "active")
     waiting_runs = sorted(r.run_id for r in state.runs.values() if r.outcome == "waiting")
     if active or (waiting_runs and any(t.is_open for t in state.todos.values())):

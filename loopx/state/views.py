@@ -11,6 +11,8 @@ from typing import Any
 
 from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo
 from loopx.state.frontier import attention, frontier, lease_live, readiness
+from loopx.state.monitors import due, next_wake, waiting_monitor
+from loopx.state.turns import RESUME_ADVICE, open_turns
 
 TextFn = Callable[[Any], Any]
 
@@ -57,7 +59,96 @@ def todo_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any
             out[name] = value
     if todo.evidence_ids:
         out["evidence_ids"] = todo.evidence_ids
+    if todo.monitor is not None:
+        out["monitor"] = monitor_view(todo, text, now)
     return out
+
+
+def monitor_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any]:
+    """A monitor's watch, backoff, next wake and last observation (`due` when `now` is given)."""
+    record = todo.monitor or {}
+    out = {
+        "watch": text(record["watch"]),
+        "watch_kind": record["watch_kind"],
+        "backoff": record["backoff"],
+        "next_at": record["next_at"],
+        "observations": record["observations"],
+        "last_result": record["last_result"],
+        "last_observed_at": record["last_observed_at"],
+        "last_evidence_id": record["last_evidence_id"],
+    }
+    if now is not None:
+        out["due"] = waiting_monitor(todo) and record["next_at"] <= now
+    return out
+
+
+def _seconds_between(earlier: str, later: str) -> int:
+    from datetime import datetime
+
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    try:
+        gap = datetime.strptime(later, fmt) - datetime.strptime(earlier, fmt)
+    except ValueError:
+        return 0
+    return max(int(gap.total_seconds()), 0)
+
+
+def turn_view(turn: dict[str, Any], now: str, text: TextFn) -> dict[str, Any]:
+    """A turn journal entry: its phases, the last one's age at `now`, and, while it is open,
+    what the next executor must re-inspect before continuing."""
+    out = {
+        key: turn[key]
+        for key in ("turn_id", "todo_id", "agent_id", "session_id", "status", "phase", "run_id")
+    }
+    out["begun_at"], out["updated_at"] = turn["begun_at"], turn["updated_at"]
+    out["phases"] = [
+        {**p, "ref": text(p["ref"])} if p.get("ref") is not None else dict(p)
+        for p in turn["phases"]
+    ]
+    out["age_seconds"] = _seconds_between(turn["updated_at"], now)
+    if turn["status"] == "open":
+        out["resume"] = RESUME_ADVICE.get(turn["phase"], "")
+    return out
+
+
+def wake_view(state: GoalState, now: str, text: TextFn) -> dict[str, Any]:
+    """What of one goal is due at `now` (monitors to observe) and when the next thing is."""
+    upcoming = next_wake(state, now)
+    wakes = (
+        []
+        if upcoming is None
+        else [
+            {"at": upcoming.monitor["next_at"], "todo_id": upcoming.todo_id}  # type: ignore[index]
+        ]
+    )
+    asking = sorted(
+        (g for g in state.gates.values() if g.is_blocking and g.ask_again_at),
+        key=lambda g: (g.ask_again_at, g.created_seq),
+    )
+    wakes += [
+        {"at": g.ask_again_at, "gate_id": g.gate_id}
+        for g in asking
+        if g.ask_again_at > now  # type: ignore[operator]
+    ][:1]
+    return {
+        "goal_id": state.goal_id,
+        "due": [
+            {"todo_id": t.todo_id, "title": text(t.title), **monitor_view(t, text, now)}
+            for t in due(state, now)
+        ],
+        # Decisions to ask for again: undecided gates whose ask-again time has come.
+        "gates_due": [
+            {
+                "gate_id": g.gate_id,
+                "question": text(g.question),
+                "authority": g.authority,
+                "ask_again_at": g.ask_again_at,
+            }
+            for g in asking
+            if g.ask_again_at <= now  # type: ignore[operator]
+        ],
+        "next_wake": min(wakes, key=lambda w: w["at"], default=None),
+    }
 
 
 def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
@@ -77,6 +168,8 @@ def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
         out["resolved_at"] = gate.resolved_at
     if gate.rationale is not None:
         out["rationale"] = text(gate.rationale)
+    if gate.ask_again_at and gate.is_blocking:
+        out["ask_again_at"] = gate.ask_again_at
     return out
 
 
@@ -191,6 +284,8 @@ def status_view(state: GoalState, now: str, text: TextFn, *, limit: int = 20) ->
             for t in leases
         ],
         "quota": quota_view(state),
+        "monitors": {k: v for k, v in wake_view(state, now, text).items() if k != "goal_id"},
+        "open_turns": [turn_view(t, now, text) for t in open_turns(state)],
     }
 
 

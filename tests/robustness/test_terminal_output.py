@@ -296,6 +296,37 @@ def invocations(root: Path) -> list[tuple[list[str], bool]]:
         (["redact", "list", *g], True),
         (["store", "export", "--to", str(root / "exported")], True),
         (["store", "import", "--from", str(root / "exported")], True),
+        (
+            ["monitor", "add", *g, "--todo-id", "m1", "--title", hostile("mon")]
+            + ["--watch", hostile("watch"), "--every", "60"],
+            True,
+        ),
+        (
+            ["monitor", "observe", *g, "--todo-id", "m1", "--result", "unchanged"]
+            + ["--summary", hostile("obs")],
+            True,
+        ),
+        (["wake"], True),
+        (["wake", *g], True),
+        (["todo", "add", *g, "--todo-id", "t16", "--title", hostile("t16")], True),
+        (["todo", "claim", *g, "--todo-id", "t16", "--agent-id", "agent-t"], True),
+        (
+            ["turn", "begin", *g, "--todo-id", "t16", "--turn-id", "tr1", "--agent-id", "agent-t"],
+            True,
+        ),
+        (
+            ["turn", "phase", *g, "--turn-id", "tr1", "--phase", "write_back"]
+            + ["--ref", hostile("ref"), "--agent-id", "agent-t"],
+            True,
+        ),
+        (["turn", "list", *g, "--open"], True),
+        (["turn", "resume", *g, "--turn-id", "tr1"], True),
+        (["status", *g], True),
+        (
+            ["turn", "end", *g, "--turn-id", "tr1", "--outcome", "progress"]
+            + ["--summary", hostile("end"), "--agent-id", "agent-t"],
+            True,
+        ),
         (["init"], True),
         (["demo", str(root.parent / "demo")], True),
     ]

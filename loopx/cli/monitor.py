@@ -1,0 +1,222 @@
+"""`loopx monitor …` and `loopx wake`: todos that watch the world, and what is due now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from loopx.cli.common import (
+    VISIBILITY_CHOICE,
+    actor,
+    common,
+    context,
+    count,
+    emit,
+    emit_result,
+    guarded,
+    open_store,
+    split_ids,
+    text_resolver,
+)
+
+
+@click.group()
+def monitor() -> None:
+    """Watch an external fact (CI, a pull request, a URL) with a next wake and a backoff."""
+
+
+@monitor.command("add")
+@click.option("--goal-id", required=True)
+@click.option("--title", required=True)
+@click.option("--watch", required=True, help="What it watches: ci:…, pr:…, url:… or free text.")
+@click.option("--every", type=count(1), required=True, help="Seconds between observations.")
+@click.option(
+    "--backoff",
+    type=click.Choice(["fixed", "exponential"]),
+    default="fixed",
+    show_default=True,
+    help="After an unchanged observation: wait --every, or double the wait each time.",
+)
+@click.option("--cap", type=count(1), default=None, help="Longest exponential wait, in seconds.")
+@click.option(
+    "--first-at", default=None, help="First due (default: now), e.g. 2026-01-31T12:00:00Z."
+)
+@click.option("--todo-id", default=None, help="Stable id (default: todo-N).")
+@click.option("--priority", type=click.IntRange(0, 4), default=2, show_default=True)
+@click.option("--depends-on", multiple=True, help="Todo ids (repeatable or comma-separated).")
+@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@guarded
+@actor
+@common()
+def add(
+    goal_id: str,
+    title: str,
+    watch: str,
+    every: int,
+    backoff: str,
+    cap: int | None,
+    first_at: str | None,
+    todo_id: str | None,
+    priority: int,
+    depends_on: tuple[str, ...],
+    visibility: str,
+    operation_id: str | None,
+    expected_revision: int | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Add a monitor: a todo of kind monitor, ready for an agent when its next wake comes."""
+    from loopx.engine.monitors import add_monitor
+
+    ctx = context(root, agent_id, session_id)
+    result = add_monitor(
+        ctx,
+        goal_id,
+        title=title,
+        watch=watch,
+        every=every,
+        backoff=backoff,
+        cap=cap,
+        first_at=first_at,
+        todo_id=todo_id,
+        priority=priority,
+        depends_on=split_ids(depends_on),
+        visibility=visibility,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+    )
+    emit_result(fmt, result, "monitor")
+
+
+@monitor.command("observe")
+@click.option("--goal-id", required=True)
+@click.option("--todo-id", required=True)
+@click.option("--result", type=click.Choice(["unchanged", "changed", "failed"]), required=True)
+@click.option("--summary", required=True, help="What was seen (kept as evidence).")
+@click.option("--ref", "refs", multiple=True, help="A URI of what was seen (repeatable).")
+@click.option("--revision", default=None, help="The git commit it was observed at.")
+@click.option(
+    "--then",
+    type=click.Choice(["complete", "block", "successor"]),
+    default=None,
+    help="When changed: complete the monitor, block it, or complete it with a successor todo.",
+)
+@click.option("--successor-title", default=None, help="With --then successor.")
+@click.option("--successor-id", default=None, help="With --then successor (default: todo-N).")
+@click.option("--reason", default=None, help="With --then block.")
+@click.option("--evidence-id", default=None)
+@click.option("--evidence-visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
+@guarded
+@actor
+@common()
+def observe(
+    goal_id: str,
+    todo_id: str,
+    result: str,
+    summary: str,
+    refs: tuple[str, ...],
+    revision: str | None,
+    then: str | None,
+    successor_title: str | None,
+    successor_id: str | None,
+    reason: str | None,
+    evidence_id: str | None,
+    evidence_visibility: str,
+    operation_id: str | None,
+    expected_revision: int | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Record an observation as evidence: unchanged or failed moves the next wake by the
+    backoff; changed makes the --then transition. --expected-revision guards the monitor."""
+    from loopx.engine.monitors import observe as observe_monitor
+
+    ctx = context(root, agent_id, session_id)
+    receipt = observe_monitor(
+        ctx,
+        goal_id,
+        todo_id,
+        result=result,
+        summary=summary,
+        refs=list(refs),
+        revision=revision,
+        then=then,
+        successor_title=successor_title,
+        successor_id=successor_id,
+        reason=reason,
+        evidence_id=evidence_id,
+        evidence_visibility=evidence_visibility,
+        operation_id=operation_id,
+        expected_revision=expected_revision,
+    )
+    emit_result(fmt, receipt, f"{result} observation of monitor")
+
+
+@click.command("wake")
+@click.option("--goal-id", default=None, help="One goal (default: every goal).")
+@common()
+def wake_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+    """What is due now and when the next thing falls due (for a scheduler or cron job)."""
+    from loopx.engine.clock import from_env
+    from loopx.engine.goals_all import load_all
+    from loopx.model.errors import LoopxError, NotFound
+    from loopx.model.ids import check_id
+    from loopx.state.views import wake_view
+
+    store = open_store(root)
+    now, resolve = from_env().now(), text_resolver(store)
+    if goal_id is not None:
+        check_id(goal_id, "goal_id")
+    goals, unreadable = [], []
+    for gid, loaded in load_all(store, [goal_id] if goal_id else None):
+        if isinstance(loaded, LoopxError):
+            if goal_id is not None:
+                raise loaded
+            unreadable.append(gid)  # one damaged goal must not silence every other's wake
+            continue
+        if loaded.state is None:
+            if goal_id is not None:
+                raise NotFound("goal not found", code="goal_not_found", goal_id=gid)
+            continue
+        if not loaded.state.is_terminal:
+            goals.append(wake_view(loaded.state, now, resolve))
+    due = [{"goal_id": g["goal_id"], **item} for g in goals for item in g["due"]]
+    asks = [{"goal_id": g["goal_id"], **item} for g in goals for item in g["gates_due"]]
+    later = [{"goal_id": g["goal_id"], **g["next_wake"]} for g in goals if g["next_wake"]]
+    upcoming = min(later, key=lambda w: (w["at"], w["goal_id"]), default=None)
+    data = {
+        "now": now,
+        "due": due,
+        "gates_due": asks,
+        "next_wake": upcoming,
+        "unreadable": sorted(unreadable),
+    }
+
+    def text() -> str:
+        lines = [f"due now ({len(due)}):"]
+        lines += [
+            f"  {d['goal_id']}/{d['todo_id']}  watching {d['watch']} (due {d['next_at']})"
+            for d in due
+        ] or ["  nothing"]
+        lines += [
+            f"  ask again: {a['goal_id']}/{a['gate_id']} ({a['authority']}): {a['question']}"
+            for a in asks
+        ]
+        what = upcoming and (upcoming.get("todo_id") or f"gate {upcoming.get('gate_id')}")
+        lines.append(
+            f"next wake: {upcoming['at']} ({upcoming['goal_id']}/{what})"
+            if upcoming
+            else "next wake: none (nothing is waiting)"
+        )
+        if unreadable:
+            lines.append("unreadable goals (see loopx status): " + ", ".join(sorted(unreadable)))
+        return "\n".join(lines)
+
+    emit(fmt, data, text)

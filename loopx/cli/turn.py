@@ -1,0 +1,187 @@
+"""`loopx turn …`: the turn journal (begin, phase, end, list, resume)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from loopx.cli.common import actor, common, context, count, emit, emit_result, open_store
+from loopx.engine.evidence import OUTCOMES
+
+
+@click.group()
+def turn() -> None:
+    """Journal a bounded turn's phases so an interrupted one resumes where it stopped."""
+
+
+def _operation(fn: Any) -> Any:
+    return click.option(
+        "--operation-id",
+        default=None,
+        help="Idempotency key: a retry with the same id and payload replays the original receipt.",
+    )(fn)
+
+
+@turn.command("begin")
+@click.option("--goal-id", required=True)
+@click.option("--todo-id", required=True, help="A todo the acting agent holds.")
+@click.option("--turn-id", default=None, help="Stable id (default: turn-N).")
+@_operation
+@actor
+@common()
+def begin(
+    goal_id: str,
+    todo_id: str,
+    turn_id: str | None,
+    operation_id: str | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Open a journal entry (phase claim) for a turn on a claimed todo."""
+    from loopx.engine.turns import begin_turn
+
+    ctx = context(root, agent_id, session_id)
+    result = begin_turn(ctx, goal_id, todo_id, turn_id=turn_id, operation_id=operation_id)
+    emit_result(fmt, result, "turn")
+
+
+@turn.command("phase")
+@click.option("--goal-id", required=True)
+@click.option("--turn-id", required=True)
+@click.option("--phase", type=click.Choice(["execute", "validate", "write_back"]), required=True)
+@click.option("--ref", default=None, help="What the phase touched (a branch, a log, a URL).")
+@_operation
+@actor
+@common()
+def phase(
+    goal_id: str,
+    turn_id: str,
+    phase: str,
+    ref: str | None,
+    operation_id: str | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Record the phase the turn reached (never backwards). It authorises nothing."""
+    from loopx.engine.turns import record_phase
+
+    ctx = context(root, agent_id, session_id)
+    result = record_phase(ctx, goal_id, turn_id, phase=phase, ref=ref, operation_id=operation_id)
+    emit_result(fmt, result, f"phase {phase} of turn")
+
+
+@turn.command("end")
+@click.option("--goal-id", required=True)
+@click.option("--turn-id", required=True)
+@click.option("--outcome", type=click.Choice(OUTCOMES), required=True)
+@click.option("--summary", default=None)
+@click.option("--quota-spent", type=count(), default=1, show_default=True)
+@click.option("--evidence-id", "evidence_ids", multiple=True)
+@click.option("--run-id", default=None)
+@_operation
+@actor
+@common()
+def end(
+    goal_id: str,
+    turn_id: str,
+    outcome: str,
+    summary: str | None,
+    quota_spent: int,
+    evidence_ids: tuple[str, ...],
+    run_id: str | None,
+    operation_id: str | None,
+    agent_id: str,
+    session_id: str,
+    root: Path | None,
+    fmt: str,
+    debug: bool,
+) -> None:
+    """Settle the turn into a run record and its quota spend, exactly once (turn_settled)."""
+    from loopx.engine.turns import end_turn
+
+    ctx = context(root, agent_id, session_id)
+    result = end_turn(
+        ctx,
+        goal_id,
+        turn_id,
+        outcome=outcome,
+        summary=summary,
+        quota_spent=quota_spent,
+        evidence_ids=list(evidence_ids),
+        run_id=run_id,
+        operation_id=operation_id,
+    )
+    emit_result(fmt, result, "settled turn")
+
+
+@turn.command("list")
+@click.option("--goal-id", required=True)
+@click.option("--open", "only_open", is_flag=True, help="Only turns not yet settled.")
+@common()
+def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str, debug: bool) -> None:
+    """A goal's turns with their last phase and its age, oldest first."""
+    from loopx.cli.common import text_resolver
+    from loopx.engine.clock import from_env
+    from loopx.engine.core import require_goal
+    from loopx.state.views import turn_view
+
+    store = open_store(root)
+    state = require_goal(store, goal_id)
+    now, resolve = from_env().now(), text_resolver(store)
+    rows = [
+        turn_view(t, now, resolve)
+        for t in sorted(state.turns.values(), key=lambda t: (t["begun_at"], t["turn_id"]))
+        if not only_open or t["status"] == "open"
+    ]
+
+    def text() -> str:
+        return "\n".join(
+            f"{r['turn_id']:<12} {r['status']:<8} {r['todo_id']:<16} {r['agent_id']:<12} "
+            f"at {r['phase']} for {r['age_seconds']}s"
+            for r in rows
+        ) or ("no open turns" if only_open else "no turns")
+
+    emit(fmt, {"goal_id": goal_id, "turns": rows}, text)
+
+
+@turn.command("resume")
+@click.option("--goal-id", required=True)
+@click.option("--turn-id", required=True)
+@common()
+def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+    """Where an interrupted turn stopped and what to re-inspect before continuing it."""
+    from loopx.cli.common import text_resolver
+    from loopx.engine.clock import from_env
+    from loopx.engine.core import require_goal
+    from loopx.model.errors import NotFound
+    from loopx.state.views import turn_view
+
+    store = open_store(root)
+    state = require_goal(store, goal_id)
+    found = state.turns.get(turn_id)
+    if found is None:
+        raise NotFound("no such turn", code="turn_not_found", turn_id=turn_id)
+    data = turn_view(found, from_env().now(), text_resolver(store))
+
+    def text() -> str:
+        lines = [
+            f"turn {data['turn_id']} on {data['todo_id']} by {data['agent_id']}: "
+            f"{data['status']}, last phase {data['phase']} ({data['age_seconds']}s ago)"
+        ]
+        lines += [
+            f"  {p['phase']:<10} {p['at']}" + (f"  {p['ref']}" if p.get("ref") else "")
+            for p in data["phases"]
+        ]
+        if data.get("resume"):
+            lines.append(f"re-inspect: {data['resume']}")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
