@@ -82,6 +82,15 @@ def test_the_exit_code_table_matches_the_error_tree() -> None:
         assert re.search(rf"^\| {code} \| ", exits, re.M), f"exit code {code} is not explained"
 
 
+def test_top_level_help_names_every_exit_code() -> None:
+    from click.testing import CliRunner
+
+    text = " ".join(CliRunner().invoke(cli, ["--help"]).output.split())
+    listed = text.split("Exit codes:", 1)[1]
+    for code in EXIT_CODES:
+        assert re.search(rf"\b{code} [a-z]", listed), f"loopx --help does not explain exit {code}"
+
+
 def test_concepts_name_every_domain_term_and_the_visibility_defaults() -> None:
     concepts = section("Concepts")
     for term in ("goal", "todo", "gate", "evidence", "run", "claim", "frontier", "attention"):

@@ -87,7 +87,8 @@ def cli() -> None:
 
     The ledger under .loopx/ is the only authority; status pages, workbenches and digests
     are projections of it. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
-    4 conflict, 5 ledger damage, 6 check failed, 7 public boundary violation.
+    4 conflict, 5 ledger damage, 6 check failed, 7 public boundary violation, 8 store
+    unavailable.
     """
 
 
