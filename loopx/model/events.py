@@ -185,9 +185,13 @@ class QuotaSet(_Data):
     quota_unit: Annotated[str, StringConstraints(min_length=1, max_length=32)] = "runs"
 
 
+# Lessons and decisions are what the workbench carries forward; a `note` is anything else.
+NoteKind = Literal["lesson", "decision", "note"]
+
+
 class NoteAdded(_Data):
     note_id: Id
-    kind: Literal["lesson", "decision", "note"]
+    kind: NoteKind
     text: Body
     todo_id: Id | None = None
 
@@ -272,70 +276,6 @@ class FieldRedacted(_Data):
     reason: Title
 
 
-# (type, version) → data model. New versions are added here, with an upgrade in `upgrade()`.
-EVENT_MODELS: dict[str, type[_Data]] = {
-    "goal.created": GoalCreated,
-    "goal.closed": GoalClosed,
-    "agent.registered": AgentRegistered,
-    "todo.added": TodoAdded,
-    "todo.updated": TodoUpdated,
-    "todo.claimed": TodoClaimed,
-    "todo.renewed": TodoRenewed,
-    "todo.released": TodoRef,
-    "todo.blocked": TodoRef,
-    "todo.unblocked": TodoRef,
-    "todo.reopened": TodoRef,
-    "todo.cancelled": TodoRef,
-    "todo.completed": TodoCompleted,
-    "gate.opened": GateOpened,
-    "gate.resolved": GateResolved,
-    "evidence.added": EvidenceAdded,
-    "run.recorded": RunRecorded,
-    "quota.set": QuotaSet,
-    "note.added": NoteAdded,
-    "field.redacted": FieldRedacted,
-    "monitor.observed": MonitorObserved,
-    "turn.begun": TurnBegun,
-    "turn.phased": TurnPhased,
-    "turn.settled": TurnSettled,
-}
-
-
-class Actor(_Data):
-    agent_id: Id
-    session_id: Id
-
-
-class Envelope(BaseModel):
-    """One ledger line. `seq`, `event_id`, `prev` and `sum` are stamped by the store."""
-
-    # Strict, like the JSON Schema: a ledger line with "seq": "1" is not a valid line.
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    seq: int = Field(ge=1)
-    event_id: Annotated[str, StringConstraints(pattern=r"^evt-[0-9a-f]{16}$")]
-    operation_id: Annotated[str, StringConstraints(pattern=OPERATION_ID_PATTERN)]
-    op_hash: Hash
-    type: Annotated[str, StringConstraints(pattern=r"^[a-z]+\.[a-z_]+$")]
-    v: int = Field(ge=1)
-    goal_id: Id
-    actor: Actor
-    recorded_at: Timestamp
-    visibility: VisibilityName
-    data: dict[str, Any]
-    prev: Hash
-    sum: Hash
-    # On every event of a multi-event operation but its last (stamped by the store): a
-    # ledger that ends on one was cut mid-operation, so the store treats it as a torn tail.
-    more: Literal[True] | None = None
-
-
-def validate_data(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
-    """Validate event data against its model; return it normalised (defaults filled, no Nones)."""
-    model = EVENT_MODELS[event_type]
-    return model.model_validate(data).model_dump(mode="json", exclude_none=True)
-
-
 # -- handoff (issue 5) --------------------------------------------------------------------
 # Limits here mirror schemas/handoff-context.schema.json; a test keeps the two in step.
 
@@ -413,5 +353,67 @@ class HandoffAdopted(_Data):
     workspace_dirty: bool | None = None
 
 
-EVENT_MODELS["handoff.prepared"] = HandoffPrepared
-EVENT_MODELS["handoff.adopted"] = HandoffAdopted
+# (type, version) → data model. New versions are added here, with an upgrade in `upgrade()`.
+EVENT_MODELS: dict[str, type[_Data]] = {
+    "goal.created": GoalCreated,
+    "goal.closed": GoalClosed,
+    "agent.registered": AgentRegistered,
+    "todo.added": TodoAdded,
+    "todo.updated": TodoUpdated,
+    "todo.claimed": TodoClaimed,
+    "todo.renewed": TodoRenewed,
+    "todo.released": TodoRef,
+    "todo.blocked": TodoRef,
+    "todo.unblocked": TodoRef,
+    "todo.reopened": TodoRef,
+    "todo.cancelled": TodoRef,
+    "todo.completed": TodoCompleted,
+    "gate.opened": GateOpened,
+    "gate.resolved": GateResolved,
+    "evidence.added": EvidenceAdded,
+    "run.recorded": RunRecorded,
+    "quota.set": QuotaSet,
+    "note.added": NoteAdded,
+    "field.redacted": FieldRedacted,
+    "monitor.observed": MonitorObserved,
+    "turn.begun": TurnBegun,
+    "turn.phased": TurnPhased,
+    "turn.settled": TurnSettled,
+    "handoff.prepared": HandoffPrepared,
+    "handoff.adopted": HandoffAdopted,
+}
+
+
+class Actor(_Data):
+    agent_id: Id
+    session_id: Id
+
+
+class Envelope(BaseModel):
+    """One ledger line. `seq`, `event_id`, `prev` and `sum` are stamped by the store."""
+
+    # Strict, like the JSON Schema: a ledger line with "seq": "1" is not a valid line.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    seq: int = Field(ge=1)
+    event_id: Annotated[str, StringConstraints(pattern=r"^evt-[0-9a-f]{16}$")]
+    operation_id: Annotated[str, StringConstraints(pattern=OPERATION_ID_PATTERN)]
+    op_hash: Hash
+    type: Annotated[str, StringConstraints(pattern=r"^[a-z]+\.[a-z_]+$")]
+    v: int = Field(ge=1)
+    goal_id: Id
+    actor: Actor
+    recorded_at: Timestamp
+    visibility: VisibilityName
+    data: dict[str, Any]
+    prev: Hash
+    sum: Hash
+    # On every event of a multi-event operation but its last (stamped by the store): a
+    # ledger that ends on one was cut mid-operation, so the store treats it as a torn tail.
+    more: Literal[True] | None = None
+
+
+def validate_data(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Validate event data against its model; return it normalised (defaults filled, no Nones)."""
+    model = EVENT_MODELS[event_type]
+    return model.model_validate(data).model_dump(mode="json", exclude_none=True)
