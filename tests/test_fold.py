@@ -74,6 +74,25 @@ def test_an_unknown_event_type_is_carried_not_fatal(demo: FileStore) -> None:
     assert state.operations["future-op"][1:] == [3, 3, "w1"]
 
 
+def test_the_fold_has_one_handler_for_every_event_type() -> None:
+    from loopx.model.events import EVENT_MODELS
+    from loopx.state.fold import HANDLERS
+
+    assert set(HANDLERS) == set(EVENT_MODELS)
+
+
+def test_the_entity_modules_of_the_fold_do_not_import_it() -> None:
+    """Handlers are listed in the fold's one table: no module registers itself into it."""
+    import subprocess
+    import sys
+
+    modules = ("handoff", "monitors", "redactions", "turns")
+    code = "".join(f"import loopx.state.{m};" for m in modules)
+    code += "import sys; print('loopx.state.fold' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_entity_revisions_are_the_seq_of_their_last_change(store: Any) -> None:
     ctx = make_ctx(store)
     goals.create_goal(ctx, "g", title="G", objective="O")

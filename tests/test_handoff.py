@@ -90,12 +90,12 @@ def test_prepare_binds_the_note_to_the_todo_revision_and_git_revision(world: Wor
     assert result.status == "applied"
     handoff = latest_handoff(world.state(), "todo_a")
     assert handoff is not None
-    assert handoff["handoff_id"] == f"handoff-{result.receipt['seq_first']}"
-    assert handoff["todo_revision"] == before
-    assert handoff["git_revision"] == REV and handoff["workspace_dirty"] is True
-    assert handoff["source_agent_id"] == "agent-a" and handoff["target_agent_id"] == "agent-b"
-    assert handoff["status"] == "pending" and handoff["visibility"] == "team"
-    assert handoff["note"]["next_steps"] == NOTE["next_steps"]
+    assert handoff.handoff_id == f"handoff-{result.receipt['seq_first']}"
+    assert handoff.todo_revision == before
+    assert handoff.git_revision == REV and handoff.workspace_dirty is True
+    assert handoff.source_agent_id == "agent-a" and handoff.target_agent_id == "agent-b"
+    assert handoff.status == "pending" and handoff.visibility == "team"
+    assert handoff.note["next_steps"] == NOTE["next_steps"]
     # The note's own event moves the todo's revision (so adopt guards on the new one).
     assert world.todo().revision == result.receipt["seq_first"]
 
@@ -157,8 +157,8 @@ def test_private_note_goes_to_the_blob_store(world: World) -> None:
     world.claim()
     world.prepare(visibility="private")
     handoff = latest_handoff(world.state(), "todo_a")
-    assert handoff is not None and handoff["visibility"] == "private"
-    ref = handoff["note"]["blob"]
+    assert handoff is not None and handoff.visibility == "private"
+    ref = handoff.note["blob"]
     assert ref.startswith("sha256:")
     assert json.loads(world.store.get_blob(ref))["work_summary"] == NOTE["work_summary"]
     raw = world.store.raw("demo")
@@ -186,8 +186,8 @@ def test_a_private_todo_gets_a_private_note_by_default(world: World) -> None:
     todos.claim_todo(world.ctx("agent-a"), "demo", "secret")
     prepare_handoff(world.ctx("agent-a"), "demo", "secret", note=NOTE)
     handoff = latest_handoff(world.state(), "secret")
-    assert handoff is not None and handoff["visibility"] == "private"
-    assert "blob" in handoff["note"]
+    assert handoff is not None and handoff.visibility == "private"
+    assert "blob" in handoff.note
 
 
 def test_a_new_note_supersedes_the_pending_one(world: World) -> None:
@@ -195,9 +195,9 @@ def test_a_new_note_supersedes_the_pending_one(world: World) -> None:
     first = world.prepare()
     world.prepare(note={**NOTE, "work_summary": "Later"})
     old = world.state().handoffs[f"handoff-{first.receipt['seq_first']}"]
-    assert old["status"] == "superseded"
+    assert old.status == "superseded"
     with pytest.raises(Conflict) as exc:
-        world.adopt(handoff_id=old["handoff_id"])
+        world.adopt(handoff_id=old.handoff_id)
     assert _code(exc) == "handoff_stale"
     assert world.adopt().status == "applied"
 
@@ -219,8 +219,8 @@ def test_adopt_moves_the_claim_through_a_grant_in_one_operation(world: World) ->
     handoff_id = f"handoff-{prepared.receipt['seq_first']}"
     assert todo.claim["via_handoff"] == handoff_id
     handoff = world.state().handoffs[handoff_id]
-    assert handoff["status"] == "adopted"
-    assert handoff["grant"] == {
+    assert handoff.status == "adopted"
+    assert handoff.grant == {
         "handoff_id": handoff_id,
         "todo_id": "todo_a",
         "todo_revision": revision,
@@ -339,7 +339,7 @@ def test_the_snapshot_round_trips_handoffs(world: World) -> None:
     assert world.store.load_snapshot("demo")  # the last write cached a snapshot …
     warm = require_goal(world.store, "demo")  # … which this read folds from
     assert cold is not None and cold.handoffs == warm.handoffs
-    assert [h["status"] for h in warm.handoffs.values()] == ["superseded", "adopted"]
+    assert [h.status for h in warm.handoffs.values()] == ["superseded", "adopted"]
 
 
 # -- the note -------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from loopx.privacy.distinct import MIN_TEXT, distinctive_id, distinctive_text, f
 from loopx.privacy.scanner import Scanner
 from loopx.privacy.views import views
 from loopx.resources import resource_dir
-from loopx.state.entities import GoalState
+from loopx.state.entities import GoalState, Handoff
 
 BlobReader = Any
 
@@ -116,9 +116,9 @@ def project_names(root: Path) -> frozenset[str]:
     return frozenset(hashes)
 
 
-def _handoff_texts(record: dict[str, Any]) -> list[Any]:
+def _handoff_texts(record: Handoff) -> list[Any]:
     """The free text of a handoff note (enums such as an approach's outcome left out)."""
-    note = record.get("note")
+    note = record.note
     if not isinstance(note, dict) or "blob" in note:
         return [note]
     out: list[Any] = [note.get("work_summary")]
@@ -170,9 +170,7 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
     ]
     entities += [(n.visibility, [n.text], n.note_id) for n in state.notes.values()]
     entities += [(r.visibility, [r.summary, r.wait], r.run_id) for r in state.runs.values()]
-    entities += [
-        (h.get("visibility", "team"), _handoff_texts(h), hid) for hid, h in state.handoffs.items()
-    ]
+    entities += [(h.visibility, _handoff_texts(h), hid) for hid, h in state.handoffs.items()]
     for visibility, values, entity_id in entities:
         texts = [t for v in values for t in _texts(v, read_blob)]
         if visibility == "public" and not goal_private:

@@ -190,8 +190,8 @@ def inspect_handoff(
         paths: list[str] = []
         revision = None
         if found is not None:
-            revision = found.get("git_revision")
-            paths = _note_paths(found["note"], resolve)
+            revision = found.git_revision
+            paths = _note_paths(found.note, resolve)
         facts = workspace_facts(workspace, revision, paths)
     return handoff_digest(
         state,

@@ -26,7 +26,7 @@ from loopx.engine.core import Change, Context, Result, execute
 from loopx.engine.git import head_and_dirty, is_ancestor
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
-from loopx.state.entities import GoalState
+from loopx.state.entities import GoalState, Handoff
 from loopx.state.handoff import PENDING, SUPERSEDED, adopt_refusal, latest_handoff
 from loopx.store import fsio
 from loopx.store.ledger import canonical
@@ -298,13 +298,13 @@ def prepare_handoff(
 # -- adopt ----------------------------------------------------------------------------------
 
 
-def pick_handoff(state: GoalState, todo_id: str, handoff_id: str | None) -> dict[str, Any] | None:
+def pick_handoff(state: GoalState, todo_id: str, handoff_id: str | None) -> Handoff | None:
     """The note `handoff_id` names (refused unless it belongs to `todo_id`), else the todo's
     latest note (None when it has none)."""
     if handoff_id is None:
         return latest_handoff(state, todo_id)
     found = state.handoffs.get(check_id(handoff_id, "handoff_id"))
-    if found is None or found["todo_id"] != todo_id:
+    if found is None or found.todo_id != todo_id:
         raise NotFound(
             "handoff not found for this todo", code="handoff_not_found", handoff_id=handoff_id
         )
@@ -359,32 +359,32 @@ def adopt_handoff(
             code, message = refusal
             details: dict[str, Any] = {"todo_id": todo_id}
             if handoff is not None:
-                details["handoff_id"] = handoff["handoff_id"]
+                details["handoff_id"] = handoff.handoff_id
             if code == "todo_closed":
                 details["status"] = item.status
             if code == "handoff_stale":
-                details["note_revision"] = handoff["prepared_seq"] if handoff else None
+                details["note_revision"] = handoff.prepared_seq if handoff else None
                 details["todo_revision"] = item.revision
-                if handoff is not None and handoff["status"] == SUPERSEDED:
+                if handoff is not None and handoff.status == SUPERSEDED:
                     message = "a newer note superseded this one"
             if code == "claim_owner_mismatch" and item.claim:
                 details["claimed_by"] = item.claim["agent_id"]
                 details["lease_expires_at"] = item.claim["lease_expires_at"]
             error = NotFound if code == "handoff_not_found" else Conflict
             raise error(message, code=code, **details)
-        assert handoff is not None and handoff["status"] == PENDING
+        assert handoff is not None and handoff.status == PENDING
         grant = {
-            "handoff_id": handoff["handoff_id"],
+            "handoff_id": handoff.handoff_id,
             "todo_id": todo_id,
             "todo_revision": item.revision,
-            "source_agent_id": handoff["source_agent_id"],
-            "source_session_id": handoff["source_session_id"],
+            "source_agent_id": handoff.source_agent_id,
+            "source_session_id": handoff.source_session_id,
             "target_agent_id": target,
             "target_session_id": ctx.session_id,
         }
         lease = lookup.lease_for(st, lease_seconds)
         adopted = {
-            "handoff_id": handoff["handoff_id"],
+            "handoff_id": handoff.handoff_id,
             "todo_id": todo_id,
             "grant": grant,
             "git_revision": git_revision,
@@ -395,7 +395,7 @@ def adopt_handoff(
             "agent_id": target,
             "session_id": ctx.session_id,
             "lease_expires_at": add_seconds(now, lease),
-            "via_handoff": handoff["handoff_id"],
+            "via_handoff": handoff.handoff_id,
         }
         return [
             Change("handoff.adopted", adopted, item.visibility),

@@ -25,7 +25,7 @@ import orjson
 from loopx.model.errors import InvalidInput, NotFound
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import PRIVATE_MISSING
-from loopx.state.entities import GoalState, Todo
+from loopx.state.entities import GoalState, Handoff, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
 from loopx.state.turns import RESUME_ADVICE, open_turns
@@ -79,12 +79,12 @@ class _View:
             return out
         return str(value)
 
-    def note(self, handoff: dict[str, Any]) -> dict[str, Any] | None:
+    def note(self, handoff: Handoff) -> dict[str, Any] | None:
         """The note as this audience may read it, or None (counted) when it may not."""
-        if not self.sees(handoff["visibility"]):
-            self.omitted[f"{handoff['visibility']} handoff note"] += 1
+        if not self.sees(handoff.visibility):
+            self.omitted[f"{handoff.visibility} handoff note"] += 1
             return None
-        body = handoff["note"]
+        body = handoff.note
         if isinstance(body, dict) and "blob" in body:
             raw = self._text(body)
             try:
@@ -123,7 +123,7 @@ def handoff_digest(
     if todo is None or not view.sees(todo.visibility) or not view.sees(state.visibility):
         raise NotFound("todo not found", code="todo_not_found", todo_id=todo_id)
     handoff = state.handoffs.get(handoff_id) if handoff_id else latest_handoff(state, todo_id)
-    if handoff is None or handoff["todo_id"] != todo_id:
+    if handoff is None or handoff.todo_id != todo_id:
         raise NotFound(
             "no handoff note was prepared for this todo", code="handoff_not_found", todo_id=todo_id
         )
@@ -153,7 +153,7 @@ def handoff_digest(
         "evidence": evidence,
         "evidence_total": evidence_total,
         "frontier": _frontier(state, view, now, todo_id),
-        "workspace": _workspace(workspace_facts, handoff.get("git_revision")),
+        "workspace": _workspace(workspace_facts, handoff.git_revision),
         "reinspect": [],
         "omissions": [],
     }
@@ -176,7 +176,7 @@ def handoff_digests(
     if not visible_to(state.visibility, audience):
         return {}
     out: dict[str, dict[str, Any]] = {}
-    for todo_id in sorted({h["todo_id"] for h in state.handoffs.values()}):
+    for todo_id in sorted({h.todo_id for h in state.handoffs.values()}):
         todo = state.todos.get(todo_id)
         if todo is None or not visible_to(todo.visibility, audience):
             continue
@@ -246,7 +246,7 @@ def _todo(state: GoalState, todo: Todo, view: _View, now: str) -> dict[str, Any]
 
 
 def _handoff(
-    handoff: dict[str, Any], note: dict[str, Any] | None, stale: bool, facts: dict[str, Any]
+    handoff: Handoff, note: dict[str, Any] | None, stale: bool, facts: dict[str, Any]
 ) -> dict[str, Any]:
     files = facts.get("files") or {}
     shown_note = None
@@ -272,28 +272,28 @@ def _handoff(
             "source_refs": list(note.get("source_refs", [])),
         }
     adopted = None
-    if handoff["status"] == ADOPTED:
-        grant = handoff["grant"]
+    grant = handoff.grant
+    if handoff.status == ADOPTED and grant is not None:
         adopted = {
             "agent_id": grant["target_agent_id"],
             "session_id": grant["target_session_id"],
-            "adopted_at": handoff["adopted_at"],
-            "seq": handoff["adopted_seq"],
+            "adopted_at": handoff.adopted_at,
+            "seq": handoff.adopted_seq,
         }
     return {
-        "handoff_id": handoff["handoff_id"],
-        "status": handoff["status"],
+        "handoff_id": handoff.handoff_id,
+        "status": handoff.status,
         "stale": stale,
-        "prepared_at": handoff["prepared_at"],
-        "prepared_seq": handoff["prepared_seq"],
-        "todo_revision": handoff["todo_revision"],
-        "source_agent_id": handoff["source_agent_id"],
-        "source_session_id": handoff["source_session_id"],
-        "target_agent_id": handoff.get("target_agent_id"),
-        "git_revision": handoff.get("git_revision"),
-        "workspace_dirty": handoff.get("workspace_dirty"),
-        "visibility": handoff["visibility"],
-        "superseded_by": handoff.get("superseded_by"),
+        "prepared_at": handoff.prepared_at,
+        "prepared_seq": handoff.prepared_seq,
+        "todo_revision": handoff.todo_revision,
+        "source_agent_id": handoff.source_agent_id,
+        "source_session_id": handoff.source_session_id,
+        "target_agent_id": handoff.target_agent_id,
+        "git_revision": handoff.git_revision,
+        "workspace_dirty": handoff.workspace_dirty,
+        "visibility": handoff.visibility,
+        "superseded_by": handoff.superseded_by,
         "adopted": adopted,
         "note": shown_note,
     }
@@ -302,14 +302,14 @@ def _handoff(
 def _adoption(
     state: GoalState,
     todo: Todo,
-    handoff: dict[str, Any],
+    handoff: Handoff,
     reader: dict[str, str] | None,
     now: str,
 ) -> dict[str, Any]:
     """Whether the note's target (else the reader) could adopt now, and the exact command."""
     latest = latest_handoff(state, todo.todo_id)
     reader = reader or {}
-    agent = handoff.get("target_agent_id") or reader.get("agent_id")
+    agent = handoff.target_agent_id or reader.get("agent_id")
     refusal = adopt_refusal(state, todo, handoff if handoff is latest else latest, agent, now)
     if handoff is not latest and refusal is None:
         refusal = ("handoff_stale", "a newer note superseded this one")
@@ -320,7 +320,7 @@ def _adoption(
         command = (
             f"loopx handoff adopt --goal-id {state.goal_id} --todo-id {todo.todo_id} "
             f"--agent-id {who} --session-id {session or '<session-id>'} "
-            f"--operation-id adopt-{handoff['handoff_id']} --expected-revision {todo.revision} "
+            f"--operation-id adopt-{handoff.handoff_id} --expected-revision {todo.revision} "
             f"--target-agent-id {who} --workspace ."
         )
     return {
@@ -409,7 +409,7 @@ def _reinspect(
     digest: dict[str, Any],
     state: GoalState,
     todo: Todo,
-    handoff: dict[str, Any],
+    handoff: Handoff,
     now: str,
     omitted: Counter[str],
 ) -> list[dict[str, str]]:
@@ -495,7 +495,7 @@ def _reinspect(
     if (
         claim is not None
         and lease_live(todo, now)
-        and claim["agent_id"] not in (handoff["source_agent_id"], handoff.get("target_agent_id"))
+        and claim["agent_id"] not in (handoff.source_agent_id, handoff.target_agent_id)
         and h["status"] == PENDING
     ):
         say("claimed_by_other", f"{claim['agent_id']} holds the todo under a live lease.")
@@ -725,29 +725,29 @@ def pending_handoffs(
     now = now or state.updated_at
     out = []
     for handoff in state.handoffs.values():
-        todo = state.todos.get(handoff["todo_id"])
-        if handoff["status"] != PENDING or todo is None or not todo.is_open:
+        todo = state.todos.get(handoff.todo_id)
+        if handoff.status != PENDING or todo is None or not todo.is_open:
             continue
         if not visible_to(todo.visibility, audience):
             continue
         summary = None
-        if audience != "public" and visible_to(handoff["visibility"], audience):
+        if audience != "public" and visible_to(handoff.visibility, audience):
             note = view.note(handoff)
             if note is not None:
                 summary = _summary_line(note["work_summary"])
         out.append(
             {
                 "goal_id": state.goal_id,
-                "handoff_id": handoff["handoff_id"],
+                "handoff_id": handoff.handoff_id,
                 "todo_id": todo.todo_id,
                 "todo_title": view.text(todo.title),
-                "source_agent_id": handoff["source_agent_id"],
-                "source_session_id": handoff["source_session_id"],
-                "target_agent_id": handoff.get("target_agent_id"),
-                "prepared_at": handoff["prepared_at"],
-                "prepared_seq": handoff["prepared_seq"],
-                "git_revision": handoff.get("git_revision"),
-                "visibility": handoff["visibility"],
+                "source_agent_id": handoff.source_agent_id,
+                "source_session_id": handoff.source_session_id,
+                "target_agent_id": handoff.target_agent_id,
+                "prepared_at": handoff.prepared_at,
+                "prepared_seq": handoff.prepared_seq,
+                "git_revision": handoff.git_revision,
+                "visibility": handoff.visibility,
                 "summary": summary,
                 "stale": is_stale(state, handoff),
                 "lease_live": lease_live(todo, now),

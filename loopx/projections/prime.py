@@ -124,22 +124,22 @@ def _turn_on(state: GoalState, todo_id: str) -> dict[str, Any]:
 def _handoffs(state: GoalState, agent_id: str | None, text: TextFn) -> list[dict]:
     out = []
     for h in state.handoffs.values():
-        todo = state.todos.get(h["todo_id"])
-        if h["status"] != "pending" or todo is None or not todo.is_open:
+        todo = state.todos.get(h.todo_id)
+        if h.status != "pending" or todo is None or not todo.is_open:
             continue
-        target = h.get("target_agent_id")
+        target = h.target_agent_id
         if agent_id is not None and (
-            h["source_agent_id"] == agent_id or target not in (None, agent_id)
+            h.source_agent_id == agent_id or target not in (None, agent_id)
         ):
             continue  # your own note, or one meant for someone else
         out.append(
             {
-                "handoff_id": h["handoff_id"],
+                "handoff_id": h.handoff_id,
                 "todo_id": todo.todo_id,
                 "title": one_line(text(todo.title)),
-                "from_agent_id": h["source_agent_id"],
+                "from_agent_id": h.source_agent_id,
                 "target_agent_id": target,
-                "prepared_at": h["prepared_at"],
+                "prepared_at": h.prepared_at,
             }
         )
     out.sort(key=lambda h: (h["prepared_at"], h["handoff_id"]), reverse=True)

@@ -111,6 +111,33 @@ class Note:
     created_seq: int = 0
 
 
+@dataclass(slots=True)
+class Handoff:
+    """A continuation note for a todo (see loopx.state.handoff), bound to the todo's revision
+    it was written against and to the writer's git HEAD; `note` is the note's dict, or
+    `{"blob": …}` when private. Pending until adopted or superseded by a newer note."""
+
+    handoff_id: str
+    todo_id: str
+    todo_revision: int
+    source_agent_id: str
+    source_session_id: str
+    note: Any
+    target_agent_id: str | None = None
+    git_revision: str | None = None
+    workspace_dirty: bool | None = None
+    visibility: str = "team"
+    status: str = "pending"  # pending | adopted | superseded
+    prepared_seq: int = 0
+    prepared_at: str = ""
+    superseded_by: str | None = None
+    # Once adopted: when, the transfer grant, and the adopting checkout's HEAD.
+    adopted_seq: int | None = None
+    adopted_at: str | None = None
+    grant: dict[str, Any] | None = None
+    adopted_git_revision: str | None = None
+
+
 class OpIndex:
     """The idempotency index: operation id → [op_hash, first seq, last seq, subject].
 
@@ -217,7 +244,7 @@ class GoalState:
     evidence: dict[str, Evidence] = field(default_factory=dict)
     runs: dict[str, Run] = field(default_factory=dict)
     notes: dict[str, Note] = field(default_factory=dict)
-    handoffs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    handoffs: dict[str, Handoff] = field(default_factory=dict)
     # redaction id → the governed correction (see loopx.state.redactions)
     redactions: dict[str, dict[str, Any]] = field(default_factory=dict)
     # turn id → the turn journal entry (see loopx.state.turns): progress, never authority
@@ -236,6 +263,7 @@ _ENTITY_TYPES: dict[str, type] = {
     "evidence": Evidence,
     "runs": Run,
     "notes": Note,
+    "handoffs": Handoff,
 }
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from loopx.model.errors import LedgerDamage
 from loopx.model.upgrade import EVENT_VERSION, upgrade
+from loopx.state import handoff, monitors, redactions, turns
 from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
 
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
-HANDLERS: dict[str, Handler] = {}
 # Events that change no goal truth (a lease extension, turn journal progress): they leave
 # `GoalState.changed_at` where it was.
 HEARTBEATS = frozenset({"todo.renewed", "turn.begun", "turn.phased"})
@@ -43,14 +43,6 @@ def subject_of(event: Event) -> Any:
         key = _OWN_KEYS[event_type] = event_type.split(".", 1)[0] + "_id"
     own = data.get(key)
     return own if own is not None else next((data[k] for k in SUBJECT_KEYS if k in data), None)
-
-
-def handles(event_type: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        HANDLERS[event_type] = fn
-        return fn
-
-    return register
 
 
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
@@ -111,7 +103,6 @@ def replay(events: Iterable[Event], state: GoalState | None = None) -> GoalState
 # -- goal ---------------------------------------------------------------------------------
 
 
-@handles("goal.created")
 def _goal_created(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.title = data["title"]
     state.objective = data["objective"]
@@ -123,14 +114,12 @@ def _goal_created(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.created_at = event["recorded_at"]
 
 
-@handles("goal.closed")
 def _goal_closed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.status = data["outcome"]
     state.outcome_reason = data.get("reason")
     state.closed_at = event["recorded_at"]
 
 
-@handles("agent.registered")
 def _agent_registered(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.agents[data["agent_id"]] = {
         "agent_id": data["agent_id"],
@@ -140,7 +129,6 @@ def _agent_registered(state: GoalState, data: dict[str, Any], event: Event) -> N
     }
 
 
-@handles("quota.set")
 def _quota_set(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.policy["quota"] = data.get("quota")
     state.policy["quota_unit"] = data.get("quota_unit", "runs")
@@ -154,7 +142,6 @@ def _touch(todo: Todo, event: Event) -> None:
     todo.updated_at = event["recorded_at"]
 
 
-@handles("todo.added")
 def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = Todo(
         todo_id=data["todo_id"],
@@ -168,7 +155,7 @@ def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
         predecessor=data.get("predecessor"),
         created_seq=event["seq"],
         created_at=event["recorded_at"],
-        monitor=_monitors.new_record(data["monitor"]) if "monitor" in data else None,
+        monitor=monitors.new_record(data["monitor"]) if "monitor" in data else None,
     )
     _touch(todo, event)
     state.todos[todo.todo_id] = todo
@@ -177,7 +164,6 @@ def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
         pred.successor = todo.todo_id
 
 
-@handles("todo.updated")
 def _todo_updated(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None:
@@ -190,7 +176,6 @@ def _todo_updated(state: GoalState, data: dict[str, Any], event: Event) -> None:
     _touch(todo, event)
 
 
-@handles("todo.claimed")
 def _todo_claimed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None:
@@ -208,7 +193,6 @@ def _todo_claimed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     _touch(todo, event)
 
 
-@handles("todo.renewed")
 def _todo_renewed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None or todo.claim is None:
@@ -239,14 +223,6 @@ def _transition(status: str | None, *, clear_claim: bool) -> Handler:
     return handler
 
 
-HANDLERS["todo.released"] = _transition("open", clear_claim=True)
-HANDLERS["todo.blocked"] = _transition("blocked", clear_claim=False)
-HANDLERS["todo.unblocked"] = _transition(None, clear_claim=False)
-HANDLERS["todo.reopened"] = _transition("open", clear_claim=True)
-HANDLERS["todo.cancelled"] = _transition("cancelled", clear_claim=True)
-
-
-@handles("todo.completed")
 def _todo_completed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None:
@@ -264,7 +240,6 @@ def _todo_completed(state: GoalState, data: dict[str, Any], event: Event) -> Non
 # -- gates, evidence, runs, notes ---------------------------------------------------------
 
 
-@handles("gate.opened")
 def _gate_opened(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.gates[data["gate_id"]] = Gate(
         gate_id=data["gate_id"],
@@ -280,7 +255,6 @@ def _gate_opened(state: GoalState, data: dict[str, Any], event: Event) -> None:
     )
 
 
-@handles("gate.resolved")
 def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None:
     gate = state.gates.get(data["gate_id"])
     if gate is None:
@@ -293,7 +267,6 @@ def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None
     gate.ask_again_at = data.get("ask_again_at") if gate.status == "deferred" else None
 
 
-@handles("evidence.added")
 def _evidence_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.evidence[data["evidence_id"]] = Evidence(
         evidence_id=data["evidence_id"],
@@ -311,7 +284,6 @@ def _evidence_added(state: GoalState, data: dict[str, Any], event: Event) -> Non
     )
 
 
-@handles("run.recorded")
 def _run_recorded(state: GoalState, data: dict[str, Any], event: Event) -> None:
     run = Run(
         run_id=data["run_id"],
@@ -332,7 +304,6 @@ def _run_recorded(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.quota_spent += run.quota_spent
 
 
-@handles("note.added")
 def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.notes[data["note_id"]] = Note(
         note_id=data["note_id"],
@@ -346,7 +317,33 @@ def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
     )
 
 
-from loopx.state import handoff as _handoff  # noqa: E402,F401  (registers handlers)
-from loopx.state import monitors as _monitors  # noqa: E402  (registers handlers)
-from loopx.state import redactions as _redactions  # noqa: E402,F401  (registers handlers)
-from loopx.state import turns as _turns  # noqa: E402,F401  (registers handlers)
+# -- the handlers, one per event type (the same types as `loopx.model.events.EVENT_MODELS`) --
+
+HANDLERS: dict[str, Handler] = {
+    "goal.created": _goal_created,
+    "goal.closed": _goal_closed,
+    "agent.registered": _agent_registered,
+    "quota.set": _quota_set,
+    "todo.added": _todo_added,
+    "todo.updated": _todo_updated,
+    "todo.claimed": _todo_claimed,
+    "todo.renewed": _todo_renewed,
+    "todo.released": _transition("open", clear_claim=True),
+    "todo.blocked": _transition("blocked", clear_claim=False),
+    "todo.unblocked": _transition(None, clear_claim=False),
+    "todo.reopened": _transition("open", clear_claim=True),
+    "todo.cancelled": _transition("cancelled", clear_claim=True),
+    "todo.completed": _todo_completed,
+    "gate.opened": _gate_opened,
+    "gate.resolved": _gate_resolved,
+    "evidence.added": _evidence_added,
+    "run.recorded": _run_recorded,
+    "note.added": _note_added,
+    "monitor.observed": monitors.monitor_observed,
+    "field.redacted": redactions.field_redacted,
+    "turn.begun": turns.turn_begun,
+    "turn.phased": turns.turn_phased,
+    "turn.settled": turns.turn_settled,
+    "handoff.prepared": handoff.handoff_prepared,
+    "handoff.adopted": handoff.handoff_adopted,
+}

@@ -1,94 +1,84 @@
-"""Fold handlers for handoffs: a prepared continuation note, and its adoption.
+"""Handoffs in the fold: a prepared continuation note, and its adoption; and the pure views
+over them (the latest note of a todo, whether it is stale, why it may not be adopted).
 
-`GoalState.handoffs` maps handoff id → a plain dict (so the snapshot cache round-trips it):
-
-    handoff_id, todo_id, todo_revision (the todo's revision the note was written against),
-    prepared_seq, prepared_at, source_agent_id, source_session_id, target_agent_id,
-    git_revision, workspace_dirty, note (the note dict, or {"blob": …} when private),
-    visibility, status (pending | adopted | superseded), and once adopted: adopted_seq,
-    adopted_at, grant, adopted_git_revision; once superseded: superseded_by.
-
-Preparing a note touches its todo (the note's own event moves the todo's revision), so a
-note is stale exactly when the todo's revision is no longer the note's `prepared_seq`.
+`GoalState.handoffs` maps handoff id → a `Handoff` (loopx.state.entities). Preparing a note
+touches its todo (the note's own event moves the todo's revision), so a note is stale exactly
+when the todo's revision is no longer the note's `prepared_seq`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from loopx.state.entities import GoalState, Todo
-from loopx.state.fold import Event, handles
+from loopx.state.entities import GoalState, Handoff, Todo
 from loopx.state.frontier import lease_live
 
 PENDING, ADOPTED, SUPERSEDED = "pending", "adopted", "superseded"
 
 
-@handles("handoff.prepared")
-def _handoff_prepared(state: GoalState, data: dict[str, Any], event: Event) -> None:
+def handoff_prepared(state: GoalState, data: dict[str, Any], event: dict[str, Any]) -> None:
     handoff_id, todo_id = data["handoff_id"], data["todo_id"]
     for earlier in state.handoffs.values():
-        if earlier["todo_id"] == todo_id and earlier["status"] == PENDING:
-            earlier["status"] = SUPERSEDED
-            earlier["superseded_by"] = handoff_id
-    state.handoffs[handoff_id] = {
-        "handoff_id": handoff_id,
-        "todo_id": todo_id,
-        "todo_revision": data["todo_revision"],
-        "prepared_seq": event["seq"],
-        "prepared_at": event["recorded_at"],
-        "source_agent_id": data["source_agent_id"],
-        "source_session_id": data["source_session_id"],
-        "target_agent_id": data.get("target_agent_id"),
-        "git_revision": data.get("git_revision"),
-        "workspace_dirty": data.get("workspace_dirty"),
-        "note": data["note"],
-        "visibility": event["visibility"],
-        "status": PENDING,
-    }
+        if earlier.todo_id == todo_id and earlier.status == PENDING:
+            earlier.status = SUPERSEDED
+            earlier.superseded_by = handoff_id
+    state.handoffs[handoff_id] = Handoff(
+        handoff_id=handoff_id,
+        todo_id=todo_id,
+        todo_revision=data["todo_revision"],
+        source_agent_id=data["source_agent_id"],
+        source_session_id=data["source_session_id"],
+        note=data["note"],
+        target_agent_id=data.get("target_agent_id"),
+        git_revision=data.get("git_revision"),
+        workspace_dirty=data.get("workspace_dirty"),
+        visibility=event["visibility"],
+        prepared_seq=event["seq"],
+        prepared_at=event["recorded_at"],
+    )
     todo = state.todos.get(todo_id)
     if todo is not None:
         todo.revision = event["seq"]
         todo.updated_at = event["recorded_at"]
 
 
-@handles("handoff.adopted")
-def _handoff_adopted(state: GoalState, data: dict[str, Any], event: Event) -> None:
+def handoff_adopted(state: GoalState, data: dict[str, Any], event: dict[str, Any]) -> None:
     handoff = state.handoffs.get(data["handoff_id"])
     if handoff is None:
         return
-    handoff["status"] = ADOPTED
-    handoff["adopted_seq"] = event["seq"]
-    handoff["adopted_at"] = event["recorded_at"]
-    handoff["grant"] = dict(data["grant"])
-    handoff["adopted_git_revision"] = data.get("git_revision")
+    handoff.status = ADOPTED
+    handoff.adopted_seq = event["seq"]
+    handoff.adopted_at = event["recorded_at"]
+    handoff.grant = dict(data["grant"])
+    handoff.adopted_git_revision = data.get("git_revision")
 
 
 # -- derived views (pure) -----------------------------------------------------------------
 
 
-def latest_handoff(state: GoalState, todo_id: str) -> dict[str, Any] | None:
+def latest_handoff(state: GoalState, todo_id: str) -> Handoff | None:
     """The most recently prepared note for `todo_id`, whatever its status."""
-    best: dict[str, Any] | None = None
+    best: Handoff | None = None
     for handoff in state.handoffs.values():
-        if handoff["todo_id"] == todo_id and (
-            best is None or handoff["prepared_seq"] > best["prepared_seq"]
+        if handoff.todo_id == todo_id and (
+            best is None or handoff.prepared_seq > best.prepared_seq
         ):
             best = handoff
     return best
 
 
-def is_stale(state: GoalState, handoff: dict[str, Any]) -> bool:
+def is_stale(state: GoalState, handoff: Handoff) -> bool:
     """True when the todo changed after a pending note was written (its own event aside)."""
-    if handoff["status"] == ADOPTED:
+    if handoff.status == ADOPTED:
         return False
-    if handoff["status"] == SUPERSEDED:
+    if handoff.status == SUPERSEDED:
         return True
-    todo = state.todos.get(handoff["todo_id"])
-    return todo is None or todo.revision != handoff["prepared_seq"]
+    todo = state.todos.get(handoff.todo_id)
+    return todo is None or todo.revision != handoff.prepared_seq
 
 
 def adopt_refusal(
-    state: GoalState, todo: Todo, handoff: dict[str, Any] | None, target: str | None, now: str
+    state: GoalState, todo: Todo, handoff: Handoff | None, target: str | None, now: str
 ) -> tuple[str, str] | None:
     """Why `target` may not adopt `handoff` of `todo` now (code, message), or None if it may.
 
@@ -100,18 +90,18 @@ def adopt_refusal(
         return "todo_closed", f"todo is {todo.status}"
     if handoff is None:
         return "handoff_not_found", "no handoff note was prepared for this todo"
-    if handoff["status"] == ADOPTED:
+    if handoff.status == ADOPTED:
         return "handoff_not_found", "the latest handoff note was already adopted"
     claim = todo.claim
     if (
         claim is not None
         and lease_live(todo, now)
-        and claim["agent_id"] not in (handoff["source_agent_id"], target)
+        and claim["agent_id"] not in (handoff.source_agent_id, target)
     ):
         return "claim_owner_mismatch", "a third agent holds the todo under a live lease"
     if is_stale(state, handoff):
         return "handoff_stale", "the todo changed after the note was written"
-    wanted = handoff.get("target_agent_id")
+    wanted = handoff.target_agent_id
     if target is not None and wanted and wanted != target:
         return "handoff_target_mismatch", "the note names another target agent"
     return None

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.state.entities import GoalState, Todo
-from loopx.state.fold import Event, handles
 
 
 def new_record(spec: dict[str, Any]) -> dict[str, Any]:
@@ -28,8 +27,7 @@ def new_record(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@handles("monitor.observed")
-def _monitor_observed(state: GoalState, data: dict[str, Any], event: Event) -> None:
+def monitor_observed(state: GoalState, data: dict[str, Any], event: dict[str, Any]) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None or todo.monitor is None:
         return

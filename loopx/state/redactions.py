@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.state.entities import GoalState
-from loopx.state.fold import Event, handles
 
 #: What a redacted field shows, in every projection and audience.
 REDACTED = "[redacted]"
@@ -40,8 +39,6 @@ def target(state: GoalState, entity: str, entity_id: str) -> Any:
 
 def current(item: Any, entity: str, field: str) -> Any:
     """The field's value as folded (None when unset)."""
-    if isinstance(item, dict):  # a handoff
-        return item.get(field)
     return getattr(item, _ATTRIBUTES.get((entity, field), field))
 
 
@@ -63,18 +60,14 @@ def _blank(value: Any, entity: str, field: str) -> Any:
     return REDACTED
 
 
-@handles("field.redacted")
-def _field_redacted(state: GoalState, data: dict[str, Any], event: Event) -> None:
+def field_redacted(state: GoalState, data: dict[str, Any], event: dict[str, Any]) -> None:
     entity, field = data["entity"], data["field"]
     item = target(state, entity, data["entity_id"])
     if item is not None:
         value = _blank(current(item, entity, field), entity, field)
-        if isinstance(item, dict):
-            item[field] = value
-        else:
-            setattr(item, _ATTRIBUTES.get((entity, field), field), value)
-            if entity == "evidence" and field == "body":
-                item.body_bytes = None
+        setattr(item, _ATTRIBUTES.get((entity, field), field), value)
+        if entity == "evidence" and field == "body":
+            item.body_bytes = None
     state.redactions[data["redaction_id"]] = {
         "redaction_id": data["redaction_id"],
         "entity": entity,

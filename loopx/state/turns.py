@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.state.entities import GoalState
-from loopx.state.fold import Event, handles
 
 PHASES = ("claim", "execute", "validate", "write_back", "spend", "settle")
 
@@ -28,8 +27,7 @@ RESUME_ADVICE = {
 }
 
 
-@handles("turn.begun")
-def _turn_begun(state: GoalState, data: dict[str, Any], event: Event) -> None:
+def turn_begun(state: GoalState, data: dict[str, Any], event: dict[str, Any]) -> None:
     at = event["recorded_at"]
     state.turns[data["turn_id"]] = {
         "turn_id": data["turn_id"],
@@ -46,8 +44,7 @@ def _turn_begun(state: GoalState, data: dict[str, Any], event: Event) -> None:
     }
 
 
-@handles("turn.phased")
-def _turn_phased(state: GoalState, data: dict[str, Any], event: Event) -> None:
+def turn_phased(state: GoalState, data: dict[str, Any], event: dict[str, Any]) -> None:
     turn = state.turns.get(data["turn_id"])
     if turn is None:
         return
@@ -59,8 +56,7 @@ def _turn_phased(state: GoalState, data: dict[str, Any], event: Event) -> None:
     turn["updated_at"] = event["recorded_at"]
 
 
-@handles("turn.settled")
-def _turn_settled(state: GoalState, data: dict[str, Any], event: Event) -> None:
+def turn_settled(state: GoalState, data: dict[str, Any], event: dict[str, Any]) -> None:
     turn = state.turns.get(data["turn_id"])
     if turn is None:
         return

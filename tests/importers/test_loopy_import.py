@@ -165,16 +165,16 @@ def test_goal_met_with_evidence_is_achieved(tmp_path: Path) -> None:
     assert [r.outcome for r in state.runs.values()] == ["progress"] * 4
     # the outer role's project_state/handoff.json (revision 2) is the session todo's handoff note
     (note,) = state.handoffs.values()
-    assert (note["source_agent_id"], note["git_revision"], note["workspace_dirty"]) == (
+    assert (note.source_agent_id, note.git_revision, note.workspace_dirty) == (
         "loopy-outer",
         "422b00e6c149b20be4370ae9695b28c551990b58",
         False,
     )
-    assert note["note"]["work_summary"] == "Goal met: hello.txt written and accepted"
-    assert note["note"]["approaches_tried"] == [
+    assert note.note["work_summary"] == "Goal met: hello.txt written and accepted"
+    assert note.note["approaches_tried"] == [
         {"approach": "T001: hello.txt contains hello", "outcome": "accepted"}
     ]
-    assert note["note"]["source_refs"] == ["repo:/hello.txt", "session:/project_state/finished.md"]
+    assert note.note["source_refs"] == ["repo:/hello.txt", "session:/project_state/finished.md"]
     digest = handoff_digest(
         state, "loopy-session", audience="team", text=None, workspace_facts=None
     )

@@ -52,7 +52,7 @@ def test_a_handoff_revision_per_import_as_the_session_grows(tmp_path: Path) -> N
     assert problem_lines(early) == []
     state = load_state(store, GOAL_MET_SESSION).state
     assert state is not None and state.status == "active"
-    assert [h["note"]["work_summary"] for h in state.handoffs.values()] == [
+    assert [h.note["work_summary"] for h in state.handoffs.values()] == [
         "Planned T001: write hello.txt containing hello"
     ]
     shutil.copytree(FIXTURES_012 / "goal-met", project, dirs_exist_ok=True)
@@ -60,7 +60,7 @@ def test_a_handoff_revision_per_import_as_the_session_grows(tmp_path: Path) -> N
     assert problem_lines(grown) == [] and grown.applied > 0
     state = load_state(store, GOAL_MET_SESSION).state
     assert state is not None and state.status == "achieved"
-    assert [h["note"]["work_summary"] for h in state.handoffs.values()] == [
+    assert [h.note["work_summary"] for h in state.handoffs.values()] == [
         "Planned T001: write hello.txt containing hello",
         "Goal met: hello.txt written and accepted",
     ]
