@@ -7,7 +7,7 @@ ledger; projections resolve those through the privacy layer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 OPEN_STATUSES = ("open", "active", "blocked")
 CLOSED_STATUSES = ("done", "cancelled")
@@ -265,6 +265,22 @@ _ENTITY_TYPES: dict[str, type] = {
     "notes": Note,
     "handoffs": Handoff,
 }
+
+
+E = TypeVar("E")
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def from_event(cls: type[E], data: dict[str, Any], **stamps: Any) -> E:
+    """A new entity from the event that creates it: the values of the event's data keys that
+    name a field of `cls` (lists copied; a key without a field is left out), then `stamps`,
+    what the envelope adds (visibility, seq, time)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))  # type: ignore[arg-type]
+    values = {k: list(v) if type(v) is list else v for k, v in data.items() if k in names}
+    values.update(stamps)
+    return cls(**values)
 
 
 def state_from_dict(data: dict[str, Any]) -> GoalState:

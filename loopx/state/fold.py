@@ -12,7 +12,7 @@ from typing import Any
 from loopx.model.errors import LedgerDamage
 from loopx.model.upgrade import EVENT_VERSION, upgrade
 from loopx.state import handoff, monitors, redactions, turns
-from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo
+from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo, from_event
 
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
@@ -137,26 +137,24 @@ def _quota_set(state: GoalState, data: dict[str, Any], event: Event) -> None:
 # -- todos --------------------------------------------------------------------------------
 
 
+def _created(event: Event, at: str) -> dict[str, Any]:
+    """What a new entity takes from the envelope of the event that creates it: visibility,
+    seq, and the time (under the entity's name for it, `at`)."""
+    return {
+        "visibility": event["visibility"],
+        "created_seq": event["seq"],
+        at: event["recorded_at"],
+    }
+
+
 def _touch(todo: Todo, event: Event) -> None:
     todo.revision = event["seq"]
     todo.updated_at = event["recorded_at"]
 
 
 def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    todo = Todo(
-        todo_id=data["todo_id"],
-        title=data["title"],
-        role=data.get("role", "agent"),
-        kind=data.get("kind", "task"),
-        priority=data.get("priority", 2),
-        depends_on=list(data.get("depends_on", [])),
-        acceptance=data.get("acceptance"),
-        visibility=event["visibility"],
-        predecessor=data.get("predecessor"),
-        created_seq=event["seq"],
-        created_at=event["recorded_at"],
-        monitor=monitors.new_record(data["monitor"]) if "monitor" in data else None,
-    )
+    monitor = monitors.new_record(data["monitor"]) if "monitor" in data else None
+    todo = from_event(Todo, data, **_created(event, "created_at"), monitor=monitor)
     _touch(todo, event)
     state.todos[todo.todo_id] = todo
     pred = state.todos.get(todo.predecessor or "")
@@ -241,18 +239,8 @@ def _todo_completed(state: GoalState, data: dict[str, Any], event: Event) -> Non
 
 
 def _gate_opened(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    state.gates[data["gate_id"]] = Gate(
-        gate_id=data["gate_id"],
-        question=data["question"],
-        authority=data["authority"],
-        blocks=list(data.get("blocks", [])),
-        blocks_goal=data.get("blocks_goal", False),
-        visibility=event["visibility"],
-        opened_at=event["recorded_at"],
-        created_seq=event["seq"],
-        revision=event["seq"],
-        ask_again_at=data.get("ask_again_at"),
-    )
+    gate = from_event(Gate, data, **_created(event, "opened_at"), revision=event["seq"])
+    state.gates[gate.gate_id] = gate
 
 
 def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None:
@@ -268,53 +256,21 @@ def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None
 
 
 def _evidence_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    state.evidence[data["evidence_id"]] = Evidence(
-        evidence_id=data["evidence_id"],
-        kind=data["kind"],
-        summary=data["summary"],
-        refs=list(data.get("refs", [])),
-        revision=data.get("revision"),
-        todo_id=data.get("todo_id"),
-        body=data.get("body"),
-        body_bytes=data.get("body_bytes"),
-        visibility=event["visibility"],
-        recorded_at=event["recorded_at"],
-        agent_id=event["actor"]["agent_id"],
-        created_seq=event["seq"],
-    )
+    author = event["actor"]["agent_id"]
+    item = from_event(Evidence, data, **_created(event, "recorded_at"), agent_id=author)
+    state.evidence[item.evidence_id] = item
 
 
 def _run_recorded(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    run = Run(
-        run_id=data["run_id"],
-        agent_id=data["agent_id"],
-        session_id=data["session_id"],
-        outcome=data["outcome"],
-        todo_id=data.get("todo_id"),
-        summary=data.get("summary"),
-        evidence_ids=list(data.get("evidence_ids", [])),
-        successor=data.get("successor"),
-        wait=data.get("wait"),
-        quota_spent=data.get("quota_spent", 0),
-        visibility=event["visibility"],
-        recorded_at=event["recorded_at"],
-        created_seq=event["seq"],
-    )
+    run = from_event(Run, data, **_created(event, "recorded_at"))
     state.runs[run.run_id] = run
     state.quota_spent += run.quota_spent
 
 
 def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    state.notes[data["note_id"]] = Note(
-        note_id=data["note_id"],
-        kind=data["kind"],
-        text=data["text"],
-        todo_id=data.get("todo_id"),
-        visibility=event["visibility"],
-        agent_id=event["actor"]["agent_id"],
-        recorded_at=event["recorded_at"],
-        created_seq=event["seq"],
-    )
+    author = event["actor"]["agent_id"]
+    note = from_event(Note, data, **_created(event, "recorded_at"), agent_id=author)
+    state.notes[note.note_id] = note
 
 
 # -- the handlers, one per event type (the same types as `loopx.model.events.EVENT_MODELS`) --

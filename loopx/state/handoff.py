@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopx.state.entities import GoalState, Handoff, Todo
+from loopx.state.entities import GoalState, Handoff, Todo, from_event
 from loopx.state.frontier import lease_live
 
 PENDING, ADOPTED, SUPERSEDED = "pending", "adopted", "superseded"
@@ -22,16 +22,9 @@ def handoff_prepared(state: GoalState, data: dict[str, Any], event: dict[str, An
         if earlier.todo_id == todo_id and earlier.status == PENDING:
             earlier.status = SUPERSEDED
             earlier.superseded_by = handoff_id
-    state.handoffs[handoff_id] = Handoff(
-        handoff_id=handoff_id,
-        todo_id=todo_id,
-        todo_revision=data["todo_revision"],
-        source_agent_id=data["source_agent_id"],
-        source_session_id=data["source_session_id"],
-        note=data["note"],
-        target_agent_id=data.get("target_agent_id"),
-        git_revision=data.get("git_revision"),
-        workspace_dirty=data.get("workspace_dirty"),
+    state.handoffs[handoff_id] = from_event(
+        Handoff,
+        data,
         visibility=event["visibility"],
         prepared_seq=event["seq"],
         prepared_at=event["recorded_at"],
