@@ -565,13 +565,13 @@ def test_demo_has_a_pending_handoff(tmp_path: Path) -> None:
 
 
 def test_changed_escaping_code_renders_afresh(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import loopx.cli.handoff as handoff_cli
+    import loopx.build.handoff as handoff_build
 
     assert prepare(repo, "--work-summary", "w", "--next-step", "first step").exit_code == 0
     path = repo / ".loopx" / "private" / "cache" / "handoff" / "demo" / "todo_a.text.full.md"
     first = inspect(repo, "--format", "text").stdout
     key = path.read_text().split("\n", 1)[0]
-    monkeypatch.setattr(handoff_cli, "escaping_code", lambda: b"an upgraded escaper")
+    monkeypatch.setattr(handoff_build, "escaping_code", lambda: b"an upgraded escaper")
     assert inspect(repo, "--format", "text").stdout == first
     assert path.read_text().split("\n", 1)[0] != key  # rendered again, under a new key
 
@@ -594,6 +594,29 @@ def test_rendered_digests_are_reused_until_the_digest_changes(repo: Path) -> Non
     )
     assert renew.exit_code == 0
     assert "stale" in inspect(repo).stdout and "stale" not in first
+
+
+def test_a_cached_inspect_does_not_load_the_template_engine(repo: Path) -> None:
+    """The render cache exists to spare an agent's every-turn inspect the Jinja2 import."""
+    assert prepare(repo, "--work-summary", "w", "--next-step", "first step").exit_code == 0
+    first = inspect(repo).stdout  # renders, and fills the cache
+    args = ["handoff", "inspect", "--goal-id", "demo", "--todo-id", "todo_a", "--agent-id"]
+    args += ["agent-b", "--session-id", "target-session", "--workspace", str(repo)]
+    code = (
+        "import sys\n"
+        "from loopx.cli.main import main\n"
+        "try:\n"
+        f"    main({[*args, '--root', str(repo)]!r})\n"
+        "except SystemExit as stop:\n"
+        "    assert not stop.code, stop.code\n"
+        "assert 'jinja2' not in sys.modules\n"
+    )
+    env = {**os.environ, "LOOPX_NOW": T0, "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=repo
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == first
 
 
 def test_inspect_refuses_a_note_of_another_todo(repo: Path) -> None:

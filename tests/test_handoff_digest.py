@@ -15,12 +15,8 @@ from loopx.engine.core import Context, require_goal
 from loopx.engine.goals import create_goal
 from loopx.engine.handoff import adopt_handoff, prepare_handoff
 from loopx.model.errors import InvalidInput, NotFound
-from loopx.projections.handoff import (
-    fit_digest,
-    handoff_digest,
-    handoff_digests,
-    pending_handoffs,
-)
+from loopx.projections.handoff import handoff_digest, handoff_digests, pending_handoffs
+from loopx.projections.handoff_budget import fit_digest
 from loopx.render.handoff import render_digest_json, render_digest_markdown
 from loopx.resources import resource_dir
 from loopx.store.memorystore import MemoryStore

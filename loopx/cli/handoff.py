@@ -4,8 +4,9 @@ and list the notes still waiting for an agent."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -23,9 +24,23 @@ from loopx.cli.common import (
     text_resolver,
 )
 from loopx.engine.lookup import LEASE_RANGE
-from loopx.store import fsio
+
+if TYPE_CHECKING:
+    from loopx.engine.core import Result
 
 WORKSPACE = click.Path(file_okay=False, path_type=Path)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def workspace_option(help: str) -> Callable[[F], F]:
+    """`--workspace`: a checkout, taken at the top of its git work tree."""
+    return click.option(
+        "--workspace",
+        type=WORKSPACE,
+        default=Path("."),
+        callback=checkout_root_option,
+        help=f"{help} (default: the git work tree of the current folder).",
+    )
 
 
 @click.group()
@@ -72,14 +87,7 @@ def handoff() -> None:
     "note is kept in this host's blob store; the ledger holds its hash.",
 )
 @click.option("--target-agent-id", default=None, help="The agent meant to adopt (optional).")
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The checkout whose git HEAD (and dirtiness) the note is bound to "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("The checkout whose git HEAD (and dirtiness) the note is bound to")
 @guarded
 @actor
 @common()
@@ -112,31 +120,21 @@ def prepare(
     questions, source refs) comes from --from-context JSON or from flags. It is bound to the
     todo's revision (--expected-revision guards it) and to the git HEAD of --workspace.
     """
-    from loopx.engine.handoff import note_from_flags, prepare_handoff, read_context
-    from loopx.model.errors import InvalidInput
+    from loopx.engine.handoff import prepare_handoff
 
-    flags = (work_summary, rationale, next_steps, tried, files, decisions, questions, source_refs)
-    if from_context is not None:
-        if any(flags):
-            raise InvalidInput(
-                "pass the note either with --from-context or with flags, not both",
-                code="usage_error",
-            )
-        note = read_context(from_context)
-    else:
-        note = note_from_flags(
-            work_summary=work_summary,
-            rationale=rationale,
-            next_steps=next_steps,
-            tried=tried,
-            files=files,
-            decisions=decisions,
-            questions=questions,
-            source_refs=source_refs,
-        )
-    ctx = context(root, agent_id, session_id)
+    note = _note(
+        from_context,
+        work_summary=work_summary,
+        rationale=rationale,
+        next_steps=next_steps,
+        tried=tried,
+        files=files,
+        decisions=decisions,
+        questions=questions,
+        source_refs=source_refs,
+    )
     result = prepare_handoff(
-        ctx,
+        context(root, agent_id, session_id),
         goal_id,
         todo_id,
         note=note,
@@ -148,88 +146,41 @@ def prepare(
     )
     data = result.to_dict()
     data["handoff_id"] = result.receipt["subject"]
+    emit(fmt, data, lambda: _prepared_text(data, result, goal_id, todo_id))
 
-    def text() -> str:
-        r = result.receipt
-        verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
-        return (
-            f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
-            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
-            f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
+
+def _note(from_context: str | None, **flags: Any) -> dict[str, Any]:
+    """The note from --from-context (a file, or '-' for stdin), else from the note's flags."""
+    from loopx.engine.handoff import note_from_flags, read_context
+    from loopx.model.errors import InvalidInput
+
+    if from_context is None:
+        return note_from_flags(**flags)
+    if any(flags.values()):
+        raise InvalidInput(
+            "pass the note either with --from-context or with flags, not both", code="usage_error"
         )
-
-    emit(fmt, data, text)
-
-
-# -- inspect ------------------------------------------------------------------------------
+    return read_context(from_context)
 
 
-def inspect_handoff(
-    store: Any,
-    goal_id: str,
-    todo_id: str,
-    *,
-    workspace: Path | None,
-    audience: str = "private",
-    now: str | None = None,
-    reader: dict[str, str] | None = None,
-    handoff_id: str | None = None,
-) -> dict[str, Any]:
-    """The digest of a todo's latest note, with facts observed in `workspace` (no budget)."""
-    from loopx.engine import lookup
-    from loopx.engine.core import require_goal
-    from loopx.engine.handoff import pick_handoff, workspace_facts
-    from loopx.projections.handoff import handoff_digest
-
-    state = require_goal(store, goal_id)
-    lookup.todo(state, todo_id)
-    found = pick_handoff(state, todo_id, handoff_id)  # refuses another todo's note
-    resolve = text_resolver(store)
-    facts = None
-    if workspace is not None:
-        paths: list[str] = []
-        revision = None
-        if found is not None:
-            revision = found.git_revision
-            paths = _note_paths(found.note, resolve)
-        facts = workspace_facts(workspace, revision, paths)
-    return handoff_digest(
-        state,
-        todo_id,
-        audience=audience,
-        text=resolve,
-        workspace_facts=facts,
-        now=now,
-        reader=reader,
-        handoff_id=handoff_id,
+def _prepared_text(data: dict[str, Any], result: Result, goal_id: str, todo_id: str) -> str:
+    r = result.receipt
+    verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
+    return (
+        f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
+        f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
+        f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
     )
 
 
-def _note_paths(note: Any, resolve: Any) -> list[str]:
-    import orjson
-
-    if isinstance(note, dict) and "blob" in note:
-        try:
-            note = orjson.loads(resolve(note))
-        except orjson.JSONDecodeError:
-            return []
-    if not isinstance(note, dict):
-        return []
-    return [f["path"] for f in note.get("files_touched", [])]
+# -- inspect ------------------------------------------------------------------------------
 
 
 @handoff.command("inspect")
 @click.option("--goal-id", required=True)
 @click.option("--todo-id", required=True)
 @click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The checkout to compare with the note: HEAD, dirtiness, files touched "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("The checkout to compare with the note: HEAD, dirtiness, files touched")
 @click.option(
     "--audience",
     type=click.Choice(["team", "private"]),
@@ -267,9 +218,8 @@ def inspect(
     digest as plain text (no Markdown syntax), markdown the full report, json the
     loopx.handoff/v1 document. --max-chars budgets every format.
     """
+    from loopx.build.handoff import inspect_handoff, render_inspected
     from loopx.engine.clock import from_env
-    from loopx.projections.handoff import fit_digest
-    from loopx.render.handoff import render_digest_json
 
     store = open_store(root)
     # The reader is known when named (flag or LOOPX_AGENT_ID); the default `user` is not a
@@ -280,81 +230,19 @@ def inspect(
         store,
         goal_id,
         todo_id,
+        text=text_resolver(store),
         workspace=workspace,
         audience=audience,
         now=from_env().now(),
         reader={"agent_id": agent_id, "session_id": session_id} if known else None,
         handoff_id=handoff_id,
     )
-    if fmt == "json":
-        if max_chars is not None:
-            digest = fit_digest(digest, max_chars, render_digest_json)
-        out = render_digest_json(digest)
-    else:
-        out = render_cached(store, digest, fmt, max_chars)  # digest, markdown or text
+    out = render_inspected(store, digest, fmt, max_chars)
     if fmt == "json":
         sys.stdout.write(out)
         sys.stdout.flush()
     else:
         echo(out, nl=False)
-
-
-def escaping_code() -> bytes:
-    """The source of the Markdown escaping, part of the render cache's key: output rendered
-    by older escaping code is not reused."""
-    from loopx.render import md_context, md_escape
-
-    return b"".join(Path(str(m.__file__)).read_bytes() for m in (md_escape, md_context))
-
-
-def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
-    """The digest as Markdown, reused from `.loopx/cache/` when this digest was rendered before.
-
-    Rendering imports Jinja2, about a fifth of an inspect call; an agent that inspects the same
-    note on every turn gets the stored text instead. One cache file per goal, todo, template
-    and budget, holding its key: the digest (all but `now`, which no template shows; a test
-    holds them to that), the template's source, the escaping code and the loopx version.
-    Private-audience output is cached under `.loopx/private/`, the partition that never
-    leaves this host.
-    """
-    import hashlib
-
-    import orjson
-
-    from loopx import __version__
-    from loopx.projections.handoff import TEMPLATES
-    from loopx.render.handoff import render_digest_markdown
-    from loopx.resources import resource_dir
-
-    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes() + escaping_code()
-    keyed = {k: v for k, v in digest.items() if k != "now"}
-    key = hashlib.sha256(
-        orjson.dumps([__version__, template, max_chars], option=orjson.OPT_SORT_KEYS)
-        + source
-        + orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS)
-    ).hexdigest()
-    path = None
-    state_dir = getattr(store, "state_dir", None)
-    if state_dir is not None:
-        # A private-audience digest may hold private text: it is kept in the private partition.
-        base = state_dir / "private" if digest["audience"] == "private" else state_dir
-        name = f"{digest['todo']['todo_id']}.{template}.{max_chars or 'full'}.md"
-        path = base / "cache" / "handoff" / digest["source"]["goal_id"] / name
-        # Through the store's file rules: a linked or special cache file is `unsafe_path`.
-        try:
-            cached = fsio.current().read_file(path, limit=fsio.MAX_READ).decode("utf-8")
-            if cached.startswith(key + "\n"):
-                return cached[len(key) + 1 :]
-        except (OSError, UnicodeDecodeError):
-            pass
-    out = render_digest_markdown(digest, max_chars, template=template)
-    if path is not None:
-        try:
-            fsio.current().makedirs(path.parent)
-            fsio.current().write_atomic(path, (key + "\n" + out).encode("utf-8"))
-        except OSError:
-            pass  # the cache is an optimisation; failing to write it is never an error
-    return out
 
 
 # -- adopt --------------------------------------------------------------------------------
@@ -375,14 +263,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     default=None,
     help="The new claim's lease (default: the goal's policy).",
 )
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The adopting checkout; its HEAD is recorded with the adoption "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("The adopting checkout; its HEAD is recorded with the adoption")
 @guarded
 @actor
 @common()
@@ -438,65 +319,34 @@ def adopt(
 # -- list ---------------------------------------------------------------------------------
 
 
-def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
-    """Pending handoffs across goals (or one), newest first; damaged goals are reported."""
-    from loopx.engine.core import require_goal
-    from loopx.engine.goals_all import health_of, load_all
-    from loopx.model.errors import LoopxError
-    from loopx.projections.handoff import pending_handoffs
-
-    resolve = text_resolver(store)
-    items: list[dict[str, Any]] = []
-    problems: list[dict[str, Any]] = []
-    if goal_id is not None:
-        states = [require_goal(store, goal_id)]
-    else:
-        states = []
-        for gid, loaded in load_all(store):
-            if isinstance(loaded, LoopxError):
-                problems.append(
-                    {
-                        "goal_id": gid,
-                        "health": health_of(loaded),
-                        "code": loaded.code,
-                        "message": loaded.message,
-                    }
-                )
-                continue
-            if loaded.state is not None:
-                states.append(loaded.state)
-    for state in states:
-        items.extend(pending_handoffs(state, audience="private", text=resolve, now=now))
-    items.sort(key=lambda h: (h["prepared_at"], h["goal_id"], h["prepared_seq"]), reverse=True)
-    return {"now": now, "handoffs": items, "total": len(items), "problems": problems}
-
-
 @handoff.command("list")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
 def list_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
     """Pending handoffs (prepared, not adopted), newest first: what was the last session
     working on, and what did it leave for the next one?"""
+    from loopx.build.handoff import list_pending
     from loopx.engine.clock import from_env
 
-    data = list_pending(open_store(root), goal_id, from_env().now())
+    store = open_store(root)
+    data = list_pending(store, goal_id, from_env().now(), text_resolver(store))
+    emit(fmt, data, lambda: _pending_text(data))
 
-    def text() -> str:
-        lines = [] if data["handoffs"] else ["no pending handoffs"]
-        for h in data["handoffs"]:
-            flags = []
-            if h["stale"]:
-                flags.append("stale")
-            if h["target_agent_id"]:
-                flags.append(f"for {h['target_agent_id']}")
-            extra = f" [{', '.join(flags)}]" if flags else ""
-            lines.append(
-                f"{h['prepared_at']}  {h['goal_id']}/{h['todo_id']}  {h['handoff_id']} from "
-                f"{h['source_agent_id']} ({h['source_session_id']}){extra}"
-            )
-            lines.append(f"    {h['todo_title']}: {h['summary'] or '[note not readable here]'}")
-        for p in data["problems"]:
-            lines.append(f"{p['goal_id']}: skipped ({p['code']}): {p['message']}")
-        return "\n".join(lines)
 
-    emit(fmt, data, text)
+def _pending_text(data: dict[str, Any]) -> str:
+    lines = [] if data["handoffs"] else ["no pending handoffs"]
+    for h in data["handoffs"]:
+        flags = []
+        if h["stale"]:
+            flags.append("stale")
+        if h["target_agent_id"]:
+            flags.append(f"for {h['target_agent_id']}")
+        extra = f" [{', '.join(flags)}]" if flags else ""
+        lines.append(
+            f"{h['prepared_at']}  {h['goal_id']}/{h['todo_id']}  {h['handoff_id']} from "
+            f"{h['source_agent_id']} ({h['source_session_id']}){extra}"
+        )
+        lines.append(f"    {h['todo_title']}: {h['summary'] or '[note not readable here]'}")
+    for p in data["problems"]:
+        lines.append(f"{p['goal_id']}: skipped ({p['code']}): {p['message']}")
+    return "\n".join(lines)

@@ -401,8 +401,9 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
     ) -> dict[str, Any]:
         """Read a todo's latest handoff note with the current facts (against the project's
         checkout) before adopting it: the loopx.handoff/v1 digest."""
-        from loopx.cli.handoff import inspect_handoff
-        from loopx.projections.handoff import fit_digest
+        from loopx.build.handoff import inspect_handoff
+        from loopx.cli.common import text_resolver
+        from loopx.projections.handoff_budget import fit_digest
         from loopx.render.handoff import render_digest_markdown
 
         store = project.store()
@@ -411,6 +412,7 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
             store,
             project.goal(store, goal_id),
             todo_id,
+            text=text_resolver(store),
             workspace=project.workspace(store),
             now=_now(),
             reader={"agent_id": reader, "session_id": session},

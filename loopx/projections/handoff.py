@@ -2,33 +2,32 @@
 
 Pure functions of folded state. `handoff_digest` gathers the goal, the todo with its
 dependencies and gates, the latest continuation note, the todo's evidence with freshness
-against a checkout's HEAD, the frontier, what the reader must re-inspect before acting (what
-the ledger cannot vouch for), and an omission list. Workspace facts (HEAD, dirtiness, which
-files exist) are observed by the caller and passed in; without them the digest says the
-checkout was not inspected. Time comes from `now`, else the goal's last event.
+against a checkout's HEAD, the frontier, what the reader must re-inspect before acting
+(`handoff_reinspect`), and an omission list. Workspace facts (HEAD, dirtiness, which files
+exist) are observed by the caller and passed in; without them the digest says the checkout was
+not inspected. Time comes from `now`, else the goal's last event. `pending_handoffs` lists the
+notes still waiting for an agent (status, `loopx handoff list`).
 
 Audiences: `team` shows team and public facts only (private notes, evidence and text are left
-out and counted); `private` shows everything readable on this host. `fit_digest` and the
-renderers fit a digest into a character budget by dropping the least important material
-first — never the goal and todo identity or the next steps — and say what they dropped.
+out and counted); `private` shows everything readable on this host. `handoff_budget` fits a
+digest into a character budget.
 """
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from loopx.model.errors import InvalidInput, NotFound
+from loopx.model.errors import NotFound
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import PRIVATE_MISSING
+from loopx.projections.handoff_reinspect import Facts, reinspect
 from loopx.state.entities import GoalState, Handoff, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
-from loopx.state.turns import RESUME_ADVICE, open_turns
 from loopx.state.views import freshness
 
 SCHEMA_ID = "loopx.handoff/v1"
@@ -36,12 +35,6 @@ AUDIENCES = ("team", "private")
 FRONTIER_LIMIT = 5
 NOT_ON_HOST = PRIVATE_MISSING  # the one marker every view shows for text not on this host
 HIDDEN = "[private]"
-
-TEMPLATES = {
-    "digest": "handoff/digest.md.j2",  # compact Markdown to paste into any agent
-    "markdown": "handoff/handoff.md.j2",  # the full report, with provenance and tables
-    "text": "handoff/digest.txt.j2",  # the digest as plain text, for plain prompts
-}
 
 TextFn = Callable[[Any], Any]
 
@@ -119,19 +112,9 @@ def handoff_digest(
     """
     view = _View(audience, text)
     now = now or state.updated_at
-    todo = state.todos.get(todo_id)
-    if todo is None or not view.sees(todo.visibility) or not view.sees(state.visibility):
-        raise NotFound("todo not found", code="todo_not_found", todo_id=todo_id)
-    handoff = state.handoffs.get(handoff_id) if handoff_id else latest_handoff(state, todo_id)
-    if handoff is None or handoff.todo_id != todo_id:
-        raise NotFound(
-            "no handoff note was prepared for this todo", code="handoff_not_found", todo_id=todo_id
-        )
+    todo, handoff = _find(state, todo_id, handoff_id, view)
     facts = workspace_facts or {}
-    head = facts.get("head")
-    note = view.note(handoff)
-    stale = is_stale(state, handoff)
-    evidence, evidence_total = _evidence(state, todo_id, view, head)
+    evidence, evidence_total = _evidence(state, todo_id, view, facts.get("head"))
     digest: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "source": {"goal_id": state.goal_id, "revision": state.revision, "head": state.head},
@@ -139,16 +122,9 @@ def handoff_digest(
         "now": now,
         "max_chars": None,
         "reader": dict(reader) if reader else None,
-        "goal": {
-            "goal_id": state.goal_id,
-            "title": view.text(state.title),
-            "objective": view.text(state.objective),
-            "acceptance": [view.text(a) for a in state.acceptance],
-            "status": state.status,
-            "visibility": state.visibility,
-        },
+        "goal": _goal(state, view),
         "todo": _todo(state, todo, view, now),
-        "handoff": _handoff(handoff, note, stale, facts),
+        "handoff": _handoff(handoff, view.note(handoff), is_stale(state, handoff), facts),
         "adoption": _adoption(state, todo, handoff, reader, now),
         "evidence": evidence,
         "evidence_total": evidence_total,
@@ -157,12 +133,38 @@ def handoff_digest(
         "reinspect": [],
         "omissions": [],
     }
-    digest["reinspect"] = _reinspect(digest, state, todo, handoff, now, view.omitted)
+    digest["reinspect"] = reinspect(Facts(digest, state, todo, handoff, now, view.omitted))
     digest["omissions"] = [
         {"reason": "audience", "what": what, "count": count}
         for what, count in sorted(view.omitted.items())
     ]
     return digest
+
+
+def _find(
+    state: GoalState, todo_id: str, handoff_id: str | None, view: _View
+) -> tuple[Todo, Handoff]:
+    """The todo and its note (`handoff_id`, else the latest), or `NotFound`."""
+    todo = state.todos.get(todo_id)
+    if todo is None or not view.sees(todo.visibility) or not view.sees(state.visibility):
+        raise NotFound("todo not found", code="todo_not_found", todo_id=todo_id)
+    handoff = state.handoffs.get(handoff_id) if handoff_id else latest_handoff(state, todo_id)
+    if handoff is None or handoff.todo_id != todo_id:
+        raise NotFound(
+            "no handoff note was prepared for this todo", code="handoff_not_found", todo_id=todo_id
+        )
+    return todo, handoff
+
+
+def _goal(state: GoalState, view: _View) -> dict[str, Any]:
+    return {
+        "goal_id": state.goal_id,
+        "title": view.text(state.title),
+        "objective": view.text(state.objective),
+        "acceptance": [view.text(a) for a in state.acceptance],
+        "status": state.status,
+        "visibility": state.visibility,
+    }
 
 
 def handoff_digests(
@@ -394,307 +396,6 @@ def _workspace(facts: dict[str, Any] | None, note_revision: str | None) -> dict[
         "moved": moved,
         "relation": relation,
     }
-
-
-def _paths(paths: list[str], limit: int = 3) -> str:
-    shown = ", ".join(paths[:limit])
-    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
-
-
-def _short(rev: str | None) -> str:
-    return rev[:10] if rev else "none"
-
-
-def _reinspect(
-    digest: dict[str, Any],
-    state: GoalState,
-    todo: Todo,
-    handoff: Handoff,
-    now: str,
-    omitted: Counter[str],
-) -> list[dict[str, str]]:
-    """What the ledger cannot vouch for: the reader must look before acting on it."""
-    out: list[dict[str, str]] = []
-
-    def say(code: str, message: str) -> None:
-        out.append({"code": code, "message": message})
-
-    h, ws = digest["handoff"], digest["workspace"]
-    if h["status"] == "superseded":
-        say("note_superseded", f"A newer note ({h['superseded_by']}) replaced this one.")
-    elif h["stale"]:
-        say(
-            "note_stale",
-            f"The todo changed after this note was written (note at revision "
-            f"{h['prepared_seq']}, todo now at {todo.revision}): check the todo before "
-            "trusting the note.",
-        )
-    if not ws["checked"]:
-        say("checkout_not_inspected", "No checkout was inspected: compare HEAD, status and files.")
-    elif ws["head"] is None:
-        say("not_a_checkout", "The workspace is not a git checkout: nothing could be compared.")
-    elif h["git_revision"] is None:
-        say("note_unbound", "The note is not bound to a git revision: re-read the files.")
-    elif ws["moved"]:
-        how = {"ahead": "moved ahead", "diverged": "diverged", "unknown": "moved"}.get(
-            ws["relation"] or "unknown", "moved"
-        )
-        say(
-            "checkout_moved",
-            f"The checkout {how} since the note: HEAD is {_short(ws['head'])}, the note was "
-            f"written at {_short(h['git_revision'])}. Re-read the files touched and re-run checks.",
-        )
-    if h["workspace_dirty"]:
-        say(
-            "note_dirty",
-            "The note was written from a checkout with uncommitted changes; they may not be here.",
-        )
-    if ws["dirty"]:
-        say("dirty_tree", "This checkout has uncommitted changes to tracked files.")
-    note = h["note"]
-    if note is not None and ws["checked"]:
-        missing = [
-            f["path"]
-            for f in note["files_touched"]
-            if f["exists"] is False and f["action"] != "deleted"
-        ]
-        back = [
-            f["path"] for f in note["files_touched"] if f["exists"] and f["action"] == "deleted"
-        ]
-        if missing:
-            say(
-                "files_missing",
-                f"{len(missing)} file(s) the note lists are missing here: {_paths(missing)}.",
-            )
-        if back:
-            say(
-                "files_reappeared",
-                f"{len(back)} file(s) the note says were deleted exist here: {_paths(back)}.",
-            )
-    fresh = Counter(e["freshness"] for e in digest["evidence"])
-    if fresh["historical"] and ws["head"]:
-        say(
-            "evidence_historical",
-            f"{fresh['historical']} evidence item(s) were observed at another revision: "
-            "re-run them before relying on them.",
-        )
-    elif fresh["bound"]:
-        say(
-            "evidence_unverified",
-            f"{fresh['bound']} evidence item(s) are bound to a revision that was not "
-            "compared with a checkout.",
-        )
-    if fresh["unbound"]:
-        say(
-            "evidence_unbound",
-            f"{fresh['unbound']} evidence item(s) are not bound to any revision.",
-        )
-    claim = todo.claim
-    if claim is not None and not lease_live(todo, now):
-        say("lease_expired", f"The claim's lease expired at {claim['lease_expires_at']}.")
-    if (
-        claim is not None
-        and lease_live(todo, now)
-        and claim["agent_id"] not in (handoff.source_agent_id, handoff.target_agent_id)
-        and h["status"] == PENDING
-    ):
-        say("claimed_by_other", f"{claim['agent_id']} holds the todo under a live lease.")
-    blocking = [g["gate_id"] for g in digest["todo"]["gates"] if g["blocking"]]
-    if blocking:
-        say(
-            "gate_pending",
-            f"Pending gate(s) {', '.join(blocking)} must be resolved before the todo can be "
-            "completed.",
-        )
-    for turn in open_turns(state):
-        if turn["todo_id"] == todo.todo_id:
-            say(
-                "turn_open",
-                f"Turn {turn['turn_id']} by {turn['agent_id']} stopped at {turn['phase']} "
-                f"(last progress {turn['updated_at']}): {RESUME_ADVICE.get(turn['phase'], '')}. "
-                f"Continue it (loopx turn resume --turn-id {turn['turn_id']}); settle it once.",
-            )
-    open_deps = [d["todo_id"] for d in digest["todo"]["dependencies"] if d["status"] != "done"]
-    if open_deps:
-        say("dependency_open", f"Dependencies not done: {', '.join(open_deps)}.")
-    hidden = sum(n for what, n in omitted.items() if what.startswith("private"))
-    if hidden and digest["audience"] != "private":
-        say("private_omitted", f"{hidden} private fact(s) are not shown to this audience.")
-    elif hidden:
-        say("private_not_on_host", f"{hidden} private fact(s) are not on this host.")
-    return out
-
-
-# -- budget ---------------------------------------------------------------------------------
-
-
-def _note(d: dict[str, Any]) -> dict[str, Any] | None:
-    note: dict[str, Any] | None = d["handoff"]["note"]
-    return note
-
-
-def _keep_evidence(n: int) -> Callable[[dict[str, Any]], int]:
-    def step(d: dict[str, Any]) -> int:
-        cut = max(len(d["evidence"]) - n, 0)
-        del d["evidence"][n:]
-        return cut
-
-    return step
-
-
-def _drop_key(path: tuple[str, ...], key: str) -> Callable[[dict[str, Any]], int]:
-    """Remove `key` from every item of the list at `path` (counts the items it cut from)."""
-
-    def step(d: dict[str, Any]) -> int:
-        node: Any = d
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-            if node is None:
-                return 0
-        n = 0
-        for item in node:
-            if item.get(key):
-                item[key] = None if key in ("reason", "summary") else []
-                n += 1
-        return n
-
-    return step
-
-
-def _clear_note_list(name: str) -> Callable[[dict[str, Any]], int]:
-    def step(d: dict[str, Any]) -> int:
-        note = _note(d)
-        if note is None:
-            return 0
-        n = len(note[name])
-        note[name] = []
-        return n
-
-    return step
-
-
-def _clear(path: tuple[str, ...]) -> Callable[[dict[str, Any]], int]:
-    def step(d: dict[str, Any]) -> int:
-        node: Any = d
-        for part in path[:-1]:
-            node = node[part]
-        n = len(node[path[-1]])
-        node[path[-1]] = []
-        return n
-
-    return step
-
-
-def _truncate(path: tuple[str, ...], keep: int) -> Callable[[dict[str, Any]], int]:
-    def step(d: dict[str, Any]) -> int:
-        node: Any = d
-        for part in path[:-1]:
-            node = node.get(part) if isinstance(node, dict) else None
-            if node is None:
-                return 0
-        value = node.get(path[-1])
-        if not isinstance(value, str) or len(value) <= keep:
-            return 0
-        node[path[-1]] = value[: keep - 1].rstrip() + "…"
-        return len(value) - keep
-
-    return step
-
-
-def _shorten_reinspect(d: dict[str, Any]) -> int:
-    n = 0
-    for item in d["reinspect"]:
-        short = item["code"].replace("_", " ")
-        if item["message"] != short:
-            item["message"] = short
-            n += 1
-    return n
-
-
-def _clear_gates_and_dependencies(d: dict[str, Any]) -> int:
-    return _clear(("todo", "gates"))(d) + _clear(("todo", "dependencies"))(d)
-
-
-def _drop_command(d: dict[str, Any]) -> int:
-    if d["adoption"]["command"] is None:
-        return 0
-    d["adoption"]["command"] = None
-    return 1
-
-
-def _trim_acceptance(d: dict[str, Any]) -> int:
-    n = len(d["goal"]["acceptance"])
-    d["goal"]["acceptance"] = []
-    return n
-
-
-# Least important first. Each step returns how many items (or characters) it removed; the
-# goal and todo identity, the next steps and the re-inspect codes are never removed.
-BUDGET_STEPS: list[tuple[str, Callable[[dict[str, Any]], int]]] = [
-    ("evidence items", _keep_evidence(5)),
-    ("ready todos", _clear(("frontier", "todos"))),
-    ("evidence refs", _drop_key(("evidence",), "refs")),
-    ("approach reasons", _drop_key(("handoff", "note", "approaches_tried"), "reason")),
-    ("file summaries", _drop_key(("handoff", "note", "files_touched"), "summary")),
-    ("source refs", _clear_note_list("source_refs")),
-    ("evidence items", _keep_evidence(2)),
-    ("acceptance criteria", _trim_acceptance),
-    ("decisions", _clear_note_list("key_decisions")),
-    ("evidence items", _keep_evidence(0)),
-    ("approaches", _clear_note_list("approaches_tried")),
-    ("questions", _clear_note_list("open_questions")),
-    ("objective chars", _truncate(("goal", "objective"), 160)),
-    ("todo acceptance chars", _truncate(("todo", "acceptance"), 160)),
-    ("files", _clear_note_list("files_touched")),
-    ("summary chars", _truncate(("handoff", "note", "work_summary"), 600)),
-    ("gates/dependencies", _clear_gates_and_dependencies),
-    ("adopt command", _drop_command),
-    ("summary chars", _truncate(("handoff", "note", "work_summary"), 160)),
-    ("objective chars", _truncate(("goal", "objective"), 60)),
-    ("re-inspect details", _shorten_reinspect),
-]
-
-
-def fit_digest(
-    digest: dict[str, Any], max_chars: int, render: Callable[[dict[str, Any]], str]
-) -> dict[str, Any]:
-    """A copy of `digest` whose `render` is at most `max_chars` characters long.
-
-    Drops material step by step in `BUDGET_STEPS` order, recording each cut in `omissions`
-    (reason `budget`). Raises `InvalidInput` (`budget_too_small`, with the smallest size
-    that keeps the identity and next steps) when even the leanest digest does not fit.
-    """
-    if max_chars < 1:
-        raise InvalidInput("--max-chars must be a positive number", code="invalid_budget")
-    out = copy.deepcopy(digest)
-    out["max_chars"] = max_chars
-    if len(render(out)) <= max_chars:
-        return out
-    cut: dict[str, int] = {}
-    for what, step in BUDGET_STEPS:
-        removed = step(out)
-        if not removed:
-            continue
-        cut[what] = cut.get(what, 0) + removed
-        out["omissions"] = [o for o in out["omissions"] if o["reason"] != "budget"] + [
-            {"reason": "budget", "what": name, "count": n} for name, n in cut.items()
-        ]
-        size = len(render(out))
-        if size <= max_chars:
-            return out
-    while True:  # the smallest budget that works also names itself in the output
-        out["max_chars"] = size
-        needed = len(render(out))
-        if needed <= size:
-            break
-        size = needed
-    raise InvalidInput(
-        f"--max-chars {max_chars} is too small: the leanest digest (goal, todo, next steps "
-        f"and what was left out) takes {size} characters",
-        code="budget_too_small",
-        max_chars=max_chars,
-        minimum=size,
-    )
 
 
 # -- pending handoffs (status, list) -------------------------------------------------------

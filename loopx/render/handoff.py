@@ -1,7 +1,7 @@
 """Render a handoff digest (`loopx.handoff/v1`): canonical JSON, or text through the
 `handoff/` templates — a paste-ready Markdown digest, the full Markdown report, or the digest
-as plain text — within a character budget (`projections.handoff.fit_digest` decides what to
-drop)."""
+as plain text — within a character budget (`projections.handoff_budget.fit_digest` decides what
+to drop)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,14 @@ from typing import Any
 
 import orjson
 
-from loopx.projections.handoff import TEMPLATES, fit_digest
-from loopx.render.env import render as render_template
+from loopx.projections.handoff_budget import fit_digest
 from loopx.render.jsonout import dumps
+
+TEMPLATES = {
+    "digest": "handoff/digest.md.j2",  # compact Markdown to paste into any agent
+    "markdown": "handoff/handoff.md.j2",  # the full report, with provenance and tables
+    "text": "handoff/digest.txt.j2",  # the digest as plain text, for plain prompts
+}
 
 
 def render_digest_json(digest: dict[str, Any]) -> str:
@@ -24,6 +29,10 @@ def render_digest_json(digest: dict[str, Any]) -> str:
 
 
 def _markdown_renderer(template: str) -> Callable[[dict[str, Any]], str]:
+    # Jinja2 loads with the first rendering, not with this module: a cached `handoff
+    # inspect` (loopx.build.handoff) reads the text back without it.
+    from loopx.render.env import render as render_template
+
     def render(digest: dict[str, Any]) -> str:
         return render_template(template, d=digest, **_render_context(digest))
 

@@ -1,0 +1,176 @@
+"""The live handoff views: a todo's digest with facts observed in a checkout (`loopx handoff
+inspect`, the MCP tool), rendered through a cache under `.loopx/`; and the notes still
+waiting for an agent across goals (`loopx handoff list`).
+
+`text` resolves stored values to display text (private blobs read on this host); the caller
+supplies it, so this module reads the store, the checkout and its own cache, and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from loopx import __version__
+from loopx.engine import lookup
+from loopx.engine.core import require_goal
+from loopx.engine.goals_all import health_of, load_all
+from loopx.engine.handoff import pick_handoff, workspace_facts
+from loopx.model.errors import LoopxError
+from loopx.projections.handoff import handoff_digest, pending_handoffs
+from loopx.projections.handoff_budget import fit_digest
+from loopx.render.handoff import TEMPLATES, render_digest_json, render_digest_markdown
+from loopx.resources import resource_dir
+from loopx.store import fsio
+
+TextFn = Callable[[Any], Any]
+
+
+def inspect_handoff(
+    store: Any,
+    goal_id: str,
+    todo_id: str,
+    *,
+    text: TextFn,
+    workspace: Path | None,
+    audience: str = "private",
+    now: str | None = None,
+    reader: dict[str, str] | None = None,
+    handoff_id: str | None = None,
+) -> dict[str, Any]:
+    """The digest of a todo's latest note, with facts observed in `workspace` (no budget)."""
+    state = require_goal(store, goal_id)
+    lookup.todo(state, todo_id)
+    found = pick_handoff(state, todo_id, handoff_id)  # refuses another todo's note
+    facts = None
+    if workspace is not None:
+        paths: list[str] = []
+        revision = None
+        if found is not None:
+            revision = found.git_revision
+            paths = _note_paths(found.note, text)
+        facts = workspace_facts(workspace, revision, paths)
+    return handoff_digest(
+        state,
+        todo_id,
+        audience=audience,
+        text=text,
+        workspace_facts=facts,
+        now=now,
+        reader=reader,
+        handoff_id=handoff_id,
+    )
+
+
+def _note_paths(note: Any, resolve: TextFn) -> list[str]:
+    if isinstance(note, dict) and "blob" in note:
+        try:
+            note = orjson.loads(resolve(note))
+        except orjson.JSONDecodeError:
+            return []
+    if not isinstance(note, dict):
+        return []
+    return [f["path"] for f in note.get("files_touched", [])]
+
+
+def render_inspected(store: Any, digest: dict[str, Any], fmt: str, max_chars: int | None) -> str:
+    """The digest as `fmt`: `json` (compact when fitted into `max_chars`), else the text of
+    the `digest`, `markdown` or `text` template, through the render cache."""
+    if fmt != "json":
+        return render_cached(store, digest, fmt, max_chars)
+    if max_chars is not None:
+        digest = fit_digest(digest, max_chars, render_digest_json)
+    return render_digest_json(digest)
+
+
+def escaping_code() -> bytes:
+    """The source of the Markdown escaping, part of the render cache's key: output rendered
+    by older escaping code is not reused."""
+    from loopx.render import md_context, md_escape
+
+    return b"".join(Path(str(m.__file__)).read_bytes() for m in (md_escape, md_context))
+
+
+def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
+    """The digest as Markdown, reused from `.loopx/cache/` when this digest was rendered before.
+
+    Rendering imports Jinja2, about a fifth of an inspect call; an agent that inspects the same
+    note on every turn gets the stored text instead. One cache file per goal, todo, template
+    and budget, holding its key: the digest (all but `now`, which no template shows; a test
+    holds them to that), the template's source, the escaping code and the loopx version.
+    Private-audience output is cached under `.loopx/private/`, the partition that never
+    leaves this host.
+    """
+    key = _cache_key(digest, template, max_chars)
+    path = _cache_path(store, digest, template, max_chars)
+    if path is not None:
+        # Through the store's file rules: a linked or special cache file is `unsafe_path`.
+        try:
+            cached = fsio.current().read_file(path, limit=fsio.MAX_READ).decode("utf-8")
+            if cached.startswith(key + "\n"):
+                return cached[len(key) + 1 :]
+        except (OSError, UnicodeDecodeError):
+            pass
+    out = render_digest_markdown(digest, max_chars, template=template)
+    if path is not None:
+        try:
+            fsio.current().makedirs(path.parent)
+            fsio.current().write_atomic(path, (key + "\n" + out).encode("utf-8"))
+        except OSError:
+            pass  # the cache is an optimisation; failing to write it is never an error
+    return out
+
+
+def _cache_key(digest: dict[str, Any], template: str, max_chars: int | None) -> str:
+    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes() + escaping_code()
+    keyed = {k: v for k, v in digest.items() if k != "now"}
+    return hashlib.sha256(
+        orjson.dumps([__version__, template, max_chars], option=orjson.OPT_SORT_KEYS)
+        + source
+        + orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS)
+    ).hexdigest()
+
+
+def _cache_path(
+    store: Any, digest: dict[str, Any], template: str, max_chars: int | None
+) -> Path | None:
+    """Where the rendering is cached (None for a store without a state folder). A
+    private-audience digest may hold private text: it is kept in the private partition."""
+    state_dir = getattr(store, "state_dir", None)
+    if state_dir is None:
+        return None
+    base = state_dir / "private" if digest["audience"] == "private" else state_dir
+    name = f"{digest['todo']['todo_id']}.{template}.{max_chars or 'full'}.md"
+    path: Path = base / "cache" / "handoff" / digest["source"]["goal_id"] / name
+    return path
+
+
+def list_pending(store: Any, goal_id: str | None, now: str, text: TextFn) -> dict[str, Any]:
+    """Pending handoffs across goals (or one), newest first; damaged goals are reported."""
+    items: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
+    if goal_id is not None:
+        states = [require_goal(store, goal_id)]
+    else:
+        states = []
+        for gid, loaded in load_all(store):
+            if isinstance(loaded, LoopxError):
+                problems.append(
+                    {
+                        "goal_id": gid,
+                        "health": health_of(loaded),
+                        "code": loaded.code,
+                        "message": loaded.message,
+                    }
+                )
+                continue
+            if loaded.state is not None:
+                states.append(loaded.state)
+    for state in states:
+        items.extend(pending_handoffs(state, audience="private", text=text, now=now))
+    items.sort(key=lambda h: (h["prepared_at"], h["goal_id"], h["prepared_seq"]), reverse=True)
+    return {"now": now, "handoffs": items, "total": len(items), "problems": problems}
