@@ -1,18 +1,21 @@
 """A realistic demo project, written through the same governed write paths users call.
 
-The clock is pinned and every operation has a fixed id, so the ledger is the same on every
-machine and a second run replays instead of appending.
+The demo is data: `DEMO` lists each goal's steps (a write path, who takes it, its arguments),
+and `create_demo` plays them in order. The clock is pinned and every operation has a fixed id,
+so the ledger is the same on every machine and a second run replays instead of appending.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context, load_state
+from loopx.engine.handoff import prepare_handoff
 from loopx.model.errors import Conflict
 from loopx.store.base import Store
 from loopx.store.filestore import FileStore
@@ -20,23 +23,375 @@ from loopx.store.filestore import FileStore
 DEMO_START = "2026-11-02T09:00:00Z"
 REV_OLD = "4f9c2a1e7b3d5c8a9e0f1b2c3d4e5f6a7b8c9d0e"
 REV_NEW = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+CI_RUN = "https://github.com/loopx-dev/loopx/actions/runs/101"
+
+# The write paths the steps name: each is called as `write(ctx, goal_id, **args)`.
+WRITES: dict[str, Callable[..., Any]] = {
+    "goal": goals.create_goal,
+    "close": goals.close_goal,
+    "agent": goals.register_agent,
+    "note": goals.add_note,
+    "todo": todos.add_todo,
+    "claim": todos.claim_todo,
+    "complete": todos.complete_todo,
+    "block": todos.block_todo,
+    "evidence": evidence.add_evidence,
+    "run": evidence.record_run,
+    "gate": gates.open_gate,
+    "handoff": prepare_handoff,
+}
+
+# Who takes the steps: (agent id, session id).
+ME = ("maintainer", "setup")
+PROTO = ("agent-claude", "proto-1")
+CLAUDE = ("agent-claude", "claude-1")
+CODEX = ("agent-codex", "codex-1")
+WRITER = ("agent-codex", "codex-docs")
 
 
-class _Demo:
-    def __init__(self, store: Store):
-        self.clock = FixedClock(DEMO_START, step=420)
-        self.store = store
-        self.n = 0
-
-    def ctx(self, agent: str = "maintainer", session: str = "setup") -> Context:
-        return Context(self.store, self.clock, agent_id=agent, session_id=session)
-
-    def op(self, goal: str) -> str:
-        self.n += 1
-        return f"demo-{goal}-{self.n:03d}"
+class Step(NamedTuple):
+    write: str  # a key of WRITES
+    actor: tuple[str, str]
+    args: dict[str, Any]
 
 
-GOALS = ("prototype", "launch", "docs", "security-review")
+def step(write: str, actor: tuple[str, str], **args: Any) -> Step:
+    return Step(write, actor, args)
+
+
+def _landed(todo_id: str) -> list[Step]:
+    """agent-claude lands `todo_id`: claims it, records passing tests, completes it, and
+    records the run."""
+    ev = f"ev-{todo_id}-tests"
+    summary = f"{todo_id} tests pass (212 passed)"
+    return [
+        step("claim", CLAUDE, todo_id=todo_id),
+        step(
+            "evidence",
+            CLAUDE,
+            kind="test",
+            summary=summary,
+            refs=[CI_RUN],
+            revision=REV_OLD,
+            todo_id=todo_id,
+            evidence_id=ev,
+            visibility="public",
+        ),
+        step(
+            "complete",
+            CLAUDE,
+            todo_id=todo_id,
+            evidence_ids=[ev],
+            summary=f"{todo_id} landed with tests.",
+        ),
+        step(
+            "run",
+            CLAUDE,
+            outcome="completed",
+            todo_id=todo_id,
+            summary=f"Implemented {todo_id}.",
+            evidence_ids=[ev],
+        ),
+    ]
+
+
+# The launch goal's plan: (todo id, title, depends on, priority, visibility).
+LAUNCH_PLAN = (
+    ("ledger", "Append-only ledger with hash chain", [], 1, "public"),
+    ("engine", "Governed write paths and receipts", ["ledger"], 1, "public"),
+    ("cli", "Command-line interface", ["engine"], 2, "public"),
+    ("status-page", "Public status page", ["cli"], 2, "public"),
+    ("workbench", "Markdown workbench for review", ["cli"], 2, "team"),
+    ("handoff", "Handoff between agents", ["engine"], 1, "team"),
+    ("release-notes", "Write the release notes", ["status-page", "workbench"], 3, "team"),
+    ("publish", "Publish 0.1 to the package index", ["release-notes"], 1, "public"),
+)
+
+# agent-claude's session ends mid-task: the note it leaves agent-codex on todo `handoff`.
+HANDOFF_NOTE: dict[str, Any] = {
+    "work_summary": "Prepare and inspect work end to end: the note is bound to the "
+    "todo's revision and the checkout's HEAD, and inspect flags stale notes, moved "
+    "checkouts and missing files. Adoption is written but waits for the grant-design "
+    "gate before the todo can be completed.",
+    "approaches_tried": [
+        {
+            "approach": "Reuse todo claim with a force flag to transfer the claim",
+            "outcome": "abandoned",
+            "reason": "It would let any agent take a live claim; the transfer must "
+            "go through a grant bound to the note.",
+        },
+        {
+            "approach": "Bind the note to the goal's head revision",
+            "outcome": "failed",
+            "reason": "Every unrelated event made the note stale; bound to the todo's "
+            "revision instead.",
+        },
+        {
+            "approach": "Digest budget by dropping whole sections",
+            "outcome": "worked",
+            "reason": "Least important first, never the identity or next steps.",
+        },
+    ],
+    "next_steps": [
+        "Wait for the maintainer to resolve gate grant-design.",
+        "Run the adoption round trip across two processes (tests/test_handoff_cli.py).",
+        "Add the handoff digest to the README section 'Hand work to another agent'.",
+    ],
+    "files_touched": [
+        {
+            "path": "loopx/engine/handoff.py",
+            "action": "created",
+            "summary": "prepare and adopt write paths",
+        },
+        {
+            "path": "loopx/projections/handoff.py",
+            "action": "created",
+            "summary": "the digest and its character budget",
+        },
+        {"path": "loopx/engine/todos.py", "action": "read"},
+        {
+            "path": "tests/test_handoff.py",
+            "action": "modified",
+            "summary": "refusal codes, one test each",
+        },
+    ],
+    "key_decisions": [
+        "Adoption appends handoff.adopted and todo.claimed in one operation.",
+        "A note is stale when its todo's revision moved after it was written.",
+    ],
+    "open_questions": ["Should adoption also require the checkout to contain the note's commit?"],
+    "source_refs": ["https://github.com/loopx-dev/loopx/pull/9"],
+}
+
+PROTOTYPE = (
+    step(
+        "goal",
+        ME,
+        title="Prototype the ledger",
+        visibility="public",
+        objective="Prove an append-only, hash-chained JSONL ledger is fast enough to call on "
+        "every agent turn.",
+        acceptance=["Replay of 50,000 events under one second"],
+    ),
+    step("todo", ME, todo_id="bench-replay", title="Benchmark cold replay"),
+    step("claim", PROTO, todo_id="bench-replay"),
+    step(
+        "evidence",
+        PROTO,
+        kind="test",
+        summary="Replay benchmark: 0.41 s for 50k events",
+        refs=["benchmarks/RESULTS.md"],
+        revision=REV_OLD,
+        todo_id="bench-replay",
+        evidence_id="ev-replay",
+        visibility="public",
+    ),
+    step(
+        "complete",
+        PROTO,
+        todo_id="bench-replay",
+        evidence_ids=["ev-replay"],
+        summary="Cold replay is 0.41 s; well inside budget.",
+    ),
+    step("close", ME, outcome="achieved", reason="Benchmarks met; continue in launch."),
+)
+
+LAUNCH = (
+    step(
+        "goal",
+        ME,
+        title="Launch loopx 0.1",
+        visibility="public",
+        predecessor="prototype",
+        objective="Publish a first release that a team can use to hand agent work across "
+        "sessions, with a public status page.",
+        acceptance=[
+            "All CI checks green on main",
+            "Public status page published",
+            "A second agent adopts a handoff without re-explaining",
+        ],
+        repository="https://github.com/loopx-dev/loopx",
+        lease_seconds=3600,
+        quota=40,
+    ),
+    step("agent", ME, agent_id="agent-claude", name="Claude Code", kind="coding-agent"),
+    step("agent", ME, agent_id="agent-codex", name="Codex", kind="coding-agent"),
+    *(
+        step(
+            "todo", ME, todo_id=todo_id, title=title, depends_on=deps, priority=prio, visibility=vis
+        )
+        for todo_id, title, deps, prio, vis in LAUNCH_PLAN
+    ),
+    step(
+        "todo",
+        ME,
+        todo_id="pick-license",
+        title="Choose the license",
+        role="user",
+        priority=1,
+        visibility="public",
+    ),
+    step(
+        "todo",
+        ME,
+        todo_id="vendor-contract",
+        title="Review the hosting contract terms",
+        role="user",
+        priority=3,
+        visibility="private",
+    ),
+    *_landed("ledger"),
+    *_landed("engine"),
+    step(
+        "evidence",
+        CLAUDE,
+        kind="log",
+        summary="Full pytest log of the engine run",
+        body=b"collected 212 items\n...\n212 passed in 8.31s\n",
+        revision=REV_OLD,
+        todo_id="engine",
+        evidence_id="ev-engine-log",
+    ),
+    step(
+        "note",
+        CLAUDE,
+        kind="lesson",
+        visibility="team",
+        text="Pause the garbage collector during bulk replay: it is most of the cost.",
+    ),
+    step(
+        "note",
+        ME,
+        kind="decision",
+        visibility="public",
+        text="The ledger is the only authority; projections are never read back.",
+    ),
+    step("claim", CODEX, todo_id="cli"),
+    step(
+        "evidence",
+        CODEX,
+        kind="ci",
+        summary="CI green on the CLI branch",
+        refs=["https://github.com/loopx-dev/loopx/pull/7"],
+        revision=REV_NEW,
+        todo_id="cli",
+        evidence_id="ev-cli-ci",
+        visibility="team",
+    ),
+    step(
+        "run",
+        CODEX,
+        outcome="progress",
+        todo_id="cli",
+        summary="Commands for goals and todos; status next.",
+        evidence_ids=["ev-cli-ci"],
+    ),
+    step("claim", CLAUDE, todo_id="handoff"),
+    step(
+        "run",
+        CLAUDE,
+        outcome="waiting",
+        todo_id="handoff",
+        wait="Waiting for the maintainer to approve the transfer-grant design.",
+    ),
+    step(
+        "gate",
+        ME,
+        gate_id="approve-publish",
+        authority="maintainer",
+        question="Publish 0.1 to the package index?",
+        blocks=["publish"],
+        visibility="public",
+    ),
+    step(
+        "gate",
+        ME,
+        gate_id="grant-design",
+        authority="maintainer",
+        question="Approve the transfer-grant design for handoffs?",
+        blocks=["handoff"],
+    ),
+    step(
+        "evidence",
+        ME,
+        kind="review",
+        summary="Design review notes for handoff grants",
+        body=b"Reviewed with the team; concerns about lease expiry.\n",
+        todo_id="handoff",
+        evidence_id="ev-grant-review",
+    ),
+    step(
+        "handoff",
+        CLAUDE,
+        todo_id="handoff",
+        target_agent_id="agent-codex",
+        git_revision=REV_NEW,
+        workspace_dirty=False,
+        note=HANDOFF_NOTE,
+    ),
+)
+
+DOCS = (
+    step(
+        "goal",
+        ME,
+        title="Documentation pass",
+        visibility="team",
+        objective="Every command documented with an example.",
+        acceptance=["README covers every command"],
+    ),
+    step("todo", ME, todo_id="readme", title="README walkthrough", priority=1),
+    step("todo", ME, todo_id="errors", title="Error code table", depends_on=["readme"]),
+    step(
+        "todo",
+        ME,
+        todo_id="screens",
+        title="Screenshot of the status page",
+        depends_on=["readme"],
+        priority=3,
+    ),
+    step("claim", WRITER, todo_id="readme"),
+    step("block", WRITER, todo_id="readme", reason="Waiting for the CLI to settle."),
+)
+
+SECURITY = (
+    step(
+        "goal",
+        ME,
+        title="Security review",
+        visibility="private",
+        objective="Audit the public boundary before launch.",
+    ),
+    step("todo", ME, todo_id="threat-model", title="Write the threat model", visibility="private"),
+    step(
+        "gate",
+        ME,
+        gate_id="pentest-budget",
+        authority="maintainer",
+        question="Approve an external penetration test?",
+        visibility="private",
+    ),
+)
+
+# Each goal's steps, played in this order (operation ids number them across goals).
+DEMO: dict[str, tuple[Step, ...]] = {
+    "prototype": PROTOTYPE,
+    "launch": LAUNCH,
+    "docs": DOCS,
+    "security-review": SECURITY,
+}
+GOALS = tuple(DEMO)
+
+
+def _play(store: Store) -> None:
+    """Take every step of `DEMO` on a pinned clock, each as its own numbered operation."""
+    clock = FixedClock(DEMO_START, step=420)
+    n = 0
+    for goal_id, steps in DEMO.items():
+        for write, (agent_id, session_id), args in steps:
+            n += 1
+            ctx = Context(store, clock, agent_id=agent_id, session_id=session_id)
+            WRITES[write](ctx, goal_id, **args, operation_id=f"demo-{goal_id}-{n:03d}")
 
 
 def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
@@ -55,11 +410,7 @@ def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
         _check_goals_free(store)
     if Path(directory).is_dir():
         _config(Path(directory))
-    d = _Demo(store)
-    _prototype(d)
-    _launch(d)
-    _docs(d)
-    _security(d)
+    _play(store)
     out = []
     for goal_id in store.goal_ids():
         state = load_state(store, goal_id).state
@@ -124,380 +475,3 @@ def _check_goals_free(store: Store) -> None:
             code="goal_exists",
             goal_ids=taken,
         )
-
-
-def _prototype(d: _Demo) -> None:
-    g = "prototype"
-    me = d.ctx()
-    goals.create_goal(
-        me,
-        g,
-        title="Prototype the ledger",
-        visibility="public",
-        objective="Prove an append-only, hash-chained JSONL ledger is fast enough "
-        "to call on every agent turn.",
-        acceptance=["Replay of 50,000 events under one second"],
-        operation_id=d.op(g),
-    )
-    todos.add_todo(
-        me, g, todo_id="bench-replay", title="Benchmark cold replay", operation_id=d.op(g)
-    )
-    agent = d.ctx("agent-claude", "proto-1")
-    todos.claim_todo(agent, g, "bench-replay", operation_id=d.op(g))
-    evidence.add_evidence(
-        agent,
-        g,
-        kind="test",
-        summary="Replay benchmark: 0.41 s for 50k events",
-        refs=["benchmarks/RESULTS.md"],
-        revision=REV_OLD,
-        todo_id="bench-replay",
-        evidence_id="ev-replay",
-        visibility="public",
-        operation_id=d.op(g),
-    )
-    todos.complete_todo(
-        agent,
-        g,
-        "bench-replay",
-        evidence_ids=["ev-replay"],
-        summary="Cold replay is 0.41 s; well inside budget.",
-        operation_id=d.op(g),
-    )
-    goals.close_goal(
-        me,
-        g,
-        outcome="achieved",
-        reason="Benchmarks met; continue in launch.",
-        operation_id=d.op(g),
-    )
-
-
-def _launch(d: _Demo) -> None:
-    g = "launch"
-    me = d.ctx()
-    goals.create_goal(
-        me,
-        g,
-        title="Launch loopx 0.1",
-        visibility="public",
-        predecessor="prototype",
-        objective="Publish a first release that a team can use to hand agent work across "
-        "sessions, with a public status page.",
-        acceptance=[
-            "All CI checks green on main",
-            "Public status page published",
-            "A second agent adopts a handoff without re-explaining",
-        ],
-        repository="https://github.com/loopx-dev/loopx",
-        lease_seconds=3600,
-        quota=40,
-        operation_id=d.op(g),
-    )
-    for agent_id, name in (("agent-claude", "Claude Code"), ("agent-codex", "Codex")):
-        goals.register_agent(me, g, agent_id, name=name, kind="coding-agent", operation_id=d.op(g))
-    plan = [
-        ("ledger", "Append-only ledger with hash chain", [], 1, "public"),
-        ("engine", "Governed write paths and receipts", ["ledger"], 1, "public"),
-        ("cli", "Command-line interface", ["engine"], 2, "public"),
-        ("status-page", "Public status page", ["cli"], 2, "public"),
-        ("workbench", "Markdown workbench for review", ["cli"], 2, "team"),
-        ("handoff", "Handoff between agents", ["engine"], 1, "team"),
-        ("release-notes", "Write the release notes", ["status-page", "workbench"], 3, "team"),
-        ("publish", "Publish 0.1 to the package index", ["release-notes"], 1, "public"),
-    ]
-    for todo_id, title, deps, prio, vis in plan:
-        todos.add_todo(
-            me,
-            g,
-            todo_id=todo_id,
-            title=title,
-            depends_on=deps,
-            priority=prio,
-            visibility=vis,
-            operation_id=d.op(g),
-        )
-    todos.add_todo(
-        me,
-        g,
-        todo_id="pick-license",
-        title="Choose the license",
-        role="user",
-        priority=1,
-        visibility="public",
-        operation_id=d.op(g),
-    )
-    todos.add_todo(
-        me,
-        g,
-        todo_id="vendor-contract",
-        title="Review the hosting contract terms",
-        role="user",
-        priority=3,
-        visibility="private",
-        operation_id=d.op(g),
-    )
-
-    claude = d.ctx("agent-claude", "claude-1")
-    for todo_id in ("ledger", "engine"):
-        todos.claim_todo(claude, g, todo_id, operation_id=d.op(g))
-        ev = f"ev-{todo_id}-tests"
-        evidence.add_evidence(
-            claude,
-            g,
-            kind="test",
-            summary=f"{todo_id} tests pass (212 passed)",
-            refs=["https://github.com/loopx-dev/loopx/actions/runs/101"],
-            revision=REV_OLD,
-            todo_id=todo_id,
-            evidence_id=ev,
-            visibility="public",
-            operation_id=d.op(g),
-        )
-        todos.complete_todo(
-            claude,
-            g,
-            todo_id,
-            evidence_ids=[ev],
-            summary=f"{todo_id} landed with tests.",
-            operation_id=d.op(g),
-        )
-        evidence.record_run(
-            claude,
-            g,
-            outcome="completed",
-            todo_id=todo_id,
-            summary=f"Implemented {todo_id}.",
-            evidence_ids=[ev],
-            operation_id=d.op(g),
-        )
-    evidence.add_evidence(
-        claude,
-        g,
-        kind="log",
-        summary="Full pytest log of the engine run",
-        body=b"collected 212 items\n...\n212 passed in 8.31s\n",
-        revision=REV_OLD,
-        todo_id="engine",
-        evidence_id="ev-engine-log",
-        operation_id=d.op(g),
-    )
-    goals.add_note(
-        claude,
-        g,
-        kind="lesson",
-        visibility="team",
-        text="Pause the garbage collector during bulk replay: it is most of the cost.",
-        operation_id=d.op(g),
-    )
-    goals.add_note(
-        me,
-        g,
-        kind="decision",
-        visibility="public",
-        text="The ledger is the only authority; projections are never read back.",
-        operation_id=d.op(g),
-    )
-
-    codex = d.ctx("agent-codex", "codex-1")
-    todos.claim_todo(codex, g, "cli", operation_id=d.op(g))
-    evidence.add_evidence(
-        codex,
-        g,
-        kind="ci",
-        summary="CI green on the CLI branch",
-        refs=["https://github.com/loopx-dev/loopx/pull/7"],
-        revision=REV_NEW,
-        todo_id="cli",
-        evidence_id="ev-cli-ci",
-        visibility="team",
-        operation_id=d.op(g),
-    )
-    evidence.record_run(
-        codex,
-        g,
-        outcome="progress",
-        todo_id="cli",
-        summary="Commands for goals and todos; status next.",
-        evidence_ids=["ev-cli-ci"],
-        operation_id=d.op(g),
-    )
-    todos.claim_todo(claude, g, "handoff", operation_id=d.op(g))
-    evidence.record_run(
-        claude,
-        g,
-        outcome="waiting",
-        todo_id="handoff",
-        wait="Waiting for the maintainer to approve the transfer-grant design.",
-        operation_id=d.op(g),
-    )
-    gates.open_gate(
-        me,
-        g,
-        gate_id="approve-publish",
-        authority="maintainer",
-        question="Publish 0.1 to the package index?",
-        blocks=["publish"],
-        visibility="public",
-        operation_id=d.op(g),
-    )
-    gates.open_gate(
-        me,
-        g,
-        gate_id="grant-design",
-        authority="maintainer",
-        question="Approve the transfer-grant design for handoffs?",
-        blocks=["handoff"],
-        operation_id=d.op(g),
-    )
-    evidence.add_evidence(
-        me,
-        g,
-        kind="review",
-        summary="Design review notes for handoff grants",
-        body=b"Reviewed with the team; concerns about lease expiry.\n",
-        todo_id="handoff",
-        evidence_id="ev-grant-review",
-        operation_id=d.op(g),
-    )
-    _demo_handoff(d, g, claude)
-
-
-def _demo_handoff(d: _Demo, g: str, claude: Context) -> None:
-    """agent-claude's session ends mid-task: it hands todo `handoff` to agent-codex."""
-    from loopx.engine.handoff import prepare_handoff
-
-    prepare_handoff(
-        claude,
-        g,
-        "handoff",
-        target_agent_id="agent-codex",
-        git_revision=REV_NEW,
-        workspace_dirty=False,
-        note={
-            "work_summary": "Prepare and inspect work end to end: the note is bound to the "
-            "todo's revision and the checkout's HEAD, and inspect flags stale notes, moved "
-            "checkouts and missing files. Adoption is written but waits for the grant-design "
-            "gate before the todo can be completed.",
-            "approaches_tried": [
-                {
-                    "approach": "Reuse todo claim with a force flag to transfer the claim",
-                    "outcome": "abandoned",
-                    "reason": "It would let any agent take a live claim; the transfer must "
-                    "go through a grant bound to the note.",
-                },
-                {
-                    "approach": "Bind the note to the goal's head revision",
-                    "outcome": "failed",
-                    "reason": "Every unrelated event made the note stale; bound to the todo's "
-                    "revision instead.",
-                },
-                {
-                    "approach": "Digest budget by dropping whole sections",
-                    "outcome": "worked",
-                    "reason": "Least important first, never the identity or next steps.",
-                },
-            ],
-            "next_steps": [
-                "Wait for the maintainer to resolve gate grant-design.",
-                "Run the adoption round trip across two processes (tests/test_handoff_cli.py).",
-                "Add the handoff digest to the README section 'Hand work to another agent'.",
-            ],
-            "files_touched": [
-                {
-                    "path": "loopx/engine/handoff.py",
-                    "action": "created",
-                    "summary": "prepare and adopt write paths",
-                },
-                {
-                    "path": "loopx/projections/handoff.py",
-                    "action": "created",
-                    "summary": "the digest and its character budget",
-                },
-                {"path": "loopx/engine/todos.py", "action": "read"},
-                {
-                    "path": "tests/test_handoff.py",
-                    "action": "modified",
-                    "summary": "refusal codes, one test each",
-                },
-            ],
-            "key_decisions": [
-                "Adoption appends handoff.adopted and todo.claimed in one operation.",
-                "A note is stale when its todo's revision moved after it was written.",
-            ],
-            "open_questions": [
-                "Should adoption also require the checkout to contain the note's commit?"
-            ],
-            "source_refs": ["https://github.com/loopx-dev/loopx/pull/9"],
-        },
-        operation_id=d.op(g),
-    )
-
-
-def _docs(d: _Demo) -> None:
-    g = "docs"
-    me = d.ctx()
-    goals.create_goal(
-        me,
-        g,
-        title="Documentation pass",
-        visibility="team",
-        objective="Every command documented with an example.",
-        acceptance=["README covers every command"],
-        operation_id=d.op(g),
-    )
-    todos.add_todo(
-        me, g, todo_id="readme", title="README walkthrough", priority=1, operation_id=d.op(g)
-    )
-    todos.add_todo(
-        me,
-        g,
-        todo_id="errors",
-        title="Error code table",
-        depends_on=["readme"],
-        operation_id=d.op(g),
-    )
-    todos.add_todo(
-        me,
-        g,
-        todo_id="screens",
-        title="Screenshot of the status page",
-        depends_on=["readme"],
-        priority=3,
-        operation_id=d.op(g),
-    )
-    writer = d.ctx("agent-codex", "codex-docs")
-    todos.claim_todo(writer, g, "readme", operation_id=d.op(g))
-    todos.block_todo(
-        writer, g, "readme", reason="Waiting for the CLI to settle.", operation_id=d.op(g)
-    )
-
-
-def _security(d: _Demo) -> None:
-    g = "security-review"
-    me = d.ctx()
-    goals.create_goal(
-        me,
-        g,
-        title="Security review",
-        visibility="private",
-        objective="Audit the public boundary before launch.",
-        operation_id=d.op(g),
-    )
-    todos.add_todo(
-        me,
-        g,
-        todo_id="threat-model",
-        title="Write the threat model",
-        visibility="private",
-        operation_id=d.op(g),
-    )
-    gates.open_gate(
-        me,
-        g,
-        gate_id="pentest-budget",
-        authority="maintainer",
-        question="Approve an external penetration test?",
-        visibility="private",
-        operation_id=d.op(g),
-    )

@@ -122,7 +122,14 @@ def handoff_digest(
         "now": now,
         "max_chars": None,
         "reader": dict(reader) if reader else None,
-        "goal": _goal(state, view),
+        "goal": {
+            "goal_id": state.goal_id,
+            "title": view.text(state.title),
+            "objective": view.text(state.objective),
+            "acceptance": [view.text(a) for a in state.acceptance],
+            "status": state.status,
+            "visibility": state.visibility,
+        },
         "todo": _todo(state, todo, view, now),
         "handoff": _handoff(handoff, view.note(handoff), is_stale(state, handoff), facts),
         "adoption": _adoption(state, todo, handoff, reader, now),
@@ -154,17 +161,6 @@ def _find(
             "no handoff note was prepared for this todo", code="handoff_not_found", todo_id=todo_id
         )
     return todo, handoff
-
-
-def _goal(state: GoalState, view: _View) -> dict[str, Any]:
-    return {
-        "goal_id": state.goal_id,
-        "title": view.text(state.title),
-        "objective": view.text(state.objective),
-        "acceptance": [view.text(a) for a in state.acceptance],
-        "status": state.status,
-        "visibility": state.visibility,
-    }
 
 
 def handoff_digests(
