@@ -96,7 +96,7 @@ def _landed(todo_id: str) -> list[Step]:
 
 
 # The launch goal's plan: (todo id, title, depends on, priority, visibility).
-LAUNCH_PLAN = (
+LAUNCH_PLAN: tuple[tuple[str, str, list[str], int, str], ...] = (
     ("ledger", "Append-only ledger with hash chain", [], 1, "public"),
     ("engine", "Governed write paths and receipts", ["ledger"], 1, "public"),
     ("cli", "Command-line interface", ["engine"], 2, "public"),

@@ -1,7 +1,9 @@
 """The fold: `apply(state, event)` and `replay(events)`, pure and total over valid events.
 
 Each handler changes only what its event says, stamps revisions with the event's seq, and
-never looks at the clock: all time comes from the event's `recorded_at`.
+never looks at the clock: all time comes from the event's `recorded_at`. `HANDLERS`, at the
+end, names the handler of every event type; those of handoffs, monitors, turns and
+redactions live beside their views in `loopx.state.<entity>`, which never import the fold.
 """
 
 from __future__ import annotations
