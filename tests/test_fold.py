@@ -81,6 +81,24 @@ def test_the_fold_has_one_handler_for_every_event_type() -> None:
     assert set(HANDLERS) == set(EVENT_MODELS)
 
 
+def test_a_created_entity_takes_its_fields_from_the_data_and_the_envelope() -> None:
+    from loopx.state.entities import Gate, from_event
+
+    data = {"gate_id": "g1", "question": "Ship?", "authority": "me", "blocks": ["a"]}
+    gate = from_event(Gate, {**data, "from_a_newer_loopx": 1}, visibility="public", revision=7)
+    assert (gate.gate_id, gate.question, gate.blocks, gate.visibility) == (
+        "g1",
+        "Ship?",
+        ["a"],
+        "public",
+    )
+    assert (gate.revision, gate.blocks_goal, gate.status) == (7, False, "pending")  # defaults
+    gate.blocks.append("b")  # the folded list is a copy: the event stays as it was read
+    assert data["blocks"] == ["a"]
+    with pytest.raises(TypeError):  # a required field the data lacks
+        from_event(Gate, {"gate_id": "g2"})
+
+
 def test_the_entity_modules_of_the_fold_do_not_import_it() -> None:
     """Handlers are listed in the fold's one table: no module registers itself into it."""
     import subprocess
