@@ -9,7 +9,6 @@ supplies it, so this module reads the store, the checkout and its own cache, and
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +20,11 @@ from loopx.engine.core import require_goal
 from loopx.engine.goals_all import health_of, load_all
 from loopx.engine.handoff import pick_handoff, workspace_facts
 from loopx.model.errors import LoopxError
-from loopx.projections.handoff import handoff_digest, pending_handoffs
+from loopx.projections.handoff import TextFn, handoff_digest, pending_handoffs
 from loopx.projections.handoff_budget import fit_digest
 from loopx.render.handoff import TEMPLATES, render_digest_json, render_digest_markdown
 from loopx.resources import resource_dir
 from loopx.store import fsio
-
-TextFn = Callable[[Any], Any]
 
 
 def inspect_handoff(
