@@ -7,7 +7,7 @@ implement it, and one contract test suite runs against both.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from loopx.store.ledger import Cursor, Scan
@@ -23,12 +23,7 @@ class Repair:
     quarantine: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "offset": self.offset,
-            "length": self.length,
-            "reason": self.reason,
-            "quarantine": self.quarantine,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -41,14 +36,7 @@ class VerifyReport:
     damage: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "goal_id": self.goal_id,
-            "events": self.events,
-            "size": self.size,
-            "head": self.head,
-            "ok": self.ok,
-            "damage": self.damage,
-        }
+        return asdict(self)
 
 
 class Writer(Protocol):
