@@ -51,6 +51,27 @@ class Writer(Protocol):
         ...
 
 
+class StampingWriter:
+    """A `Writer` whose append stamps the envelopes after its cursor and hands the bytes to
+    its store's `_write`, which makes them durable or raises (the cursor then stays put)."""
+
+    def __init__(self, goal_id: str, cursor: Cursor, repair: Repair | None = None):
+        self._goal_id = goal_id
+        self.cursor = cursor
+        self.repair = repair
+        self.tail: Scan | None = None
+
+    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        data, stamped, cursor = stamp(envelopes, self.cursor)
+        self._write(data, stamped, cursor)
+        self.cursor = cursor
+        return stamped
+
+    def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
+        """Append `data` (the lines of `stamped`) after `self.cursor`, leaving `head`."""
+        raise NotImplementedError
+
+
 class Store(Protocol):
     def goal_ids(self) -> list[str]: ...
 

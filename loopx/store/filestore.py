@@ -18,9 +18,10 @@ from typing import Any
 from loopx.model.errors import LedgerDamage
 from loopx.model.ids import check_id
 from loopx.store import fsio
-from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
+from loopx.store.base import Repair, SnapshotStale, StampingWriter, VerifyReport, verify_buffer
 from loopx.store.blobs import BlobStore
 from loopx.store.ledger import Cursor, Scan, cursor_holds, digest, scan
+from loopx.store.snapshots import SnapshotCache
 
 LEDGER = "ledger.jsonl"
 LOCK = "lock"
@@ -34,21 +35,15 @@ GITIGNORE = (
 QUARANTINE_IGNORE = b"# loopx: quarantined ledger tails stay on this machine\n*\n"
 
 
-class FileWriter:
+class FileWriter(StampingWriter):
     def __init__(self, store: FileStore, goal_id: str, cursor: Cursor, repair: Repair | None):
+        super().__init__(goal_id, cursor, repair)
         self._store = store
-        self._goal_id = goal_id
-        self.cursor = cursor
-        self.repair = repair
-        self.tail: Scan | None = None
 
-    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
         """Append durably (write + fsync) or not at all: a failure cuts back what it wrote."""
-        data, stamped, cursor = stamp(envelopes, self.cursor)
         with fsio.guard("append to the ledger"):
             self._store._append(self._goal_id, data, self.cursor.offset)
-        self.cursor = cursor
-        return stamped
 
 
 class FileStore:
@@ -59,6 +54,7 @@ class FileStore:
         self.state_dir = self.root / ".loopx"
         fsio.confine(self.root)  # nothing under the project is reached through a link
         self.blobs = BlobStore(self.state_dir / "private" / "blobs")
+        self.snapshots = SnapshotCache(self.state_dir / "cache")
 
     # -- layout -------------------------------------------------------------------------
 
@@ -246,23 +242,11 @@ class FileStore:
 
     # -- cache and blobs ----------------------------------------------------------------
 
-    def _snapshot_path(self, goal_id: str) -> Path:
-        return self.state_dir / "cache" / "goals" / check_id(goal_id, "goal_id") / "state.json"
-
     def load_snapshot(self, goal_id: str) -> bytes | None:
-        try:
-            return fsio.current().read_file(self._snapshot_path(goal_id))
-        except OSError:
-            return None  # the cache is an optimisation; the ledger is replayed instead
+        return self.snapshots.load(goal_id)
 
     def save_snapshot(self, goal_id: str, data: bytes) -> None:
-        path = self._snapshot_path(goal_id)
-        fs = fsio.current()
-        try:
-            fs.makedirs(path.parent)
-            fs.write_atomic(path, data)
-        except OSError:
-            pass  # the cache is an optimisation; a failure to write it is never an error
+        self.snapshots.save(goal_id, data)
 
     def put_blob(self, data: bytes) -> str:
         with fsio.guard("store a private blob"):

@@ -9,24 +9,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from loopx.model.ids import check_id
-from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
+from loopx.store.base import Repair, SnapshotStale, StampingWriter, VerifyReport, verify_buffer
 from loopx.store.blobs import blob_ref
 from loopx.store.ledger import Cursor, Scan, cursor_holds, scan
 
 
-class MemoryWriter:
+class MemoryWriter(StampingWriter):
     def __init__(self, store: MemoryStore, goal_id: str, cursor: Cursor, repair: Repair | None):
+        super().__init__(goal_id, cursor, repair)
         self._store = store
-        self._goal_id = goal_id
-        self.cursor = cursor
-        self.repair = repair
-        self.tail: Scan | None = None
 
-    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        data, stamped, cursor = stamp(envelopes, self.cursor)
+    def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
         self._store.ledgers[self._goal_id] += data
-        self.cursor = cursor
-        return stamped
 
 
 class MemoryStore:
