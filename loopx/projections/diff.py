@@ -6,6 +6,7 @@ diff of two ledger revisions and a diff of two build folders read the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from loopx.privacy.audience import Lens
@@ -73,14 +74,8 @@ def diff_facts(old: Facts | None, new: Facts | None) -> list[dict[str, Any]]:
         return []
     if old is None:
         assert new is not None
-        return [
-            {
-                "kind": "goal_added",
-                "goal_id": new["goal_id"],
-                "title": new["title"],
-                "revision": new["revision"],
-            }
-        ]
+        added = {k: new[k] for k in ("goal_id", "title", "revision")}
+        return [{"kind": "goal_added", **added}]
     if new is None:
         return [{"kind": "goal_removed", "goal_id": old["goal_id"]}]
     goal = new["goal_id"]
@@ -89,77 +84,60 @@ def diff_facts(old: Facts | None, new: Facts | None) -> list[dict[str, Any]]:
         out.append(
             {"kind": "goal_status", "goal_id": goal, "from": old["status"], "to": new["status"]}
         )
-    for tid in sorted(new["todos"].keys() - old["todos"].keys()):
-        t = new["todos"][tid]
-        out.append(
-            {
-                "kind": "todo_added",
-                "goal_id": goal,
-                "todo_id": tid,
-                "title": t["title"],
-                "status": t["status"],
-            }
-        )
-    for tid in sorted(old["todos"].keys() & new["todos"].keys()):
-        a, b = old["todos"][tid]["status"], new["todos"][tid]["status"]
-        if a == b:
-            continue
-        kind = (
-            "todo_closed"
-            if b in CLOSED and a not in CLOSED
-            else "todo_reopened"
-            if a in CLOSED and b not in CLOSED
-            else "todo_status"
-        )
-        out.append(
-            {
-                "kind": kind,
-                "goal_id": goal,
-                "todo_id": tid,
-                "title": new["todos"][tid]["title"],
-                "from": a,
-                "to": b,
-            }
-        )
-    for tid in sorted(old["todos"].keys() - new["todos"].keys()):
-        out.append({"kind": "todo_hidden", "goal_id": goal, "todo_id": tid})
-    for gid in sorted(new["gates"].keys() - old["gates"].keys()):
-        g = new["gates"][gid]
-        out.append(
-            {
-                "kind": "gate_opened",
-                "goal_id": goal,
-                "gate_id": gid,
-                "question": g["question"],
-                "status": g["status"],
-            }
-        )
-    for gid in sorted(old["gates"].keys() & new["gates"].keys()):
-        a, b = old["gates"][gid]["status"], new["gates"][gid]["status"]
-        if a != b:
-            out.append(
-                {
-                    "kind": "gate_resolved",
-                    "goal_id": goal,
-                    "gate_id": gid,
-                    "question": new["gates"][gid]["question"],
-                    "from": a,
-                    "to": b,
-                }
-            )
-    for eid in sorted(new["evidence"].keys() - old["evidence"].keys()):
-        e = new["evidence"][eid]
-        out.append(
-            {
-                "kind": "evidence_added",
-                "goal_id": goal,
-                "evidence_id": eid,
-                "evidence_kind": e["kind"],
-                "summary": e["summary"],
-                "revision": e["revision"],
-            }
-        )
+    o, n = old["todos"], new["todos"]
+    out += _added("todo_added", goal, "todo_id", o, n, ("title", "status"))
+    out += _moved(goal, "todo_id", "title", o, n, _todo_move)
+    hidden = sorted(o.keys() - n.keys())
+    out += [{"kind": "todo_hidden", "goal_id": goal, "todo_id": tid} for tid in hidden]
+    o, n = old["gates"], new["gates"]
+    out += _added("gate_opened", goal, "gate_id", o, n, ("question", "status"))
+    out += _moved(goal, "gate_id", "question", o, n, lambda a, b: "gate_resolved")
+    o, n = old["evidence"], new["evidence"]
+    out += _added("evidence_added", goal, "evidence_id", o, n, ("kind", "summary", "revision"))
     return out
+
+
+def _added(
+    kind: str,
+    goal: str,
+    id_key: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    fields: tuple[str, ...],
+) -> list[dict[str, Any]]:
+    """A `kind` change per item in `new` and not in `old`, with the item's `fields` (its own
+    `kind` as `evidence_kind`: it must not overwrite the change's)."""
+    out = []
+    for i in sorted(new.keys() - old.keys()):
+        item = {("evidence_kind" if f == "kind" else f): new[i][f] for f in fields}
+        out.append({"kind": kind, "goal_id": goal, id_key: i, **item})
+    return out
+
+
+def _moved(
+    goal: str,
+    id_key: str,
+    label: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    kind: Callable[[str, str], str],
+) -> list[dict[str, Any]]:
+    """A change per item on both sides whose status moved, its kind named by `kind(from, to)`."""
+    out = []
+    for i in sorted(old.keys() & new.keys()):
+        a, b = old[i]["status"], new[i]["status"]
+        if a != b:
+            change = {"kind": kind(a, b), "goal_id": goal, id_key: i, label: new[i][label]}
+            out.append({**change, "from": a, "to": b})
+    return out
+
+
+def _todo_move(a: str, b: str) -> str:
+    if b in CLOSED and a not in CLOSED:
+        return "todo_closed"
+    if a in CLOSED and b not in CLOSED:
+        return "todo_reopened"
+    return "todo_status"
 
 
 _PHRASES = {
