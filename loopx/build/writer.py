@@ -186,29 +186,8 @@ def _write_tree(
     layout: Layout,
 ) -> WriteReport:
     report = WriteReport(recovered=_recover(folder, layout))
-    changed, replaced = _changes(folder, files, previous, trusted, overwrite, layout)
-    report.unchanged = len(files) - len(changed)
-    remove = _removals(folder, previous, files, layout, report.kept)
-    if not changed and not remove:
-        return report
-    _commit(folder, changed, replaced, remove)
-    report.written = sorted(changed)
-    report.removed = sorted(remove)
-    return report
-
-
-def _changes(
-    folder: Folder,
-    files: Mapping[str, Any],
-    previous: Mapping[str, Entry],
-    trusted: frozenset[str] | set[str],
-    overwrite: bool,
-    layout: Layout,
-) -> tuple[dict[str, bytes], dict[str, str | None]]:
-    """The files whose bytes differ from the folder's, and the hash of each file they replace
-    (None: new). A differing file no manifest of ours wrote is refused (`not_ours`)."""
     changed: dict[str, bytes] = {}
-    replaced: dict[str, str | None] = {}
+    replaced: dict[str, str | None] = {}  # path → hash of the file it replaces (None: new)
     refused: list[str] = []
     for rel, value in files.items():
         if not layout.admits(rel):
@@ -228,7 +207,13 @@ def _changes(
         changed[rel], replaced[rel] = data, folder.digest(rel) or ""
     if refused:
         raise not_ours(sorted(refused))
-    return changed, replaced
+    report.unchanged = len(files) - len(changed)
+    remove = _removals(folder, previous, files, layout, report.kept)
+    if changed or remove:
+        _commit(folder, changed, replaced, remove)
+        report.written = sorted(changed)
+        report.removed = sorted(remove)
+    return report
 
 
 def _removals(

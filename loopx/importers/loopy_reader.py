@@ -254,9 +254,7 @@ def _read_outcome(s: Session, f: SessionFiles) -> None:
         lifecycle=text_of(data.get("lifecycle")),
         terminal_status=text_of(data.get("terminal_status")),
         stop_reason=text_of(data.get("stop_reason")),
-        evidence_refs=texts_of(data.get("evidence_refs"))
-        + texts_of(data.get("delivery_refs"))
-        + texts_of(data.get("eval_refs")),
+        evidence_refs=_refs(data),
         created_at=norm_time(data.get("created_at")),
         raw=raw,
     )
@@ -345,10 +343,14 @@ def _read_finished(s: Session, f: SessionFiles) -> None:
         open_work=_items(data.get("open_work")),
         risks=_items(data.get("risks")),
         decisions=_items(data.get("decision_refs")),
-        refs=texts_of(data.get("evidence_refs"))
-        + texts_of(data.get("delivery_refs"))
-        + texts_of(data.get("eval_refs")),
+        refs=_refs(data),
     )
+
+
+def _refs(data: dict[str, Any]) -> list[str]:
+    """A 0.12 file's evidence, delivery and eval refs, in that order."""
+    keys = ("evidence_refs", "delivery_refs", "eval_refs")
+    return [ref for key in keys for ref in texts_of(data.get(key))]
 
 
 def _items(value: Any) -> list[str]:

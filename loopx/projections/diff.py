@@ -84,51 +84,40 @@ def diff_facts(old: Facts | None, new: Facts | None) -> list[dict[str, Any]]:
         out.append(
             {"kind": "goal_status", "goal_id": goal, "from": old["status"], "to": new["status"]}
         )
-    o, n = old["todos"], new["todos"]
-    out += _added("todo_added", goal, "todo_id", o, n, ("title", "status"))
-    out += _moved(goal, "todo_id", "title", o, n, _todo_move)
-    hidden = sorted(o.keys() - n.keys())
+    out += _added("todo_added", "todos", old, new, ("title", "status"))
+    out += _moved("todos", "title", old, new, _todo_move)
+    hidden = sorted(old["todos"].keys() - new["todos"].keys())
     out += [{"kind": "todo_hidden", "goal_id": goal, "todo_id": tid} for tid in hidden]
-    o, n = old["gates"], new["gates"]
-    out += _added("gate_opened", goal, "gate_id", o, n, ("question", "status"))
-    out += _moved(goal, "gate_id", "question", o, n, lambda a, b: "gate_resolved")
-    o, n = old["evidence"], new["evidence"]
-    out += _added("evidence_added", goal, "evidence_id", o, n, ("kind", "summary", "revision"))
+    out += _added("gate_opened", "gates", old, new, ("question", "status"))
+    out += _moved("gates", "question", old, new, lambda a, b: "gate_resolved")
+    out += _added("evidence_added", "evidence", old, new, ("kind", "summary", "revision"))
     return out
 
 
-def _added(
-    kind: str,
-    goal: str,
-    id_key: str,
-    old: dict[str, Any],
-    new: dict[str, Any],
-    fields: tuple[str, ...],
-) -> list[dict[str, Any]]:
-    """A `kind` change per item in `new` and not in `old`, with the item's `fields` (its own
-    `kind` as `evidence_kind`: it must not overwrite the change's)."""
+_ID_KEY = {"todos": "todo_id", "gates": "gate_id", "evidence": "evidence_id"}
+
+
+def _added(kind: str, family: str, old: Facts, new: Facts, fields: tuple[str, ...]) -> list[Any]:
+    """A `kind` change per item of `family` in `new` and not in `old`, with the item's
+    `fields` (its own `kind` as `evidence_kind`: it must not overwrite the change's)."""
+    before, after = old[family], new[family]
     out = []
-    for i in sorted(new.keys() - old.keys()):
-        item = {("evidence_kind" if f == "kind" else f): new[i][f] for f in fields}
-        out.append({"kind": kind, "goal_id": goal, id_key: i, **item})
+    for i in sorted(after.keys() - before.keys()):
+        item = {("evidence_kind" if f == "kind" else f): after[i][f] for f in fields}
+        out.append({"kind": kind, "goal_id": new["goal_id"], _ID_KEY[family]: i, **item})
     return out
 
 
-def _moved(
-    goal: str,
-    id_key: str,
-    label: str,
-    old: dict[str, Any],
-    new: dict[str, Any],
-    kind: Callable[[str, str], str],
-) -> list[dict[str, Any]]:
-    """A change per item on both sides whose status moved, its kind named by `kind(from, to)`."""
+def _moved(family: str, label: str, old: Facts, new: Facts, kind: Callable[..., str]) -> list[Any]:
+    """A change per item of `family` on both sides whose status moved, its kind named by
+    `kind(from, to)`, with the item's `label` as it is now."""
+    before, after = old[family], new[family]
     out = []
-    for i in sorted(old.keys() & new.keys()):
-        a, b = old[i]["status"], new[i]["status"]
+    for i in sorted(before.keys() & after.keys()):
+        a, b = before[i]["status"], after[i]["status"]
         if a != b:
-            change = {"kind": kind(a, b), "goal_id": goal, id_key: i, label: new[i][label]}
-            out.append({**change, "from": a, "to": b})
+            change = {"kind": kind(a, b), "goal_id": new["goal_id"], _ID_KEY[family]: i}
+            out.append({**change, label: after[i][label], "from": a, "to": b})
     return out
 
 

@@ -65,24 +65,18 @@ def _edges(
 ) -> tuple[list[dict[str, str]], int]:
     """Dependencies, successors and gated todos between visible nodes (`ids`: `kind:ref` →
     node id), and how many edges lead to a todo this audience does not see."""
+    links: list[tuple[str, str, str]] = []
+    for t in todos:
+        links += [(f"todo:{dep}", f"todo:{t.todo_id}", "depends_on") for dep in t.depends_on]
+        if t.successor:
+            links.append((f"todo:{t.todo_id}", f"todo:{t.successor}", "successor"))
+    for g in gates:
+        links += [(f"gate:{g.gate_id}", f"todo:{target}", "gates") for target in g.blocks]
     edges: list[dict[str, str]] = []
     hidden = 0
-
-    def edge(source: str, target: str, kind: str) -> None:
-        edges.append({"from": ids[source], "to": ids[target], "kind": kind})
-
-    for t in todos:
-        for dep in t.depends_on:
-            if f"todo:{dep}" in ids:
-                edge(f"todo:{dep}", f"todo:{t.todo_id}", "depends_on")
-            else:
-                hidden += 1
-        if t.successor and f"todo:{t.successor}" in ids:
-            edge(f"todo:{t.todo_id}", f"todo:{t.successor}", "successor")
-    for g in gates:
-        for target in g.blocks:
-            if f"todo:{target}" in ids:
-                edge(f"gate:{g.gate_id}", f"todo:{target}", "gates")
-            else:
-                hidden += 1
+    for start, target, kind in links:
+        if start in ids and target in ids:
+            edges.append({"from": ids[start], "to": ids[target], "kind": kind})
+        elif kind != "successor":  # counted: hidden dependencies and gated todos
+            hidden += 1
     return edges, hidden

@@ -52,14 +52,15 @@ class Writer(Protocol):
 
 
 class StampingWriter:
-    """A `Writer` whose append stamps the envelopes after its cursor and hands the bytes to
-    its store's `_write`, which makes them durable or raises (the cursor then stays put)."""
+    """A `Writer` at the end of `tail` (the events read under the lock), whose append stamps
+    the envelopes after its cursor and hands the bytes to `_write`, which makes them durable
+    or raises (the cursor then stays put)."""
 
-    def __init__(self, goal_id: str, cursor: Cursor, repair: Repair | None = None):
+    def __init__(self, goal_id: str, tail: Scan, repair: Repair | None):
         self._goal_id = goal_id
-        self.cursor = cursor
+        self.cursor = tail.cursor
         self.repair = repair
-        self.tail: Scan | None = None
+        self.tail: Scan | None = tail
 
     def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         data, stamped, cursor = stamp(envelopes, self.cursor)

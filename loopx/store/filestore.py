@@ -36,8 +36,8 @@ QUARANTINE_IGNORE = b"# loopx: quarantined ledger tails stay on this machine\n*\
 
 
 class FileWriter(StampingWriter):
-    def __init__(self, store: FileStore, goal_id: str, cursor: Cursor, repair: Repair | None):
-        super().__init__(goal_id, cursor, repair)
+    def __init__(self, store: FileStore, goal_id: str, tail: Scan, repair: Repair | None):
+        super().__init__(goal_id, tail, repair)
         self._store = store
 
     def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
@@ -181,9 +181,7 @@ class FileStore:
             if result.damage is not None:
                 with fsio.guard("quarantine a damaged ledger tail"):
                     repair = self._quarantine(goal_id, result.cursor.offset, result.damage.reason)
-            writer = FileWriter(self, goal_id, result.cursor, repair)
-            writer.tail = result
-            yield writer
+            yield FileWriter(self, goal_id, result, repair)
 
     def _scan_locked(self, goal_id: str, since: Cursor | None) -> Scan:
         start = since or Cursor()

@@ -15,8 +15,8 @@ from loopx.store.ledger import Cursor, Scan, cursor_holds, scan
 
 
 class MemoryWriter(StampingWriter):
-    def __init__(self, store: MemoryStore, goal_id: str, cursor: Cursor, repair: Repair | None):
-        super().__init__(goal_id, cursor, repair)
+    def __init__(self, store: MemoryStore, goal_id: str, tail: Scan, repair: Repair | None):
+        super().__init__(goal_id, tail, repair)
         self._store = store
 
     def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
@@ -67,9 +67,7 @@ class MemoryStore:
                     reason=result.damage.reason,
                     quarantine=f"memory:{goal_id}/{offset}",
                 )
-            writer = MemoryWriter(self, goal_id, result.cursor, repair)
-            writer.tail = result
-            yield writer
+            yield MemoryWriter(self, goal_id, result, repair)
 
     def verify(self, goal_id: str) -> VerifyReport:
         return verify_buffer(goal_id, self.raw(goal_id))

@@ -78,11 +78,13 @@ def guard(what: str) -> Iterator[None]:
 
 
 class PostgresWriter(StampingWriter):
-    def __init__(self, store: PostgresStore, conn: Any, goal_id: str, cursor: Cursor, key: int):
-        super().__init__(goal_id, cursor)
+    def __init__(
+        self, store: PostgresStore, conn: Any, goal_id: str, tail: Scan, repair: Repair | None
+    ):
+        super().__init__(goal_id, tail, repair)
         self._store = store
         self._conn = conn
-        self._key = key
+        self._key = _lock_key(goal_id)
         self._locked = True
 
     def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
@@ -415,10 +417,7 @@ class PostgresStore:
                     with guard("quarantine a damaged ledger tail"):
                         conn.execute("COMMIT")
                     since = None
-                writer = PostgresWriter(self, conn, goal_id, result.cursor, key)
-                writer.tail = result
-                writer.repair = repair
-                yield writer
+                yield PostgresWriter(self, conn, goal_id, result, repair)
             finally:
                 # Nothing appended (a refusal) or a failed append: end the transaction (a
                 # broken connection already lost it, and its lock, with the session).
