@@ -6,6 +6,7 @@ implement it, and one contract test suite runs against both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -102,6 +103,15 @@ class Store(Protocol):
 
 class SnapshotStale(Exception):
     """A cached cursor no longer matches the ledger (internal: triggers a full replay)."""
+
+
+def read_tail(read: Callable[[Cursor | None], Scan], since: Cursor | None) -> Scan:
+    """`read(since)`, or the whole ledger when `since` no longer names one of its lines (a
+    stale snapshot's cursor)."""
+    try:
+        return read(since)
+    except SnapshotStale:
+        return read(None)
 
 
 def verify_buffer(goal_id: str, buf: bytes) -> VerifyReport:

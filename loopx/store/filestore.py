@@ -18,7 +18,14 @@ from typing import Any
 from loopx.model.errors import LedgerDamage
 from loopx.model.ids import check_id
 from loopx.store import fsio
-from loopx.store.base import Repair, SnapshotStale, StampingWriter, VerifyReport, verify_buffer
+from loopx.store.base import (
+    Repair,
+    SnapshotStale,
+    StampingWriter,
+    VerifyReport,
+    read_tail,
+    verify_buffer,
+)
 from loopx.store.blobs import BlobStore
 from loopx.store.ledger import Cursor, Scan, cursor_holds, digest, scan
 from loopx.store.snapshots import SnapshotCache
@@ -173,10 +180,7 @@ class FileStore:
             with fsio.guard("lock the goal's ledger"):
                 fs.makedirs(goal_dir, sync=True)
                 stack.enter_context(fs.locked(goal_dir / LOCK))
-            try:
-                result = self._scan_locked(goal_id, since)
-            except SnapshotStale:
-                result = self._scan_locked(goal_id, None)
+            result = read_tail(lambda start: self._scan_locked(goal_id, start), since)
             repair = None
             if result.damage is not None:
                 with fsio.guard("quarantine a damaged ledger tail"):

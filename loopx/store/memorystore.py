@@ -9,7 +9,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from loopx.model.ids import check_id
-from loopx.store.base import Repair, SnapshotStale, StampingWriter, VerifyReport, verify_buffer
+from loopx.store.base import (
+    Repair,
+    SnapshotStale,
+    StampingWriter,
+    VerifyReport,
+    read_tail,
+    verify_buffer,
+)
 from loopx.store.blobs import blob_ref
 from loopx.store.ledger import Cursor, Scan, cursor_holds, scan
 
@@ -51,10 +58,7 @@ class MemoryStore:
     def writing(self, goal_id: str, since: Cursor | None = None) -> Iterator[MemoryWriter]:
         check_id(goal_id, "goal_id")
         with self._locks[goal_id]:
-            try:
-                result = self.read(goal_id, since)
-            except SnapshotStale:
-                result = self.read(goal_id, None)
+            result = read_tail(lambda start: self.read(goal_id, start), since)
             repair = None
             if result.damage is not None:
                 offset = result.cursor.offset
