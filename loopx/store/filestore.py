@@ -18,17 +18,11 @@ from typing import Any
 from loopx.model.errors import LedgerDamage
 from loopx.model.ids import check_id
 from loopx.store import fsio
-from loopx.store.base import (
-    Repair,
-    SnapshotStale,
-    StampingWriter,
-    VerifyReport,
-    read_tail,
-    verify_buffer,
-)
+from loopx.store.base import Repair, SnapshotStale, StampingWriter, read_tail
 from loopx.store.blobs import BlobStore
 from loopx.store.ledger import Cursor, Scan, cursor_holds, digest, scan
 from loopx.store.snapshots import SnapshotCache
+from loopx.store.verify import VerifyReport, verify_buffer
 
 LEDGER = "ledger.jsonl"
 LOCK = "lock"
@@ -61,7 +55,7 @@ class FileStore:
         self.state_dir = self.root / ".loopx"
         fsio.confine(self.root)  # nothing under the project is reached through a link
         self.blobs = BlobStore(self.state_dir / "private" / "blobs")
-        self.snapshots = SnapshotCache(self.state_dir / "cache")
+        self._cache = SnapshotCache(self.state_dir / "cache")
 
     # -- layout -------------------------------------------------------------------------
 
@@ -245,10 +239,10 @@ class FileStore:
     # -- cache and blobs ----------------------------------------------------------------
 
     def load_snapshot(self, goal_id: str) -> bytes | None:
-        return self.snapshots.load(goal_id)
+        return self._cache.load(goal_id)
 
     def save_snapshot(self, goal_id: str, data: bytes) -> None:
-        self.snapshots.save(goal_id, data)
+        self._cache.save(goal_id, data)
 
     def put_blob(self, data: bytes) -> str:
         with fsio.guard("store a private blob"):

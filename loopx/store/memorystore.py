@@ -9,16 +9,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from loopx.model.ids import check_id
-from loopx.store.base import (
-    Repair,
-    SnapshotStale,
-    StampingWriter,
-    VerifyReport,
-    read_tail,
-    verify_buffer,
-)
+from loopx.store.base import Repair, SnapshotStale, StampingWriter, read_tail
 from loopx.store.blobs import blob_ref
 from loopx.store.ledger import Cursor, Scan, cursor_holds, scan
+from loopx.store.verify import VerifyReport, verify_buffer
 
 
 class MemoryWriter(StampingWriter):

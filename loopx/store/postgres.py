@@ -41,11 +41,12 @@ from typing import Any, TypeVar
 
 from loopx.model.errors import Conflict, LedgerDamage, StoreUnavailable
 from loopx.model.ids import check_id
-from loopx.store.base import Repair, SnapshotStale, StampingWriter, VerifyReport, verify_buffer
+from loopx.store.base import Repair, SnapshotStale, StampingWriter
 from loopx.store.blobs import _hex, blob_ref
 from loopx.store.ledger import Cursor, Scan, parse_line, scan
 from loopx.store.pg_schema import migrate
 from loopx.store.snapshots import SnapshotCache
+from loopx.store.verify import VerifyReport, verify_buffer
 
 CHANNEL = "loopx_ledger"  # NOTIFY channel: the payload is the goal id that changed
 
