@@ -138,10 +138,11 @@ def make_site(
         rows = []
         for unit in units:
             if unit[0] == audience:
-                artifacts, row = results[unit]
+                key, (artifacts, row) = results[unit]
                 for artifact in artifacts:
                     site.add(artifact)
                 rows.append(row)
+                site.units[unit] = (key, row)
         lens_blob = store.get_blob if audience == "private" else None
         entries = [
             e
@@ -235,7 +236,7 @@ def build(
         with outdir.open_folder(out, root, create=False):
             pass  # a linked or misplaced folder is refused before any work; nothing is created
         if reuse and cache is None:
-            cache = reuse_mod.load(root, out, audiences, head, validate, project)
+            cache = reuse_mod.load(root, out)
         site, (goals, store) = make_site(
             root, audiences, head, validate=validate, cache=cache, project=project
         )
@@ -262,7 +263,7 @@ def build(
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
-            reuse_mod.save(root, out, sorted(site.artifacts), validate)
+            reuse_mod.save(root, out, site)
     return result
 
 
