@@ -24,10 +24,7 @@ from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
-from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR
-from loopx.projections.feed import goal_entries
-from loopx.projections.search import search_items
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
@@ -135,23 +132,16 @@ def make_site(
         project=project,
     )
     for audience in audiences:
+        visible = sorted(split[audience][0])
         rows = []
-        for unit in units:
-            if unit[0] == audience:
-                key, (artifacts, row) = results[unit]
-                for artifact in artifacts:
-                    site.add(artifact)
-                rows.append(row)
-                site.units[unit] = (key, row)
-        lens_blob = store.get_blob if audience == "private" else None
-        entries = [
-            e
-            for g in sorted(split[audience][0])
-            for e in goal_entries(goals[g], Lens(audience, lens_blob), f"goals/{g}/")
-        ]
-        lens = Lens(audience, lens_blob)
-        found = [i for g in sorted(split[audience][0]) for i in search_items(goals[g], lens)]
-        audience_artifacts(site, audience, rows, split[audience][1], project, entries, found)
+        for goal_id in visible:
+            key, (artifacts, row) = results[(audience, goal_id)]
+            for artifact in artifacts:
+                site.add(artifact)
+            rows.append(row)
+            site.units[(audience, goal_id)] = (key, row)
+        shown = {g: goals[g] for g in visible}
+        audience_artifacts(site, audience, rows, split[audience][1], project, shown, store.get_blob)
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]
