@@ -173,6 +173,12 @@ class Context:
             files.append(_file(f"{self.folder()}/{rel}", content, output.schema))
         return files
 
+    def text(self, name: str, path: str) -> str:
+        """The one file `path` of the projection `name`, as text (single-projection commands)."""
+        projection = find(self.scope, name)
+        (made,) = self.render(projection, projection.output(path))
+        return made.data.decode("utf-8")
+
     def files(self) -> list[File]:
         """Project everything, then render every output of every projection."""
         self.project_all()
