@@ -103,9 +103,9 @@ def test_the_fingerprint_covers_every_module_the_build_runs(demo: Path, tmp_path
 
 
 def test_a_changed_module_template_or_version_changes_the_fingerprint() -> None:
-    from loopx.build import reuse
+    from loopx.build import registry, reuse
 
-    files = list(reuse.sources())
+    files = list(reuse.sources(registry.projections()))
     assert reuse.digest(files) == reuse.fingerprint()
     for name in ("loopx/model/ids.py", "templates/html/goal.html", "schemas/index.schema.json"):
         changed = [(n, data + b"\n" if n == name else data) for n, data in files]

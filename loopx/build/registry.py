@@ -80,14 +80,14 @@ class File:
 _EXTRA: list[Projection] = []
 
 
-def projections(scope: Scope, audience: str | None = None) -> list[Projection]:
-    """The registered projections of `scope` (made for `audience`, when given), in order."""
+def projections(scope: Scope | None = None, audience: str | None = None) -> list[Projection]:
+    """The registered projections (of `scope`, made for `audience`, when given), in order."""
     from loopx.build.outputs import BUILTIN
 
     return [
         p
         for p in (*BUILTIN, *_EXTRA)
-        if p.scope == scope and (audience is None or audience in p.audiences)
+        if scope in (None, p.scope) and (audience is None or audience in p.audiences)
     ]
 
 

@@ -15,6 +15,7 @@ ignored. `loopx build --check` never carries anything: it compares every byte.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 from collections.abc import Iterable, Iterator
 from functools import cache
@@ -23,8 +24,9 @@ from typing import Any
 
 import orjson
 
-from loopx.build import outdir
+from loopx.build import outdir, registry
 from loopx.build.artifacts import AnyArtifact, DiskArtifact, Site
+from loopx.build.registry import Projection
 from loopx.build.work import BuildCache, Entry
 from loopx.model.errors import LoopxError
 from loopx.projections.base import GENERATOR
@@ -37,16 +39,40 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def sources() -> Iterator[tuple[str, bytes]]:
+def sources(registry: Iterable[Projection] = ()) -> Iterator[tuple[str, bytes]]:
     """Everything besides the ledger that decides what the output holds, by name: every
     module of the package (model, fold, privacy, projections, render, build …), the
-    templates and the schemas."""
+    templates, the schemas, and what `registry` adds (`_registered`)."""
     folders = [("loopx", _PACKAGE, ".py")]
     folders += [(name, resource_dir(name), "") for name in ("templates", "schemas")]
     for label, folder, suffix in folders:
         for file in sorted(folder.rglob(f"*{suffix}")):
             if file.is_file() and file.suffix != ".pyc":
                 yield f"{label}/{file.relative_to(folder).as_posix()}", file.read_bytes()
+    yield from _registered(registry)
+
+
+def _registered(registry: Iterable[Projection]) -> Iterator[tuple[str, bytes]]:
+    """Each projection's declaration (scope, name, audiences, outputs), and the source of
+    every module outside this package that defines one of its steps (an extension)."""
+    outside: set[Path] = set()
+    for p in registry:
+        outputs = [[o.path, o.template, o.schema] for o in p.outputs]
+        yield f"registry/{p.scope}/{p.name}", orjson.dumps([sorted(p.audiences), outputs])
+        for step in (p.project, p.links, *(o.render for o in p.outputs)):
+            file = _defined_in(step)
+            if file is not None and _PACKAGE not in file.parents:
+                outside.add(file)
+    for file in sorted(outside):
+        yield f"extension/{file.as_posix()}", file.read_bytes()
+
+
+def _defined_in(step: Any) -> Path | None:
+    try:
+        name = inspect.getsourcefile(step) if step is not None else None
+    except TypeError:  # a builtin
+        return None
+    return Path(name).resolve() if name else None
 
 
 def digest(files: Iterable[tuple[str, bytes]], version: str = GENERATOR) -> str:
@@ -58,11 +84,16 @@ def digest(files: Iterable[tuple[str, bytes]], version: str = GENERATOR) -> str:
     return h.hexdigest()
 
 
-@cache
 def fingerprint() -> str:
-    """The digest of this installation's `sources()`: a changed template, schema or module,
-    or another version, never carries over output the new code would not write."""
-    return digest(sources())
+    """The digest of this installation's `sources()` and of the projections registered: a
+    changed template, schema or module, another version or another set of projections never
+    carries over output the new code would not write."""
+    return _fingerprint(tuple(registry.projections()))
+
+
+@cache
+def _fingerprint(projections: tuple[Projection, ...]) -> str:
+    return digest(sources(projections))
 
 
 def memo_path(root: Path, out: Path) -> Path:
