@@ -19,7 +19,7 @@ from loopx.build.boundary import enforce, non_public_strings, project_names, sca
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
-from loopx.build.work import BuildCache, run_units
+from loopx.build.work import BuildCache, Unit, UnitEntry, run_units
 from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.model.config import ProjectConfig
@@ -132,16 +132,8 @@ def make_site(
         project=project,
     )
     for audience in audiences:
-        visible = sorted(split[audience][0])
-        rows = []
-        for goal_id in visible:
-            key, (artifacts, row) = results[(audience, goal_id)]
-            for artifact in artifacts:
-                site.add(artifact)
-            rows.append(row)
-            site.units[(audience, goal_id)] = (key, row)
-        shown = {g: goals[g] for g in visible}
-        audience_artifacts(site, audience, rows, split[audience][1], project, shown, store.get_blob)
+        visible, hidden = split[audience]
+        _add_audience(site, audience, sorted(visible), hidden, results, goals, project, store)
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]
@@ -150,11 +142,40 @@ def make_site(
         for g, s in sorted(goals.items())
         if g in widest
     }
+    _add_manifest(site, audiences, project)
+    return site, (goals, store)
+
+
+def _add_audience(
+    site: Site,
+    audience: str,
+    visible: list[str],
+    hidden: dict[str, int],
+    results: dict[Unit, UnitEntry],
+    goals: dict[str, GoalState],
+    project: ProjectConfig,
+    store: Store,
+) -> None:
+    """The files of every goal this audience may see, then the audience's own files (made
+    from those goals and their index rows)."""
+    rows = []
+    for goal_id in visible:
+        key, (artifacts, row) = results[(audience, goal_id)]
+        for artifact in artifacts:
+            site.add(artifact)
+        rows.append(row)
+        site.units[(audience, goal_id)] = (key, row)
+    shown = {g: goals[g] for g in visible}
+    audience_artifacts(site, audience, rows, hidden, project, shown, store.get_blob)
+
+
+def _add_manifest(site: Site, audiences: tuple[str, ...], project: ProjectConfig) -> None:
+    """`manifest.json`: every file with its hash, size, audience, schema and goal."""
     manifest = {
         "schema": "loopx.manifest/v1",
         "generator": GENERATOR,
         "audiences": list(audiences),
-        "checkout": {"head": head},
+        "checkout": {"head": site.head},
         "project": project.pages(),
         "sources": site.sources,
         "files": {
@@ -168,10 +189,9 @@ def make_site(
             for a in sorted(site.artifacts.values(), key=lambda a: a.path)
         },
     }
-    if validate:
+    if site.validate:
         check_schema("loopx.manifest/v1", manifest, MANIFEST)
     site.add(Artifact(MANIFEST, dumps(manifest), None, "loopx.manifest/v1"))
-    return site, (goals, store)
 
 
 def manifest_entries(folder: Folder, name: str = MANIFEST) -> dict[str, Entry]:

@@ -27,7 +27,7 @@ import orjson
 from loopx.build import outdir, registry
 from loopx.build.artifacts import AnyArtifact, DiskArtifact, Site
 from loopx.build.registry import Projection
-from loopx.build.work import BuildCache, Entry
+from loopx.build.work import BuildCache, UnitEntry
 from loopx.model.errors import LoopxError
 from loopx.projections.base import GENERATOR
 from loopx.resources import resource_dir
@@ -130,7 +130,7 @@ def load(root: Path, out: Path) -> BuildCache:
     return cache
 
 
-def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str], Entry]:
+def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str], UnitEntry]:
     """One recorded unit, when every file of it is still the file that was written; raises
     ValueError (or a lookup error) otherwise."""
     audience, goal_id, key, row = (record[k] for k in ("audience", "goal_id", "key", "row"))

@@ -25,7 +25,7 @@ from loopx.state.entities import GoalState
 
 Unit = tuple[str, str]  # (audience, goal_id)
 Result = tuple[list[AnyArtifact], dict[str, Any]]  # a goal's files, and its index row
-Entry = tuple[str, Result]  # (key, result): the key names everything the result depends on
+UnitEntry = tuple[str, Result]  # (key, result): the key names everything the result depends on
 PARALLEL_MIN_TODOS = 2000  # below this, starting workers costs more than it saves
 
 
@@ -34,7 +34,7 @@ class BuildCache:
     """Per-goal results of earlier builds (kept by `loopx serve`, or loaded from the build
     memo by `loopx.build.reuse`), keyed by everything they depend on (`unit_keys`)."""
 
-    entries: dict[Unit, Entry] = field(default_factory=dict)
+    entries: dict[Unit, UnitEntry] = field(default_factory=dict)
     scan: ScanCache = field(default_factory=ScanCache)
     written: dict[str, str] = field(default_factory=dict)  # path → sha256 of our last write
     strings: dict[str, Any] = field(default_factory=dict)  # goal → (head, GoalStrings)
@@ -113,11 +113,11 @@ def run_units(
     validate: bool,
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
-) -> dict[Unit, Entry]:
+) -> dict[Unit, UnitEntry]:
     """Every unit's (key, result): from `cache` when its key is unchanged, else rendered."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
-    results: dict[Unit, Entry] = {}
+    results: dict[Unit, UnitEntry] = {}
     todo: list[Unit] = []
     for unit in units:
         cached = cache.entries.get(unit) if cache is not None else None
