@@ -5,29 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from loopx.build.pipeline import build, check
-from loopx.engine.demo import REV_NEW, create_demo
+from loopx.engine.demo import REV_NEW
 from tests.conftest import run_cli
-
-
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "proj"
-    create_demo(root)
-    return root
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_root: Path) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(demo_root, root)
-    return root
 
 
 def _edit_keeping_stat(path: Path, old: str, new: str) -> None:

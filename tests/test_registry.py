@@ -4,7 +4,6 @@ built, listed in the manifest, checked, scanned and carried over like every othe
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,23 +12,9 @@ import pytest
 from loopx.build import registry, reuse
 from loopx.build.pipeline import build, check
 from loopx.build.registry import Output, Projection
-from loopx.engine.demo import REV_NEW, create_demo
+from loopx.engine.demo import REV_NEW
 from loopx.model.errors import BoundaryViolation
 from loopx.resources import resource_dir
-
-
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "proj"
-    create_demo(root)
-    return root
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_root: Path) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(demo_root, root)
-    return root
 
 
 def _counts(ctx: Any) -> dict[str, Any]:
