@@ -118,3 +118,31 @@ def test_every_declared_template_exists_and_every_path_is_distinct() -> None:
     assert {"status", "graph", "workbench", "review", "handoffs", "todos", "goal"} <= {
         p.name for p in registry.projections("goal")
     }
+
+
+def test_the_readme_example_of_a_new_projection_works(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module the README's development section shows, run as it is written, with a
+    template beside the shipped ones."""
+    import jinja2
+
+    from loopx.render.env import environment
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = readme[readme.index("**Adding a projection**") :]
+    code = section[section.index("```python\n") + 10 : section.index("\n```\n")]
+    module: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), module)
+    env = environment()
+    page = "{% for g in data.gates %}<li>{{ g.question }}: {{ g.status }}</li>{% endfor %}\n"
+    loader = jinja2.ChoiceLoader([jinja2.DictLoader({module["PAGE"]: page}), env.loader])
+    monkeypatch.setattr(env, "loader", loader)
+    out = tmp_path / "site"
+    (decisions,) = module["PROJECTIONS"]
+    with registry.registered(decisions):
+        build(demo, out, head=REV_NEW)
+        assert check(demo, out, head=REV_NEW).ok
+    team = (out / "team/goals/launch/decisions.html").read_text()
+    assert "<li>" in team and (out / "public/goals/launch/decisions.html").is_file()
+    assert 'href="decisions.html"' in (out / "team/goals/launch/index.html").read_text()

@@ -4,9 +4,10 @@ A `Projection` names its scope (one goal, or an audience's whole site), the audi
 made for, a pure `project` step (folded state → data) and its `outputs`: each a path (`*`
 where it makes one file per item), the template it renders (if any) and a `render` step
 (data → text, bytes, or a JSON document checked against its schema). `links` puts it on the
-goal page. The built-in projections live one per module in `loopx.build.outputs`; the build,
-the single-projection commands, the build memo's fingerprint and the boundary scan all go
-through this registry, so a new projection is one module (plus its template).
+goal page. The built-in projections live one per module in `loopx.build.outputs`. The build,
+the single-projection commands and the build memo's fingerprint iterate this registry, and
+what a projection makes is listed in the manifest, checked and boundary-scanned like every
+other file: a new projection is one module (plus its template).
 
 A build projects everything for a goal and audience first (`Context.project_all`), then
 renders every output (`Context.files`).
@@ -53,6 +54,8 @@ class Output:
 
 @dataclass(frozen=True)
 class Projection:
+    """One projection: its name (unique within its scope) and what it makes, for whom."""
+
     name: str
     scope: Scope
     project: Callable[[Any], Any]  # (context) → data; pure
