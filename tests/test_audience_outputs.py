@@ -13,27 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from loopx.engine import demo as demo_mod
 from loopx.engine import todos
 from loopx.engine.core import require_goal
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "proj"
-    demo_mod.create_demo(root)
-    return root
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_root: Path) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(demo_root, root)
-    return root
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -17,26 +17,11 @@ from loopx.build import writer
 from loopx.build.pipeline import build, check
 from loopx.build.validate import problems
 from loopx.engine import evidence, gates, goals, todos
-from loopx.engine.demo import REV_NEW, create_demo
+from loopx.engine.demo import REV_NEW
 from loopx.model.errors import BoundaryViolation, LoopxError
 from loopx.store import fsio
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
-
-
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "proj"
-    create_demo(root)
-    return root
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_root: Path) -> Path:
-    """A private copy of the demo project that a test may change."""
-    root = tmp_path / "proj"
-    shutil.copytree(demo_root, root)
-    return root
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
