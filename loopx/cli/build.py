@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from loopx.cli.common import common, echo, emit, print_findings
+
+if TYPE_CHECKING:  # imported where used: `loopx --help` stays fast
+    from loopx.build.gitpublish import BranchTarget
+    from loopx.build.pipeline import BuildResult, CheckResult
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -147,7 +151,7 @@ def _findings_printed(fmt: str) -> Iterator[None]:
 
 def _check(
     project: Path, out: Path, auds: tuple[str, ...], audiences: str, head: str | None
-) -> Any:
+) -> CheckResult:
     """`build --check`: the comparison, or `build_stale` naming the command that fixes it."""
     from loopx.build.pipeline import check
     from loopx.model.errors import CheckFailed
@@ -169,8 +173,9 @@ def _check(
     return result
 
 
-def _built_text(res: Any, out: Path, auds: tuple[str, ...]) -> str:
+def _built_text(res: BuildResult, out: Path, auds: tuple[str, ...]) -> str:
     report = res.report
+    assert report is not None  # a build that returns has written
     lines = [
         f"built {len(res.site.artifacts)} files into {out}: {len(report.written)} written, "
         f"{report.unchanged} unchanged, {len(report.removed)} removed"
@@ -387,7 +392,9 @@ GIT_ONLY = {
 CONFIGURED = ("prefix", "cname", "identity", "remote", "nojekyll", "push")
 
 
-def _branch(project: Path, to_dir: Path | None, flags: dict[str, Any], overwrite: bool) -> Any:
+def _branch(
+    project: Path, to_dir: Path | None, flags: dict[str, Any], overwrite: bool
+) -> BranchTarget | None:
     """The git branch to publish to (None with --to): the flags, and the [publish] settings
     of the project configuration for what they leave out (not with --to). Exactly one of
     --to and --git-branch; the branch's options only with it."""
