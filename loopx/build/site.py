@@ -241,7 +241,7 @@ def _handoffs(
     """One handoff digest per todo with a note (team and private builds only)."""
     facts = {"head": head} if head else None
     digests = handoff.handoff_digests(
-        state, audience=audience, text=_blob_text(read_blob), workspace_facts=facts
+        state, audience=audience, read_blob=read_blob, workspace_facts=facts
     )
     links = []
     for todo_id, digest in sorted(digests.items()):
@@ -255,20 +255,6 @@ def _handoffs(
         )
         links.append({"href": f"handoffs/{todo_id}.md", "label": f"Handoff: {todo_id}"})
     return links
-
-
-def _blob_text(read_blob: BlobReader | None) -> Callable[[Any], Any] | None:
-    """Resolve private blob text on this host (private builds only)."""
-    if read_blob is None:
-        return None
-
-    def text(value: Any) -> Any:
-        if isinstance(value, dict) and "blob" in value:
-            data = read_blob(value["blob"])
-            return None if data is None else data.decode("utf-8", "replace")
-        return value
-
-    return text
 
 
 def _todo_pages(

@@ -20,11 +20,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from loopx.model.errors import InvalidInput, NotFound
 from loopx.model.ids import visible_to
-from loopx.privacy.audience import PRIVATE_MISSING
+from loopx.privacy.audience import BlobReader, Lens
 from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
@@ -34,68 +32,12 @@ from loopx.state.views import freshness
 SCHEMA_ID = "loopx.handoff/v1"
 AUDIENCES = ("team", "private")
 FRONTIER_LIMIT = 5
-NOT_ON_HOST = PRIVATE_MISSING  # the one marker every view shows for text not on this host
-HIDDEN = "[private]"
 
 TEMPLATES = {
     "digest": "handoff/digest.md.j2",  # compact Markdown to paste into any agent
     "markdown": "handoff/handoff.md.j2",  # the full report, with provenance and tables
     "text": "handoff/digest.txt.j2",  # the digest as plain text, for plain prompts
 }
-
-TextFn = Callable[[Any], Any]
-
-
-def _identity(value: Any) -> Any:
-    return value
-
-
-class _View:
-    """One audience's reading of stored values, counting what it leaves out."""
-
-    def __init__(self, audience: str, text: TextFn | None):
-        if audience not in AUDIENCES:
-            raise ValueError(f"handoff digests are for {' or '.join(AUDIENCES)} audiences")
-        self.audience = audience
-        self._text = text or _identity
-        self.omitted: Counter[str] = Counter()
-
-    def sees(self, visibility: str) -> bool:
-        return visible_to(visibility, self.audience)
-
-    def text(self, value: Any) -> str:
-        if value is None:
-            return ""
-        if isinstance(value, dict) and "blob" in value:
-            if self.audience != "private":
-                self.omitted["private text"] += 1
-                return HIDDEN
-            out = self._text(value)
-            if not isinstance(out, str) or out == value:
-                self.omitted["private text not on this host"] += 1
-                return NOT_ON_HOST
-            if out == NOT_ON_HOST:
-                self.omitted["private text not on this host"] += 1
-            return out
-        return str(value)
-
-    def note(self, handoff: dict[str, Any]) -> dict[str, Any] | None:
-        """The note as this audience may read it, or None (counted) when it may not."""
-        if not self.sees(handoff["visibility"]):
-            self.omitted[f"{handoff['visibility']} handoff note"] += 1
-            return None
-        body = handoff["note"]
-        if isinstance(body, dict) and "blob" in body:
-            raw = self._text(body)
-            try:
-                body = orjson.loads(raw) if isinstance(raw, str | bytes) else None
-            except orjson.JSONDecodeError:
-                body = None
-            if not isinstance(body, dict):
-                self.omitted["private handoff note not on this host"] += 1
-                return None
-        return body
-
 
 # -- the digest ---------------------------------------------------------------------------
 
@@ -105,7 +47,7 @@ def handoff_digest(
     todo_id: str,
     *,
     audience: str,
-    text: TextFn | None,
+    read_blob: BlobReader | None,
     workspace_facts: dict[str, Any] | None,
     now: str | None = None,
     reader: dict[str, str] | None = None,
@@ -115,9 +57,12 @@ def handoff_digest(
 
     `workspace_facts` is `{"head", "dirty", "relation", "files": {path: exists}}` as observed
     in the reader's checkout, or None.
+    `read_blob` reads private text on this host (the private audience only).
     Raises `NotFound` (`todo_not_found`, `handoff_not_found`) when there is nothing to show.
     """
-    view = _View(audience, text)
+    if audience not in AUDIENCES:
+        raise ValueError(f"handoff digests are for {' or '.join(AUDIENCES)} audiences")
+    view = Lens(audience, read_blob)
     now = now or state.updated_at
     todo = state.todos.get(todo_id)
     if todo is None or not view.sees(todo.visibility) or not view.sees(state.visibility):
@@ -169,7 +114,7 @@ def handoff_digests(
     state: GoalState,
     *,
     audience: str,
-    text: TextFn | None,
+    read_blob: BlobReader | None,
     workspace_facts: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """One digest per todo with a note this audience may see, by todo id (for the build)."""
@@ -181,7 +126,7 @@ def handoff_digests(
         if todo is None or not visible_to(todo.visibility, audience):
             continue
         out[todo_id] = handoff_digest(
-            state, todo_id, audience=audience, text=text, workspace_facts=workspace_facts
+            state, todo_id, audience=audience, read_blob=read_blob, workspace_facts=workspace_facts
         )
     return out
 
@@ -200,7 +145,7 @@ def _claim(todo: Todo, now: str) -> dict[str, Any] | None:
     }
 
 
-def _todo(state: GoalState, todo: Todo, view: _View, now: str) -> dict[str, Any]:
+def _todo(state: GoalState, todo: Todo, view: Lens, now: str) -> dict[str, Any]:
     todos = state.todos
     deps = []
     for dep_id in todo.depends_on:
@@ -333,7 +278,7 @@ def _adoption(
 
 
 def _evidence(
-    state: GoalState, todo_id: str, view: _View, head: str | None
+    state: GoalState, todo_id: str, view: Lens, head: str | None
 ) -> tuple[list[dict[str, Any]], int]:
     items = sorted(
         (e for e in state.evidence.values() if e.todo_id == todo_id),
@@ -360,7 +305,7 @@ def _evidence(
     return out, len(out)
 
 
-def _frontier(state: GoalState, view: _View, now: str, todo_id: str) -> dict[str, Any]:
+def _frontier(state: GoalState, view: Lens, now: str, todo_id: str) -> dict[str, Any]:
     ready = [t for t in frontier(state, now) if t.todo_id != todo_id]
     shown = [t for t in ready if view.sees(t.visibility)]
     return {
@@ -709,7 +654,7 @@ def pending_handoffs(
     state: GoalState,
     *,
     audience: str = "team",
-    text: TextFn | None = None,
+    read_blob: BlobReader | None = None,
     now: str | None = None,
 ) -> list[dict[str, Any]]:
     """Notes prepared and not yet adopted (open todos only), newest first.
@@ -717,11 +662,9 @@ def pending_handoffs(
     For the status projection and `loopx handoff list`: todo, source agent and session, when,
     the note's first line (when this audience may read it), target, and whether it is stale.
     """
-    if audience not in ("public", "team", "private"):
-        raise ValueError(f"unknown audience {audience!r}")
-    if not visible_to(state.visibility, audience):
+    view = Lens(audience, read_blob)
+    if not view.sees(state.visibility):
         return []
-    view = _View("private" if audience == "private" else "team", text)
     now = now or state.updated_at
     out = []
     for handoff in state.handoffs.values():
