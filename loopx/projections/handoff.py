@@ -27,7 +27,7 @@ from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
 from loopx.state.turns import RESUME_ADVICE, open_turns
-from loopx.state.views import freshness
+from loopx.state.views import claim_view, freshness, todo_card
 
 SCHEMA_ID = "loopx.handoff/v1"
 AUDIENCES = ("team", "private")
@@ -134,15 +134,12 @@ def handoff_digests(
 def _claim(todo: Todo, now: str) -> dict[str, Any] | None:
     if todo.claim is None:
         return None
-    claim = todo.claim
-    return {
-        "agent_id": claim["agent_id"],
-        "session_id": claim["session_id"],
-        "claimed_at": claim["claimed_at"],
-        "lease_expires_at": claim["lease_expires_at"],
-        "live": lease_live(todo, now),
-        "via_handoff": claim.get("via_handoff"),
-    }
+    claim = claim_view(todo, now, ("agent_id", "session_id", "claimed_at"))
+    return {**claim, "via_handoff": todo.claim.get("via_handoff")}
+
+
+# The digest's todo: these keys of the todo's card, and what a handoff needs besides.
+_CARD_KEYS = ("todo_id", "title", "status", "role", "kind", "priority", "visibility")
 
 
 def _todo(state: GoalState, todo: Todo, view: Lens, now: str) -> dict[str, Any]:
@@ -174,16 +171,11 @@ def _todo(state: GoalState, todo: Todo, view: Lens, now: str) -> dict[str, Any]:
                 "blocking": gate.gate_id in holding,
             }
         )
+    card = todo_card(todo, view.text, todos, now, sees=view.sees, team=False)
     return {
-        "todo_id": todo.todo_id,
-        "title": view.text(todo.title),
-        "status": todo.status,
-        "role": todo.role,
-        "kind": todo.kind,
-        "priority": todo.priority,
+        **{key: card[key] for key in _CARD_KEYS},
         "revision": todo.revision,
-        "visibility": todo.visibility,
-        "acceptance": view.text(todo.acceptance) if todo.acceptance is not None else None,
+        "acceptance": view.field(todo, "acceptance"),
         "claim": _claim(todo, now),
         "dependencies": deps,
         "gates": gates,

@@ -15,17 +15,15 @@ from typing import Any
 
 from loopx.privacy.audience import Lens
 from loopx.projections.base import (
-    GENERATOR,
     gate_item,
-    goal_identity,
+    header,
     ledger_now,
     ordered_todos,
+    progress,
     recent_evidence,
-    source,
     todo_card,
 )
-from loopx.projections.status import progress
-from loopx.state.entities import GoalState
+from loopx.state.entities import MONITOR, GoalState
 from loopx.state.frontier import attention, frontier
 from loopx.state.redactions import target
 
@@ -55,12 +53,7 @@ def workbench(
     att = attention(state, now, full)
     gates = lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
     return {
-        "schema": SCHEMA,
-        "generator": GENERATOR,
-        "audience": lens.audience,
-        "source": source(state),
-        "checkout": {"head": head},
-        "goal": goal_identity(state, lens, visible_goals),
+        **header(SCHEMA, state, lens, head, visible_goals),
         "attention": {"state": att["state"], "reason": att["reason"]},
         "next_action": _next_action(att, ready, gates, public=lens.is_public),
         "progress": progress(state),
@@ -99,7 +92,7 @@ def _waiting_for(open_todos: list[Any], gates: list[Any], lens: Any) -> list[dic
         if t.monitor is None or t.status == "blocked":
             continue
         m = t.monitor
-        watch = m["watch_kind"] if lens.is_public else lens.text(m["watch"])
+        watch = m["watch_kind"] if lens.is_public else lens.field(m, "watch", MONITOR)
         out.append(
             {
                 "at": m["next_at"],

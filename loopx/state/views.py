@@ -30,29 +30,65 @@ def freshness(revision: str | None, head: str | None) -> str:
     return "historical"
 
 
-def todo_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def todo_card(
+    todo: Todo,
+    text: TextFn,
+    todos: dict[str, Todo],
+    now: str | None,
+    *,
+    sees: Callable[[str], bool] | None = None,
+    team: bool = True,
+) -> dict[str, Any]:
+    """A todo as one reader sees it: the one todo shape of every view. `sees` says which
+    visibilities the reader may see (None: all, and dependencies are named as written); the
+    others' dependencies are counted, never named. `team` adds the claim (live at `now`,
+    when given), the acceptance and the reason."""
+    if sees is None:
+        deps = list(todo.depends_on)
+    else:
+        deps = [d for d in todo.depends_on if d in todos and sees(todos[d].visibility)]
+    card: dict[str, Any] = {
         "todo_id": todo.todo_id,
         "title": text(todo.title),
         "status": todo.status,
         "role": todo.role,
         "kind": todo.kind,
         "priority": todo.priority,
-        "depends_on": todo.depends_on,
+        "depends_on": deps,
+        "hidden_dependencies": len(todo.depends_on) - len(deps),
         "visibility": todo.visibility,
-        "revision": todo.revision,
-        "created_at": todo.created_at,
-        "updated_at": todo.updated_at,
     }
+    if team:
+        if todo.claim is not None:
+            card["claim"] = claim_view(todo, now, keys=("agent_id", "session_id"))
+        for name in ("acceptance", "reason"):
+            value = getattr(todo, name)
+            if value is not None:
+                card[name] = text(value)
+    return card
+
+
+def claim_view(
+    todo: Todo, now: str | None, keys: tuple[str, ...] = ("todo_id", "agent_id")
+) -> dict[str, Any]:
+    """A claimed todo's lease: `keys` (of the todo's id and its claim), when it expires, and
+    whether it is live at `now` (when given)."""
+    claim = todo.claim or {}
+    out = {k: todo.todo_id if k == "todo_id" else claim[k] for k in keys}
+    out["lease_expires_at"] = claim["lease_expires_at"]
+    if now is not None:
+        out["live"] = lease_live(todo, now)
+    return out
+
+
+def todo_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any]:
+    """The operator's view of a todo: its card, with everything the ledger knows of it."""
+    out = todo_card(todo, text, {}, now)
+    out.update(revision=todo.revision, created_at=todo.created_at, updated_at=todo.updated_at)
     if todo.claim:
-        claim = dict(todo.claim)
-        if now is not None:
-            claim["live"] = lease_live(todo, now)
-        out["claim"] = claim
-    for name in ("acceptance", "reason", "summary"):
-        value = getattr(todo, name)
-        if value is not None:
-            out[name] = text(value)
+        out["claim"] = {**todo.claim, **out["claim"]}
+    if todo.summary is not None:
+        out["summary"] = text(todo.summary)
     for name in ("predecessor", "successor", "closed_at"):
         value = getattr(todo, name)
         if value:
@@ -270,19 +306,10 @@ def status_view(state: GoalState, now: str, text: TextFn, *, limit: int = 20) ->
         "revision": state.revision,
         "attention": attention(state, now, ready),
         "counts": counts(state),
-        "frontier": [todo_view(t, text) for t in ready[:limit]],
+        "frontier": [todo_view(t, text, now) for t in ready[:limit]],
         "frontier_total": len(ready),
         "gates": [gate_view(g, text) for g in pending],
-        "leases": [
-            {
-                "todo_id": t.todo_id,
-                "agent_id": t.claim["agent_id"],  # type: ignore[index]
-                "session_id": t.claim["session_id"],  # type: ignore[index]
-                "lease_expires_at": t.claim["lease_expires_at"],  # type: ignore[index]
-                "live": lease_live(t, now),
-            }
-            for t in leases
-        ],
+        "leases": [claim_view(t, now, ("todo_id", "agent_id", "session_id")) for t in leases],
         "quota": quota_view(state),
         "monitors": {k: v for k, v in wake_view(state, now, text).items() if k != "goal_id"},
         "open_turns": [turn_view(t, now, text) for t in open_turns(state)],
@@ -304,7 +331,7 @@ def next_view(
     out: dict[str, Any] = {
         "goal_id": state.goal_id,
         "agent_id": agent_id,
-        "frontier": [todo_view(t, text) for t in ready[:limit]],
+        "frontier": [todo_view(t, text, now) for t in ready[:limit]],
         "frontier_total": len(ready),
     }
     if explain:
