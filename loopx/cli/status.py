@@ -9,6 +9,9 @@ import click
 
 from loopx.cli.common import common, count, emit, open_store, text_resolver
 
+# The colour of each attention state on a terminal.
+COLOURS = dict(needs_user="yellow", ready_for_agent="green", waiting="cyan", blocked="red")
+
 
 def _goal_status(
     goal_id: str, loaded: Any, now: str, resolve: Any, *, named: bool
@@ -109,21 +112,13 @@ def _held_lines(g: dict[str, Any]) -> list[str]:
     return lines
 
 
-ATTENTION_COLOURS = {
-    "needs_user": "yellow",
-    "ready_for_agent": "green",
-    "waiting": "cyan",
-    "blocked": "red",
-}
-
-
 def _attention(state: str) -> str:
     """The attention state, coloured on a terminal (never in a pipe or under NO_COLOR)."""
     import sys
 
     from loopx.cli.ergonomics import paint
 
-    colour = ATTENTION_COLOURS.get(state)
+    colour = COLOURS.get(state)
     return paint(state, sys.stdout, fg=colour, bold=True) if colour else state
 
 
@@ -191,18 +186,17 @@ def next_cmd(
     emit(fmt, data, text)
 
 
+# What each reason code says of a todo that is not ready (lists are joined).
+_REASONS = {
+    "dependency_open": "waits for {todo_ids}",
+    "dependency_missing": "depends on unknown {todo_ids}",
+    "gate_pending": "held by gate {gate_ids}",
+    "claimed": "claimed by {agent_id} until {lease_expires_at}",
+    "todo_blocked": "blocked",
+    "monitor_not_due": "monitor, next wake {next_at}",
+}
+
+
 def _reason(r: dict[str, Any]) -> str:
-    code = r["code"]
-    if code == "dependency_open":
-        return "waits for " + ", ".join(r["todo_ids"])
-    if code == "dependency_missing":
-        return "depends on unknown " + ", ".join(r["todo_ids"])
-    if code == "gate_pending":
-        return "held by gate " + ", ".join(r["gate_ids"])
-    if code == "claimed":
-        return f"claimed by {r['agent_id']} until {r['lease_expires_at']}"
-    if code == "todo_blocked":
-        return "blocked"
-    if code == "monitor_not_due":
-        return f"monitor, next wake {r['next_at']}"
-    return code
+    said = {k: ", ".join(v) if isinstance(v, list) else v for k, v in r.items()}
+    return _REASONS.get(r["code"], "{code}").format_map(said)

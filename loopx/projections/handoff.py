@@ -56,13 +56,10 @@ def handoff_digest(
     """The `loopx.handoff/v1` digest of the latest note for `todo_id` (or `handoff_id`).
 
     `workspace_facts` is `{"head", "dirty", "relation", "files": {path: exists}}` as observed
-    in the reader's checkout, or None.
-    `read_blob` reads private text on this host (the private audience only).
+    in the reader's checkout, or None; `read_blob` reads private text on this host.
     Raises `NotFound` (`todo_not_found`, `handoff_not_found`) when there is nothing to show.
     """
-    if audience not in AUDIENCES:
-        raise ValueError(f"handoff digests are for {' or '.join(AUDIENCES)} audiences")
-    view = Lens(audience, read_blob)
+    view = _lens(audience, read_blob)
     now = now or state.updated_at
     todo = state.todos.get(todo_id)
     if todo is None or not view.sees(todo.visibility) or not view.sees(state.visibility):
@@ -108,6 +105,12 @@ def handoff_digest(
         for what, count in sorted(view.omitted.items())
     ]
     return digest
+
+
+def _lens(audience: str, read_blob: BlobReader | None) -> Lens:
+    if audience not in AUDIENCES:
+        raise ValueError(f"handoff digests are for {' or '.join(AUDIENCES)} audiences")
+    return Lens(audience, read_blob)
 
 
 def handoff_digests(
