@@ -134,7 +134,7 @@ def _walk(item: Any, fields: Fields, visibility: str, entity_id: str | None, out
     found = values(item, fields)
     if found or entity_id is not None:
         out.append((visibility, entity_id, found))
-    get = item.get if isinstance(item, dict) else item.__getattribute__
+    get: Any = item.get if isinstance(item, dict) else item.__getattribute__
     for name, kind in _NESTED[fields.kind]:
         child = get(name)
         if child is not None:
