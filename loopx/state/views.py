@@ -1,7 +1,8 @@
 """Plain-dict views of folded state for the CLI and the Python API (the operator's view).
 
 `text` turns a stored text value (a string or a private blob reference) into display text;
-the caller decides how (the CLI reads this host's blob store).
+the caller decides how (the CLI: the private audience's `Lens`, reading this host's blob
+store). `todo_card` is the one todo shape: the projections' cards and the CLI's views alike.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo
+from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo, private_ref
 from loopx.state.frontier import attention, frontier, lease_live, readiness
 from loopx.state.monitors import due, next_wake, waiting_monitor
 from loopx.state.turns import RESUME_ADVICE, open_turns
@@ -223,7 +224,7 @@ def evidence_view(ev: Evidence, text: TextFn, head: str | None = None) -> dict[s
         "agent_id": ev.agent_id,
     }
     if ev.body:
-        out["body"] = ev.body["blob"]
+        out["body"] = private_ref(ev.body)
         out["body_bytes"] = ev.body_bytes
     return out
 
