@@ -162,7 +162,7 @@ class Evidence:
     refs: list[str] = field(default_factory=list)
     revision: str | None = None
     todo_id: str | None = None
-    body: dict[str, str] | None = None
+    body: PrivateText | None = None
     body_bytes: int | None = None
     visibility: str = "private"
     recorded_at: str = ""
