@@ -44,7 +44,9 @@ class Fields:
     `nested`: (field, kind) of a record a field holds; `tables`: of a dict of records by id.
     `shapes`: (field, kind) of a text field that may hold a structured record of free text.
     `published`: whether a public record's text may appear in public output (else it counts
-    as non-public always). `names`: (field, name) where commands call a field otherwise.
+    as non-public always). `unmatched`: text fields the boundary does not look for as exact
+    text (the scanner's rules still read every public byte). `names`: (field, name) where
+    commands call a field otherwise.
     """
 
     kind: str
@@ -54,6 +56,7 @@ class Fields:
     tables: tuple[tuple[str, str], ...] = ()
     shapes: tuple[tuple[str, str], ...] = ()
     published: bool = True
+    unmatched: tuple[str, ...] = ()
     names: tuple[tuple[str, str], ...] = ()
 
     @classmethod
@@ -62,6 +65,8 @@ class Fields:
         for key in ("nested", "tables", "shapes"):
             if isinstance(pairs.get(key), str):
                 pairs[key] = tuple(_pair(p) for p in pairs[key].split())
+        if isinstance(pairs.get("unmatched"), str):
+            pairs["unmatched"] = tuple(pairs["unmatched"].split())
         return cls(kind, tuple(text.split()), tuple(plain.split()), **pairs)
 
     def declared(self) -> set[str]:
@@ -346,6 +351,9 @@ class GoalState:
         nested="policy:quota",
         tables="agents:agent todos:todo gates:gate evidence:evidence runs:run notes:note "
         "handoffs:handoff redactions:redaction turns:turn",
+        # A goal's repository is most often the project's own, which loopx.toml's
+        # `repository_url` shows on every public page: matching it would refuse every build.
+        unmatched="repository",
         names=(("outcome_reason", "reason"),),
     )
 

@@ -66,6 +66,7 @@ def _plan(fields: Fields) -> tuple[tuple[str, str, Fields | None], ...]:
     return tuple(
         (head, rest, RECORDS[shapes[name]] if name in shapes else None)
         for name in fields.text
+        if name not in fields.unmatched
         for head, _, rest in [name.partition(".")]
     )
 
@@ -78,8 +79,9 @@ _FLAT = {kind for kind, plan in _PLANS.items() if all(not k and s is None for _,
 
 
 def values(item: Any, fields: Fields) -> list[Any]:
-    """The values of `item`'s free-text fields: strings and `PrivateText`, lists flattened, a
-    structured text (a handoff note) read by its own declaration."""
+    """The values of `item`'s free-text fields the boundary matches (all but `unmatched`):
+    strings and `PrivateText`, lists flattened, a structured text (a handoff note) read by
+    its own declaration."""
     plan = _PLANS[fields.kind]
     if not plan:
         return []
