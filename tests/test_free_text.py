@@ -20,16 +20,7 @@ import loopx.state.turns  # noqa: F401  (their fold handlers)
 from loopx.build.boundary import goal_strings
 from loopx.model.events import REDACTABLE_FIELDS, validate_data
 from loopx.privacy.audience import NOT_ON_HOST, PRIVATE, Lens
-from loopx.state.entities import (
-    MONITOR,
-    Evidence,
-    Gate,
-    GoalState,
-    Note,
-    Run,
-    Todo,
-    private_ref,
-)
+from loopx.state import entities as e
 from loopx.state.fold import replay
 from loopx.state.freetext import RECORDS, REDACTABLE, goal_texts, redactable
 
@@ -65,181 +56,68 @@ NOTE = {
     "source_refs": ["https://example.org/issue/4"],
 }
 
+Event = tuple[str, dict[str, Any], str]
+
+
+def _e(event: str, vis: str = "team", /, **data: Any) -> Event:
+    return event, data, vis
+
+
+def _monitor(watch: str, kind: str) -> dict[str, Any]:
+    return {"watch": watch, "watch_kind": kind, "next_at": T, "backoff": {"seconds": 60}}
+
+
+GRANT = {"handoff_id": "h1", "todo_id": "port", "todo_revision": 8, "source_agent_id": "lead",
+         "source_session_id": "s1", "target_agent_id": "bot",
+         "target_session_id": "s2"}  # fmt: skip
+URL = "https://example.org/acme/parser"
+
 # Every event that makes a record, each with every field it may carry.
-EVENTS: list[tuple[str, dict[str, Any], str]] = [
-    (
-        "goal.created",
-        {
-            "title": "Ship the parser",
-            "objective": "A faster parser",
-            "acceptance": ["benchmarks pass"],
-            "repository": "https://example.org/acme/parser",
-            "policy": {"lease_seconds": 600, "quota": 5, "quota_unit": "runs"},
-        },
-        "team",
-    ),
-    ("agent.registered", {"agent_id": "bot", "name": "The bot", "kind": "coding-agent"}, "team"),
-    ("quota.set", {"quota": 9, "quota_unit": "hours"}, "team"),
-    (
-        "todo.added",
-        {
-            "todo_id": "watch-ci",
-            "title": "Watch CI",
-            "acceptance": "green",
-            "monitor": {
-                "watch": "ci:main",
-                "watch_kind": "ci",
-                "next_at": T,
-                "backoff": {"kind": "fixed", "seconds": 60},
-            },
-        },
-        "team",
-    ),
-    ("todo.added", {"todo_id": "port", "title": "Port the lexer"}, "team"),
-    (
-        "todo.claimed",
-        {"todo_id": "port", "agent_id": "lead", "session_id": "s1", "lease_expires_at": T},
-        "team",
-    ),  # fmt: skip
-    ("todo.renewed", {"todo_id": "port", "lease_expires_at": T}, "team"),
-    (
-        "handoff.prepared",
-        {
-            "handoff_id": "h1",
-            "todo_id": "port",
-            "todo_revision": 6,
-            "source_agent_id": "lead",
-            "source_session_id": "s1",
-            "target_agent_id": "bot",
-            "git_revision": "abcdef1",
-            "workspace_dirty": False,
-            "note": NOTE,
-        },
-        "team",
-    ),
-    (
-        "handoff.adopted",
-        {
-            "handoff_id": "h1",
-            "todo_id": "port",
-            "grant": {
-                "handoff_id": "h1",
-                "todo_id": "port",
-                "todo_revision": 8,
-                "source_agent_id": "lead",
-                "source_session_id": "s1",
-                "target_agent_id": "bot",
-                "target_session_id": "s2",
-            },
-            "git_revision": "abcdef1",
-            "workspace_dirty": False,
-        },
-        "team",
-    ),
-    (
-        "todo.claimed",
-        {
-            "todo_id": "port",
-            "agent_id": "bot",
-            "session_id": "s2",
-            "lease_expires_at": T,
-            "via_handoff": "h1",
-        },
-        "team",
-    ),  # fmt: skip
-    (
-        "turn.begun",
-        {"turn_id": "t1", "todo_id": "port", "agent_id": "bot", "session_id": "s2"},
-        "team",
-    ),  # fmt: skip
-    (
-        "turn.phased",
-        {"turn_id": "t1", "phase": "execute", "session_id": "s2", "ref": "branch port-lexer"},
-        "team",
-    ),  # fmt: skip
-    (
-        "run.recorded",
-        {
-            "run_id": "r1",
-            "agent_id": "bot",
-            "session_id": "s2",
-            "todo_id": "port",
-            "outcome": "progress",
-            "summary": "ported",
-            "wait": "CI",
-            "successor": "watch-ci",
-        },
-        "team",
-    ),  # fmt: skip
-    ("turn.settled", {"turn_id": "t1", "run_id": "r1"}, "team"),
-    (
-        "evidence.added",
-        {
-            "evidence_id": "e1",
-            "kind": "test",
-            "summary": "tests pass",
-            "refs": ["log"],
-            "revision": "abcdef1",
-            "todo_id": "watch-ci",
-            "body": BLOB,
-            "body_bytes": 10,
-        },
-        "private",
-    ),  # fmt: skip
-    (
-        "monitor.observed",
-        {"todo_id": "watch-ci", "result": "unchanged", "evidence_id": "e1", "next_at": T},
-        "team",
-    ),  # fmt: skip
-    (
-        "gate.opened",
-        {
-            "gate_id": "ship",
-            "question": "Ship it?",
-            "authority": "lead",
-            "blocks": ["port"],
-            "ask_again_at": T,
-        },
-        "team",
-    ),  # fmt: skip
-    (
-        "gate.resolved",
-        {"gate_id": "ship", "resolution": "approved", "by": "lead", "rationale": "fine"},
-        "team",
-    ),  # fmt: skip
-    (
-        "note.added",
-        {"note_id": "n1", "kind": "lesson", "text": "measure first", "todo_id": "port"},
-        "team",
-    ),  # fmt: skip
-    (
-        "todo.completed",
-        {"todo_id": "port", "summary": "done", "evidence_ids": ["e1"], "successor": "watch-ci"},
-        "team",
-    ),  # fmt: skip
-    ("todo.blocked", {"todo_id": "watch-ci", "reason": "CI is down"}, "team"),
-    (
-        "field.redacted",
-        {
-            "redaction_id": "x1",
-            "entity": "note",
-            "entity_id": "n1",
-            "field": "text",
-            "reason": "a typo",
-        },
-        "team",
-    ),  # fmt: skip
-    ("goal.closed", {"outcome": "achieved", "reason": "shipped"}, "team"),
-]
+EVENTS: list[Event] = [
+    _e("goal.created", title="Ship the parser", objective="A faster parser", repository=URL,
+       acceptance=["benchmarks pass"], policy={"lease_seconds": 600, "quota_unit": "runs"}),
+    _e("agent.registered", agent_id="bot", name="The bot", kind="coding-agent"),
+    _e("quota.set", quota=9, quota_unit="hours"),
+    _e("todo.added", todo_id="watch-ci", title="Watch CI", acceptance="green",
+       monitor=_monitor("ci:main", "ci")),
+    _e("todo.added", todo_id="port", title="Port the lexer"),
+    _e("todo.claimed", todo_id="port", agent_id="lead", session_id="s1", lease_expires_at=T),
+    _e("todo.renewed", todo_id="port", lease_expires_at=T),
+    _e("handoff.prepared", handoff_id="h1", todo_id="port", todo_revision=6, note=NOTE,
+       source_agent_id="lead", source_session_id="s1", target_agent_id="bot",
+       git_revision="abcdef1", workspace_dirty=False),
+    _e("handoff.adopted", handoff_id="h1", todo_id="port", grant=GRANT, git_revision="abcdef1",
+       workspace_dirty=False),
+    _e("todo.claimed", todo_id="port", agent_id="bot", session_id="s2", lease_expires_at=T,
+       via_handoff="h1"),
+    _e("turn.begun", turn_id="t1", todo_id="port", agent_id="bot", session_id="s2"),
+    _e("turn.phased", turn_id="t1", phase="execute", session_id="s2", ref="branch port-lexer"),
+    _e("run.recorded", run_id="r1", agent_id="bot", session_id="s2", todo_id="port",
+       outcome="progress", summary="ported", wait="CI", successor="watch-ci"),
+    _e("turn.settled", turn_id="t1", run_id="r1"),
+    _e("evidence.added", "private", evidence_id="e1", kind="test", summary="tests pass",
+       refs=["log"], revision="abcdef1", todo_id="watch-ci", body=BLOB, body_bytes=10),
+    _e("monitor.observed", todo_id="watch-ci", result="unchanged", evidence_id="e1", next_at=T),
+    _e("gate.opened", gate_id="ship", question="Ship it?", authority="lead", blocks=["port"],
+       ask_again_at=T),
+    _e("gate.resolved", gate_id="ship", resolution="approved", by="lead", rationale="fine"),
+    _e("note.added", note_id="n1", kind="lesson", text="measure first", todo_id="port"),
+    _e("todo.completed", todo_id="port", summary="done", evidence_ids=["e1"],
+       successor="watch-ci"),
+    _e("todo.blocked", todo_id="watch-ci", reason="CI is down"),
+    _e("field.redacted", redaction_id="x1", entity="note", entity_id="n1", field="text",
+       reason="a typo"),
+    _e("goal.closed", outcome="achieved", reason="shipped"),
+]  # fmt: skip
 
 
-def _state() -> GoalState:
+def _state() -> e.GoalState:
     state = replay(_event(i, kind, data, vis) for i, (kind, data, vis) in enumerate(EVENTS, 1))
     assert state is not None
     return state
 
 
-@pytest.mark.parametrize("cls", [GoalState, Todo, Gate, Evidence, Run, Note])
+@pytest.mark.parametrize("cls", [e.GoalState, e.Todo, e.Gate, e.Evidence, e.Run, e.Note])
 def test_every_field_of_an_entity_is_declared_free_text_plain_or_nested(cls: type) -> None:
     declared = cls.FIELDS.declared()  # type: ignore[attr-defined]
     actual = {f.name for f in fields(cls)}
@@ -317,32 +195,21 @@ def test_every_declared_free_text_reaches_the_forbidden_strings() -> None:
     strings = goal_strings(state)
     assert "branch port-lexer" in strings.texts
     # Declared unmatched: most often the configured repository, on every public page.
-    assert "https://example.org/acme/parser" not in found | strings.texts
+    assert URL not in found | strings.texts
 
 
 def test_text_never_published_counts_as_non_public_on_a_public_todo() -> None:
+    watch = "https://deploy.internal.example/status"
     events = [
-        ("goal.created", {"title": "Public goal", "objective": "o"}, "public"),
-        (
-            "todo.added",
-            {
-                "todo_id": "watch",
-                "title": "Watch the deploy",
-                "monitor": {
-                    "watch": "https://deploy.internal.example/status",
-                    "watch_kind": "url",
-                    "next_at": T,
-                    "backoff": {"kind": "fixed", "seconds": 60},
-                },
-            },
-            "public",
-        ),
-    ]
+        _e("goal.created", "public", title="Public goal", objective="o"),
+        _e("todo.added", "public", todo_id="watch", title="Watch the deploy",
+           monitor=_monitor(watch, "url")),
+    ]  # fmt: skip
     state = replay(_event(i, k, d, v) for i, (k, d, v) in enumerate(events, 1))
     assert state is not None
     strings = goal_strings(state)
     assert "Watch the deploy" in strings.public
-    assert "https://deploy.internal.example/status" in strings.texts  # the watch: team-only
+    assert watch in strings.texts  # the watch: team-only
     assert "watch" in strings.public_ids
 
 
@@ -351,7 +218,7 @@ def test_the_lens_reads_only_declared_free_text() -> None:
     lens = Lens("team")
     assert lens.field(state.todos["watch-ci"], "acceptance") == "green"
     assert lens.field(state.todos["port"], "reason") is None
-    assert lens.field(state.todos["watch-ci"].monitor, "watch", MONITOR) == "ci:main"
+    assert lens.field(state.todos["watch-ci"].monitor, "watch", e.MONITOR) == "ci:main"
     with pytest.raises(ValueError, match="not declared free text"):
         lens.field(state.todos["port"], "todo_id")
 
@@ -363,7 +230,7 @@ def test_one_marker_per_case_for_private_text() -> None:
     def here(r: str) -> bytes | None:
         return text if r == ref else None
 
-    assert private_ref(BLOB) == ref and private_ref("inline") is None
+    assert e.private_ref(BLOB) == ref and e.private_ref("inline") is None
     for audience in ("public", "team"):
         lens = Lens(audience, here)  # a reader is never used for these audiences
         assert lens.text(BLOB) == PRIVATE
