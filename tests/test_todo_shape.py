@@ -1,6 +1,7 @@
-"""One todo shape: `loopx status --format json` (and `next`, `todo show`) and status.json show a
-todo the same way; the CLI's view is the private audience's card plus what only the operator
-reads (revisions, times, summary, monitor), never a second shape."""
+"""One todo shape, one gate shape: `loopx status --format json` (and `next`, `todo show`, `gate
+list`) and status.json show a todo or a gate the same way; the CLI's view is the private
+audience's card plus what only the operator reads (revisions, times, summary, monitor), never
+a second shape."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from loopx.cli.common import text_resolver
 from loopx.engine.core import require_goal
 from loopx.engine.demo import create_demo
 from loopx.privacy.audience import Lens
-from loopx.projections.base import ledger_now, todo_card
-from loopx.state.views import status_view, todo_view
+from loopx.projections.base import gate_item, ledger_now, todo_card
+from loopx.state.views import gate_view, status_view, todo_view
 from loopx.store.filestore import FileStore
 from tests.conftest import run_cli
 
@@ -34,6 +35,18 @@ def test_the_cli_view_of_a_todo_is_its_card_and_more(tmp_path: Path) -> None:
     assert claimed  # the demo has claimed todos: the claim was compared
     frontier = status_view(state, now, text_resolver(store))["frontier"]
     assert frontier and all("hidden_dependencies" in t for t in frontier)
+
+
+def test_the_cli_view_of_a_gate_is_its_card_and_more(tmp_path: Path) -> None:
+    create_demo(tmp_path)
+    store = FileStore(tmp_path)
+    state = require_goal(store, "launch")
+    assert state.gates
+    for gate in state.gates.values():
+        card = gate_item(gate, Lens("private", store.get_blob), state)
+        view = gate_view(gate, text_resolver(store))
+        assert {k: view[k] for k in card} == card
+        assert {"visibility", "revision"} <= view.keys()
 
 
 def test_status_json_of_the_cli_carries_the_card_keys(tmp_path: Path) -> None:

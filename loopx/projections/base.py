@@ -107,21 +107,8 @@ def _todo_visible(state: GoalState, lens: Lens, todo_id: str) -> bool:
 
 
 def gate_item(gate: Gate, lens: Lens, state: GoalState) -> dict[str, Any]:
-    blocks = [t for t in gate.blocks if _todo_visible(state, lens, t)]
-    item: dict[str, Any] = {
-        "gate_id": gate.gate_id,
-        "question": lens.text(gate.question),
-        "status": gate.status,
-        "blocks_goal": gate.blocks_goal,
-        "blocks": blocks,
-        "hidden_blocks": len(gate.blocks) - len(blocks),
-        "opened_at": gate.opened_at,
-    }
-    if not lens.is_public:
-        item["authority"] = gate.authority
-        item["resolved_by"] = gate.resolved_by
-        item["rationale"] = lens.field(gate, "rationale")
-    return item
+    """A gate as this audience may see it (`loopx.state.views.gate_card`)."""
+    return views.gate_card(gate, lens.text, state.todos, sees=lens.sees, team=not lens.is_public)
 
 
 def goal_identity(state: GoalState, lens: Lens, visible_goals: set[str]) -> dict[str, Any]:

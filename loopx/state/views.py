@@ -44,10 +44,7 @@ def todo_card(
     visibilities the reader may see (None: all, and dependencies are named as written); the
     others' dependencies are counted, never named. `team` adds the claim (live at `now`,
     when given), the acceptance and the reason."""
-    if sees is None:
-        deps = list(todo.depends_on)
-    else:
-        deps = [d for d in todo.depends_on if d in todos and sees(todos[d].visibility)]
+    deps = _named(todo.depends_on, todos, sees)
     card: dict[str, Any] = {
         "todo_id": todo.todo_id,
         "title": text(todo.title),
@@ -67,6 +64,13 @@ def todo_card(
             if value is not None:
                 card[name] = text(value)
     return card
+
+
+def _named(ids: list[str], todos: dict[str, Todo], sees: Callable[[str], bool] | None) -> list[str]:
+    """The todo ids a reader may see named (`sees` None: all, as written)."""
+    if sees is None:
+        return list(ids)
+    return [i for i in ids if i in todos and sees(todos[i].visibility)]
 
 
 def claim_view(
@@ -188,23 +192,39 @@ def wake_view(state: GoalState, now: str, text: TextFn) -> dict[str, Any]:
     }
 
 
-def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def gate_card(
+    gate: Gate,
+    text: TextFn,
+    todos: dict[str, Todo],
+    *,
+    sees: Callable[[str], bool] | None = None,
+    team: bool = True,
+) -> dict[str, Any]:
+    """A gate as one reader sees it: the one gate shape of every view (`sees` and `team` as
+    for `todo_card`: the todos it blocks that the reader may not see are counted)."""
+    blocks = _named(gate.blocks, todos, sees)
+    card: dict[str, Any] = {
         "gate_id": gate.gate_id,
         "question": text(gate.question),
-        "authority": gate.authority,
         "status": gate.status,
-        "blocks": gate.blocks,
         "blocks_goal": gate.blocks_goal,
-        "visibility": gate.visibility,
+        "blocks": blocks,
+        "hidden_blocks": len(gate.blocks) - len(blocks),
         "opened_at": gate.opened_at,
-        "revision": gate.revision,
     }
+    if team:
+        card["authority"] = gate.authority
+        card["resolved_by"] = gate.resolved_by
+        card["rationale"] = None if gate.rationale is None else text(gate.rationale)
+    return card
+
+
+def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
+    """The operator's view of a gate: its card, with its revision and times."""
+    out = gate_card(gate, text, {})
+    out.update(visibility=gate.visibility, revision=gate.revision)
     if gate.resolved_by:
-        out["resolved_by"] = gate.resolved_by
         out["resolved_at"] = gate.resolved_at
-    if gate.rationale is not None:
-        out["rationale"] = text(gate.rationale)
     if gate.ask_again_at and gate.is_blocking:
         out["ask_again_at"] = gate.ask_again_at
     return out
