@@ -1,7 +1,7 @@
-"""One todo shape, one gate shape: `loopx status --format json` (and `next`, `todo show`, `gate
-list`) and status.json show a todo or a gate the same way; the CLI's view is the private
-audience's card plus what only the operator reads (revisions, times, summary, monitor), never
-a second shape."""
+"""One todo, gate and evidence shape: `loopx status --format json` (and `next`, `todo show`,
+`gate list`, `evidence list`) and status.json show each the same way; the CLI's view is the
+private audience's card plus what only the operator reads (revisions, times, summary,
+monitor, body reference), never a second shape."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from loopx.cli.common import text_resolver
 from loopx.engine.core import require_goal
 from loopx.engine.demo import create_demo
 from loopx.privacy.audience import Lens
-from loopx.projections.base import gate_item, ledger_now, todo_card
-from loopx.state.views import gate_view, status_view, todo_view
+from loopx.projections.base import evidence_item, gate_item, ledger_now, todo_card
+from loopx.state.views import evidence_view, gate_view, status_view, todo_view
 from loopx.store.filestore import FileStore
 from tests.conftest import run_cli
 
@@ -37,7 +37,7 @@ def test_the_cli_view_of_a_todo_is_its_card_and_more(tmp_path: Path) -> None:
     assert frontier and all("hidden_dependencies" in t for t in frontier)
 
 
-def test_the_cli_view_of_a_gate_is_its_card_and_more(tmp_path: Path) -> None:
+def test_the_cli_view_of_a_gate_or_evidence_is_its_card_and_more(tmp_path: Path) -> None:
     create_demo(tmp_path)
     store = FileStore(tmp_path)
     state = require_goal(store, "launch")
@@ -47,6 +47,11 @@ def test_the_cli_view_of_a_gate_is_its_card_and_more(tmp_path: Path) -> None:
         view = gate_view(gate, text_resolver(store))
         assert {k: view[k] for k in card} == card
         assert {"visibility", "revision"} <= view.keys()
+    assert state.evidence
+    for ev in state.evidence.values():
+        card = evidence_item(ev, Lens("private", store.get_blob), "abc1234")
+        view = evidence_view(ev, text_resolver(store), "abc1234")
+        assert {k: view[k] for k in card} == card
 
 
 def test_status_json_of_the_cli_carries_the_card_keys(tmp_path: Path) -> None:

@@ -65,20 +65,8 @@ def todo_card(todo: Todo, lens: Lens, state: GoalState, now: str | None = None) 
 
 
 def evidence_item(ev: Evidence, lens: Lens, head: str | None) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "evidence_id": ev.evidence_id,
-        "kind": ev.kind,
-        "summary": lens.text(ev.summary),
-        "refs": [lens.text(r) for r in ev.refs],
-        "revision": ev.revision,
-        "freshness": views.freshness(ev.revision, head),
-        "recorded_at": ev.recorded_at,
-        "todo_id": ev.todo_id,
-    }
-    if not lens.is_public:
-        item["agent_id"] = ev.agent_id
-        item["has_body"] = ev.body is not None
-    return item
+    """An evidence item as this audience may see it (`loopx.state.views.evidence_card`)."""
+    return views.evidence_card(ev, lens.text, head, team=not lens.is_public)
 
 
 def recent_evidence(

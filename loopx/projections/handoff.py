@@ -27,7 +27,7 @@ from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
 from loopx.state.turns import RESUME_ADVICE, open_turns
-from loopx.state.views import claim_view, freshness, todo_card
+from loopx.state.views import claim_view, evidence_card, todo_card
 
 SCHEMA_ID = "loopx.handoff/v1"
 AUDIENCES = ("team", "private")
@@ -272,6 +272,12 @@ def _adoption(
     }
 
 
+# The digest's evidence item: these keys of the item's card, and its visibility.
+_EVIDENCE_KEYS = (
+    "evidence_id", "kind", "summary", "refs", "revision", "freshness", "recorded_at", "agent_id"
+)  # fmt: skip
+
+
 def _evidence(
     state: GoalState, todo_id: str, view: Lens, head: str | None
 ) -> tuple[list[dict[str, Any]], int]:
@@ -284,19 +290,8 @@ def _evidence(
         if not view.sees(ev.visibility):
             view.omitted[f"{ev.visibility} evidence item"] += 1
             continue
-        out.append(
-            {
-                "evidence_id": ev.evidence_id,
-                "kind": ev.kind,
-                "summary": view.text(ev.summary),
-                "refs": [view.text(r) for r in ev.refs],
-                "revision": ev.revision,
-                "freshness": freshness(ev.revision, head),
-                "recorded_at": ev.recorded_at,
-                "agent_id": ev.agent_id,
-                "visibility": ev.visibility,
-            }
-        )
+        card = evidence_card(ev, view.text, head)
+        out.append({**{k: card[k] for k in _EVIDENCE_KEYS}, "visibility": ev.visibility})
     return out, len(out)
 
 

@@ -230,19 +230,32 @@ def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
     return out
 
 
-def evidence_view(ev: Evidence, text: TextFn, head: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def evidence_card(
+    ev: Evidence, text: TextFn, head: str | None, *, team: bool = True
+) -> dict[str, Any]:
+    """An evidence item as one reader sees it, its freshness against the checkout's `head`:
+    the one evidence shape of every view; `team` adds who recorded it and whether it has a
+    body."""
+    card: dict[str, Any] = {
         "evidence_id": ev.evidence_id,
         "kind": ev.kind,
         "summary": text(ev.summary),
         "refs": [text(r) for r in ev.refs],
         "revision": ev.revision,
         "freshness": freshness(ev.revision, head),
-        "todo_id": ev.todo_id,
-        "visibility": ev.visibility,
         "recorded_at": ev.recorded_at,
-        "agent_id": ev.agent_id,
+        "todo_id": ev.todo_id,
     }
+    if team:
+        card["agent_id"] = ev.agent_id
+        card["has_body"] = ev.body is not None
+    return card
+
+
+def evidence_view(ev: Evidence, text: TextFn, head: str | None = None) -> dict[str, Any]:
+    """The operator's view of an evidence item: its card, its visibility and body reference."""
+    out = evidence_card(ev, text, head)
+    out["visibility"] = ev.visibility
     if ev.body:
         out["body"] = private_ref(ev.body)
         out["body_bytes"] = ev.body_bytes
