@@ -110,18 +110,12 @@ class Goal:
     def state(self) -> Any:
         return require_goal(self.store, "demo")
 
-    def text(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            data = self.store.get_blob(value["blob"])
-            return "[private content not on this host]" if data is None else data.decode()
-        return value
-
     def digest(self, audience: str = "private", facts: Any = None, **kw: Any) -> dict[str, Any]:
         return handoff_digest(
             self.state(),
             "todo_a",
             audience=audience,
-            text=self.text,
+            read_blob=self.store.get_blob,
             workspace_facts=facts,
             **kw,
         )
@@ -226,7 +220,7 @@ def test_a_private_note_missing_on_this_host_is_said_so(schema: Any) -> None:
         goal.state(),
         "todo_a",
         audience="private",
-        text=lambda v: "[private content not on this host]" if isinstance(v, dict) else v,
+        read_blob=lambda ref: None,  # this host does not hold the note
         workspace_facts=None,
     )
     _valid(schema, d)
@@ -259,17 +253,19 @@ def test_stale_and_adopted_notes() -> None:
 def test_unknown_or_hidden_todos_have_no_digest() -> None:
     goal = Goal()
     with pytest.raises(NotFound):
-        handoff_digest(goal.state(), "dep", audience="team", text=None, workspace_facts=None)
+        handoff_digest(goal.state(), "dep", audience="team", read_blob=None, workspace_facts=None)
     with pytest.raises(NotFound):
-        handoff_digest(goal.state(), "nope", audience="team", text=None, workspace_facts=None)
+        handoff_digest(goal.state(), "nope", audience="team", read_blob=None, workspace_facts=None)
     with pytest.raises(ValueError):
-        handoff_digest(goal.state(), "todo_a", audience="public", text=None, workspace_facts=None)
+        handoff_digest(
+            goal.state(), "todo_a", audience="public", read_blob=None, workspace_facts=None
+        )
 
 
 def test_digests_for_the_build_are_deterministic_and_per_audience(schema: Any) -> None:
     goal = Goal()
-    a = handoff_digests(goal.state(), audience="team", text=goal.text)
-    b = handoff_digests(goal.state(), audience="team", text=goal.text)
+    a = handoff_digests(goal.state(), audience="team", read_blob=goal.store.get_blob)
+    b = handoff_digests(goal.state(), audience="team", read_blob=goal.store.get_blob)
     assert list(a) == ["todo_a"]
     assert render_digest_json(a["todo_a"]) == render_digest_json(b["todo_a"])
     assert render_digest_markdown(a["todo_a"]) == render_digest_markdown(b["todo_a"])
@@ -358,8 +354,8 @@ def test_pending_handoffs_newest_first_and_filtered() -> None:
 
 def test_pending_handoffs_hide_private_notes_from_the_team() -> None:
     goal = Goal(note_visibility="private")
-    [team] = pending_handoffs(goal.state(), audience="team", text=goal.text)
-    [private] = pending_handoffs(goal.state(), audience="private", text=goal.text)
+    [team] = pending_handoffs(goal.state(), audience="team", read_blob=goal.store.get_blob)
+    [private] = pending_handoffs(goal.state(), audience="private", read_blob=goal.store.get_blob)
     assert team["summary"] is None
     assert private["summary"] is not None and private["summary"].startswith("Tokenizer")
 
@@ -374,7 +370,7 @@ def test_demo_digest_is_schema_valid(tmp_path: Path, schema: Any) -> None:
     assert pending["todo_id"] == "handoff" and pending["source_agent_id"] == "agent-claude"
     assert pending["target_agent_id"] == "agent-codex" and pending["stale"] is False
     for audience in ("team", "private"):
-        digests = handoff_digests(state, audience=audience, text=None)
+        digests = handoff_digests(state, audience=audience, read_blob=None)
         _valid(schema, digests["handoff"])
         note = digests["handoff"]["handoff"]["note"]
         assert any(f["path"] == "loopx/engine/handoff.py" for f in note["files_touched"])

@@ -149,7 +149,9 @@ def _write(corpus: Corpus) -> Written:
 
 def _render(written: Written) -> dict[str, str]:
     state = require_goal(written.store, "demo")
-    digest = handoff_digest(state, IDS["todo"], audience="team", text=None, workspace_facts=None)
+    digest = handoff_digest(
+        state, IDS["todo"], audience="team", read_blob=None, workspace_facts=None
+    )
     events = written.store.read("demo").events
     before = replay(events[:1])
     assert before is not None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 import weakref
 from collections.abc import Callable
@@ -120,22 +119,12 @@ def context(root: Path | None, agent_id: str, session_id: str) -> Any:
     return Context(open_store(root), from_env(), agent_id=agent_id, session_id=session_id)
 
 
-def text_resolver(store: Any) -> Callable[[Any], Any]:
-    """Display text for stored values: inline strings, or private blobs read on this host."""
+def text_resolver(store: Any) -> Callable[[Any], str]:
+    """Display text for stored values as the operator reads them: the private audience's
+    lens, private text read from this host's blob store."""
+    from loopx.privacy.audience import Lens
 
-    from loopx.privacy.audience import PRIVATE_MISSING
-
-    @functools.lru_cache(maxsize=4096)
-    def blob(ref: str) -> str:
-        data = store.get_blob(ref)
-        return PRIVATE_MISSING if data is None else data.decode("utf-8", "replace")
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, dict) and "blob" in value:
-            return blob(value["blob"])
-        return value
-
-    return resolve
+    return Lens("private", store.get_blob).text
 
 
 def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> None:

@@ -20,7 +20,6 @@ from loopx.cli.common import (
     emit,
     guarded,
     open_store,
-    text_resolver,
 )
 from loopx.engine.lookup import LEASE_RANGE
 from loopx.store import fsio
@@ -184,20 +183,19 @@ def inspect_handoff(
     state = require_goal(store, goal_id)
     lookup.todo(state, todo_id)
     found = pick_handoff(state, todo_id, handoff_id)  # refuses another todo's note
-    resolve = text_resolver(store)
     facts = None
     if workspace is not None:
         paths: list[str] = []
         revision = None
         if found is not None:
             revision = found.get("git_revision")
-            paths = _note_paths(found["note"], resolve)
+            paths = _note_paths(found["note"], store.get_blob)
         facts = workspace_facts(workspace, revision, paths)
     return handoff_digest(
         state,
         todo_id,
         audience=audience,
-        text=resolve,
+        read_blob=store.get_blob,
         workspace_facts=facts,
         now=now,
         reader=reader,
@@ -205,17 +203,11 @@ def inspect_handoff(
     )
 
 
-def _note_paths(note: Any, resolve: Any) -> list[str]:
-    import orjson
+def _note_paths(note: Any, read_blob: Any) -> list[str]:
+    from loopx.privacy.audience import BlobText, note_body
 
-    if isinstance(note, dict) and "blob" in note:
-        try:
-            note = orjson.loads(resolve(note))
-        except orjson.JSONDecodeError:
-            return []
-    if not isinstance(note, dict):
-        return []
-    return [f["path"] for f in note.get("files_touched", [])]
+    body = note_body(note, BlobText(read_blob))
+    return [] if body is None else [f["path"] for f in body.get("files_touched", [])]
 
 
 @handoff.command("inspect")
@@ -445,7 +437,6 @@ def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
     from loopx.model.errors import LoopxError
     from loopx.projections.handoff import pending_handoffs
 
-    resolve = text_resolver(store)
     items: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     if goal_id is not None:
@@ -466,7 +457,7 @@ def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
             if loaded.state is not None:
                 states.append(loaded.state)
     for state in states:
-        items.extend(pending_handoffs(state, audience="private", text=resolve, now=now))
+        items.extend(pending_handoffs(state, audience="private", read_blob=store.get_blob, now=now))
     items.sort(key=lambda h: (h["prepared_at"], h["goal_id"], h["prepared_seq"]), reverse=True)
     return {"now": now, "handoffs": items, "total": len(items), "problems": problems}
 

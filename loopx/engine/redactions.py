@@ -16,6 +16,7 @@ from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.events import REDACTABLE_FIELDS
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState
+from loopx.state.freetext import redactable
 from loopx.state.redactions import current, is_redacted, target
 
 ENTITIES = tuple(REDACTABLE_FIELDS)
@@ -38,7 +39,7 @@ def redact_field(
         raise InvalidInput(
             f"entity must be one of {', '.join(ENTITIES)}", code="invalid_entity", entity=entity
         )
-    fields = REDACTABLE_FIELDS[entity]
+    fields = redactable(entity)  # the entity's declared free text (loopx.state.entities)
     if field not in fields:
         raise InvalidInput(
             f"a {entity} has no redactable field of that name (one of {', '.join(fields)})",

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from loopx.build.registry import GoalContext, Output, Projection
-from loopx.privacy.audience import BlobReader
 from loopx.projections import handoff
 from loopx.render.handoff import render_digest_markdown
 
@@ -17,22 +15,8 @@ Digests = dict[str, dict[str, Any]]
 def _project(ctx: GoalContext) -> Digests:
     facts = {"head": ctx.head} if ctx.head else None
     return handoff.handoff_digests(
-        ctx.state, audience=ctx.audience, text=_blob_text(ctx.read_blob), workspace_facts=facts
+        ctx.state, audience=ctx.audience, read_blob=ctx.read_blob, workspace_facts=facts
     )
-
-
-def _blob_text(read_blob: BlobReader | None) -> Callable[[Any], Any] | None:
-    """Resolve private blob text on this host (private builds only)."""
-    if read_blob is None:
-        return None
-
-    def text(value: Any) -> Any:
-        if isinstance(value, dict) and "blob" in value:
-            data = read_blob(value["blob"])
-            return None if data is None else data.decode("utf-8", "replace")
-        return value
-
-    return text
 
 
 def _links(digests: Digests) -> list[dict[str, str]]:
