@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,8 +32,12 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
     """Add --root, --format and --debug to a command."""
 
     def decorate(fn: F) -> F:
-        fn = click.option(
-            "--debug", is_flag=True, hidden=True, help="Show tracebacks for unexpected errors."
+        fn = click.option(  # read by `loopx.cli.main` from the arguments, before click runs
+            "--debug",
+            is_flag=True,
+            hidden=True,
+            expose_value=False,
+            help="Show tracebacks for unexpected errors.",
         )(fn)
         fn = click.option(
             "--format",
@@ -75,34 +78,48 @@ def actor(fn: F) -> F:
     return fn
 
 
-def guarded(fn: F) -> F:
-    """Add --operation-id and --expected-revision to a write command."""
-    fn = click.option(
+def operation(fn: F) -> F:
+    """Add --operation-id to a write command."""
+    return click.option(
+        "--operation-id",
+        default=None,
+        help="Idempotency key: a retry with the same id and payload replays the original receipt.",
+    )(fn)
+
+
+def expected_revision(fn: F) -> F:
+    """Add --expected-revision to a guarded write command."""
+    return click.option(
         "--expected-revision",
         type=count(),
         default=None,
         help="Refuse unless the entity is at this revision (revision_conflict).",
     )(fn)
-    fn = click.option(
-        "--operation-id",
-        default=None,
-        help="Idempotency key: a retry with the same id and payload replays the original receipt.",
-    )(fn)
-    return fn
 
 
-# Stores this command opened, closed by `close_stores` when it ends. Weak: a long-running
-# caller (the MCP server) opens one per call, and each closes when it is dropped.
-_OPENED: weakref.WeakSet[Any] = weakref.WeakSet()
+def guarded(fn: F) -> F:
+    """Add --operation-id and --expected-revision to a write command."""
+    return operation(expected_revision(fn))
+
+
+# The stores this command opened, by project folder and store, closed by `close_stores` when
+# it ends: one per project however often a command asks (the default goal, then the write),
+# and one for the life of a long-running caller (the MCP server), which still sees every
+# other process's writes (a store reads the ledger on every call).
+_OPENED: dict[tuple[Path, str], Any] = {}
 
 
 def open_store(root: Path | None) -> Any:
     """The project's store (files, or PostgreSQL when configured), closed when the command ends."""
     from loopx.store.root import find_root
+    from loopx.store.select import configured
     from loopx.store.select import open_store as select
 
-    store = select(find_root(root))
-    _OPENED.add(store)
+    found = find_root(root)
+    key = (found, configured(found))
+    store = _OPENED.get(key)
+    if store is None:
+        store = _OPENED[key] = select(found, key[1])
     return store
 
 
@@ -110,7 +127,7 @@ def close_stores() -> None:
     from loopx.store.select import close
 
     while _OPENED:
-        close(_OPENED.pop())
+        close(_OPENED.popitem()[1])
 
 
 def context(root: Path | None, agent_id: str, session_id: str) -> Any:
@@ -193,6 +210,11 @@ def split_ids(values: tuple[str, ...]) -> list[str]:
     for value in values:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+def ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """An option callback: a repeatable id option's values, each may be comma-separated."""
+    return split_ids(value)
 
 
 def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | None:

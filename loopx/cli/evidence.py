@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
-    actor,
     checkout_root_option,
     common,
-    context,
     count,
     emit,
-    emit_result,
+    ids,
     open_store,
-    split_ids,
     text_resolver,
 )
+from loopx.cli.write import write
+from loopx.engine.commands import AddEvidence, RecordRun
+from loopx.engine.evidence import OUTCOMES, add_evidence, record_run
 
 
 @click.group()
@@ -26,8 +27,7 @@ def evidence() -> None:
     """Record and list evidence."""
 
 
-@evidence.command("add")
-@click.option("--goal-id", required=True)
+@write(evidence, "add", add_evidence, "evidence")
 @click.option("--kind", required=True, help="test, ci, pr, commit, review, log, note, …")
 @click.option("--summary", required=True)
 @click.option("--ref", "refs", multiple=True, help="A URI or sha256: reference (repeatable).")
@@ -52,47 +52,12 @@ def evidence() -> None:
 @click.option("--todo-id", default=None, help="The todo it supports.")
 @click.option("--evidence-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
-@click.option("--operation-id", default=None)
-@actor
-@common()
-def add(
-    goal_id: str,
-    kind: str,
-    summary: str,
-    refs: tuple[str, ...],
-    body_file: Path | None,
-    revision: str | None,
-    workspace: Path,
-    todo_id: str | None,
-    evidence_id: str | None,
-    visibility: str,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def add(body_file: Path | None, **fields: Any) -> AddEvidence:
     """Record evidence, bound to the git revision it was observed at."""
-    from loopx.engine.evidence import add_evidence, read_body
+    from loopx.engine.evidence import read_body
 
-    ctx = context(root, agent_id, session_id)
     body = read_body(body_file) if body_file is not None else None
-    result = add_evidence(
-        ctx,
-        goal_id,
-        kind=kind,
-        summary=summary,
-        refs=list(refs),
-        body=body,
-        revision=revision,
-        workspace=workspace,
-        todo_id=todo_id,
-        evidence_id=evidence_id,
-        visibility=visibility,
-        operation_id=operation_id,
-    )
-    emit_result(fmt, result, "evidence")
+    return AddEvidence(body=body, **fields)
 
 
 @evidence.command("list")
@@ -108,7 +73,7 @@ def add(
 )
 @common()
 def list_evidence(
-    goal_id: str, todo_id: str | None, workspace: Path, root: Path | None, fmt: str, debug: bool
+    goal_id: str, todo_id: str | None, workspace: Path, root: Path | None, fmt: str
 ) -> None:
     """List evidence with its freshness against the workspace's HEAD."""
     from loopx.engine.core import require_goal
@@ -142,68 +107,26 @@ def run() -> None:
     """Record and list agent runs."""
 
 
-@run.command("record")
-@click.option("--goal-id", required=True)
-@click.option(
-    "--outcome",
-    required=True,
-    type=click.Choice(["progress", "completed", "blocked", "failed", "no_op", "waiting"]),
-)
+@write(run, "record", record_run, "run")
+@click.option("--outcome", required=True, type=click.Choice(OUTCOMES))
 @click.option("--todo-id", default=None)
 @click.option("--summary", default=None)
-@click.option("--evidence-id", "evidence_ids", multiple=True)
+@click.option("--evidence-id", "evidence_ids", multiple=True, callback=ids)
 @click.option("--successor", default=None, help="The todo to pick up next.")
 @click.option("--wait", default=None, help="What the run is waiting for.")
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--run-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
-@click.option("--operation-id", default=None)
-@actor
-@common()
-def record(
-    goal_id: str,
-    outcome: str,
-    todo_id: str | None,
-    summary: str | None,
-    evidence_ids: tuple[str, ...],
-    successor: str | None,
-    wait: str | None,
-    quota_spent: int,
-    run_id: str | None,
-    visibility: str,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def record(**fields: Any) -> RecordRun:
     """Record one bounded agent turn (--agent-id, --session-id) and what it spent."""
-    from loopx.engine.evidence import record_run
-
-    ctx = context(root, agent_id, session_id)
-    result = record_run(
-        ctx,
-        goal_id,
-        outcome=outcome,
-        todo_id=todo_id,
-        summary=summary,
-        evidence_ids=split_ids(evidence_ids),
-        successor=successor,
-        wait=wait,
-        quota_spent=quota_spent,
-        run_id=run_id,
-        visibility=visibility,
-        operation_id=operation_id,
-    )
-    emit_result(fmt, result, "run")
+    return RecordRun(**fields)
 
 
 @run.command("list")
 @click.option("--goal-id", required=True)
 @click.option("--agent-id", default=None, help="Only this agent's runs.")
 @common()
-def list_runs(goal_id: str, agent_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def list_runs(goal_id: str, agent_id: str | None, root: Path | None, fmt: str) -> None:
     """List a goal's runs, oldest first."""
     from loopx.engine.core import require_goal
     from loopx.state.views import run_view

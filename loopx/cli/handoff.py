@@ -4,6 +4,7 @@ and list the notes still waiting for an agent."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,16 @@ from loopx.cli.common import (
     actor,
     checkout_root_option,
     common,
-    context,
     count,
     echo,
     emit,
-    guarded,
     open_store,
     text_resolver,
 )
+from loopx.cli.write import write
+from loopx.engine.commands import AdoptHandoff, PrepareHandoff
+from loopx.engine.core import Context, Result
+from loopx.engine.handoff import adopt_handoff, prepare_handoff
 from loopx.engine.lookup import LEASE_RANGE
 from loopx.store import fsio
 
@@ -36,8 +39,27 @@ def handoff() -> None:
 # -- prepare ------------------------------------------------------------------------------
 
 
-@handoff.command("prepare")
-@click.option("--goal-id", required=True)
+def _prepared(
+    command: PrepareHandoff, result: Result, ctx: Context
+) -> tuple[dict[str, Any], Callable[[], str]]:
+    """The receipt with the new note's id, and the command the next agent runs."""
+    data = result.to_dict()
+    data["handoff_id"] = result.receipt["subject"]
+    goal_id, todo_id = command.goal_id, command.todo_id
+
+    def text() -> str:
+        r = result.receipt
+        verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
+        return (
+            f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
+            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
+            f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
+        )
+
+    return data, text
+
+
+@write(handoff, "prepare", prepare_handoff, report=_prepared)
 @click.option("--todo-id", required=True)
 @click.option(
     "--from-context",
@@ -80,50 +102,29 @@ def handoff() -> None:
     help="The checkout whose git HEAD (and dirtiness) the note is bound to "
     "(default: the git work tree of the current folder).",
 )
-@guarded
-@actor
-@common()
 def prepare(
-    goal_id: str,
-    todo_id: str,
     from_context: str | None,
     work_summary: str | None,
+    rationale: str | None,
     next_steps: tuple[str, ...],
     tried: tuple[str, ...],
     files: tuple[str, ...],
     decisions: tuple[str, ...],
     questions: tuple[str, ...],
     source_refs: tuple[str, ...],
-    rationale: str | None,
-    visibility: str | None,
-    target_agent_id: str | None,
-    workspace: Path,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+    **fields: Any,
+) -> PrepareHandoff:
     """Write a continuation note for a todo you hold (only the claim holder may).
 
     The note (work summary, approaches tried, next steps, files touched, key decisions, open
     questions, source refs) comes from --from-context JSON or from flags. It is bound to the
     todo's revision (--expected-revision guards it) and to the git HEAD of --workspace.
     """
-    from loopx.engine.handoff import note_from_flags, prepare_handoff, read_context
+    from loopx.engine.handoff import note_from_flags, read_context
     from loopx.model.errors import InvalidInput
 
     flags = (work_summary, rationale, next_steps, tried, files, decisions, questions, source_refs)
-    if from_context is not None:
-        if any(flags):
-            raise InvalidInput(
-                "pass the note either with --from-context or with flags, not both",
-                code="usage_error",
-            )
-        note = read_context(from_context)
-    else:
+    if from_context is None:
         note = note_from_flags(
             work_summary=work_summary,
             rationale=rationale,
@@ -134,31 +135,13 @@ def prepare(
             questions=questions,
             source_refs=source_refs,
         )
-    ctx = context(root, agent_id, session_id)
-    result = prepare_handoff(
-        ctx,
-        goal_id,
-        todo_id,
-        note=note,
-        visibility=visibility,
-        target_agent_id=target_agent_id,
-        workspace=workspace,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    data = result.to_dict()
-    data["handoff_id"] = result.receipt["subject"]
-
-    def text() -> str:
-        r = result.receipt
-        verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
-        return (
-            f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
-            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
-            f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
+    elif any(flags):
+        raise InvalidInput(
+            "pass the note either with --from-context or with flags, not both", code="usage_error"
         )
-
-    emit(fmt, data, text)
+    else:
+        note = read_context(from_context)
+    return PrepareHandoff(note=note, **fields)
 
 
 # -- inspect ------------------------------------------------------------------------------
@@ -256,7 +239,6 @@ def inspect(
     session_id: str,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Show a todo's latest handoff note with the current facts.
 
@@ -360,8 +342,24 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
 # -- adopt --------------------------------------------------------------------------------
 
 
-@handoff.command("adopt")
-@click.option("--goal-id", required=True)
+def _adopted(
+    command: AdoptHandoff, result: Result, ctx: Context
+) -> tuple[dict[str, Any], Callable[[], str]]:
+    """The receipt, said as the claim moving to the acting agent."""
+
+    def text() -> str:
+        r = result.receipt
+        verb = "adopted" if result.status == "applied" else "already adopted (replayed)"
+        return (
+            f"todo {command.todo_id} {verb} by {ctx.agent_id}: claim transferred at revision "
+            f"{r['revision']} (goal {command.goal_id}, operation {r['operation_id']}, events "
+            f"{r['seq_first']}-{r['seq_last']})"
+        )
+
+    return result.to_dict(), text
+
+
+@write(handoff, "adopt", adopt_handoff, report=_adopted)
 @click.option("--todo-id", required=True)
 @click.option(
     "--target-agent-id",
@@ -383,24 +381,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     help="The adopting checkout; its HEAD is recorded with the adoption "
     "(default: the git work tree of the current folder).",
 )
-@guarded
-@actor
-@common()
-def adopt(
-    goal_id: str,
-    todo_id: str,
-    target_agent_id: str | None,
-    handoff_id: str | None,
-    lease_seconds: int | None,
-    workspace: Path,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def adopt(**fields: Any) -> AdoptHandoff:
     """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
 
     Refused when the todo is done (todo_closed), there is no pending note
@@ -408,31 +389,7 @@ def adopt(
     (claim_owner_mismatch), or --expected-revision is not the todo's revision
     (revision_conflict). Retrying with the same --operation-id replays the receipt.
     """
-    from loopx.engine.handoff import adopt_handoff
-
-    ctx = context(root, agent_id, session_id)
-    result = adopt_handoff(
-        ctx,
-        goal_id,
-        todo_id,
-        target_agent_id=target_agent_id,
-        handoff_id=handoff_id,
-        lease_seconds=lease_seconds,
-        workspace=workspace,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-
-    def text() -> str:
-        r = result.receipt
-        verb = "adopted" if result.status == "applied" else "already adopted (replayed)"
-        return (
-            f"todo {todo_id} {verb} by {agent_id}: claim transferred at revision "
-            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']}, events "
-            f"{r['seq_first']}-{r['seq_last']})"
-        )
-
-    emit(fmt, result.to_dict(), text)
+    return AdoptHandoff(**fields)
 
 
 # -- list ---------------------------------------------------------------------------------
@@ -474,7 +431,7 @@ def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
 @handoff.command("list")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def list_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def list_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Pending handoffs (prepared, not adopted), newest first: what was the last session
     working on, and what did it leave for the next one?"""
     from loopx.engine.clock import from_env

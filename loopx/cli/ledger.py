@@ -28,7 +28,6 @@ def log_cmd(
     types: tuple[str, ...],
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """List a goal's events, oldest first."""
     from loopx.model.errors import NotFound
@@ -57,7 +56,7 @@ def log_cmd(
 @click.command("verify")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def verify_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def verify_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Recompute every checksum and the hash chain; report head hash, size and any damage.
 
     Exits 5 when any ledger is damaged.

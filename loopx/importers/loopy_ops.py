@@ -16,6 +16,14 @@ import orjson
 
 from loopx.engine import evidence as ev
 from loopx.engine import goals, todos
+from loopx.engine.commands import (
+    AddEvidence,
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    CompleteTodo,
+    RegisterAgent,
+)
 from loopx.engine.core import Context, Result
 from loopx.engine.evidence import MAX_BODY_BYTES
 from loopx.importers.sanitize import clip, has_local_path, scrub
@@ -122,16 +130,18 @@ class Ops:
         def call(ctx: Context, op_id: str) -> Result:
             return ev.add_evidence(
                 ctx,
-                goal,
-                kind=kind,
-                summary=text,
-                refs=refs,
-                body=body,
-                revision=revision,
-                todo_id=todo_id,
-                evidence_id=evidence_id,
-                visibility=visibility,
-                operation_id=op_id,
+                AddEvidence(
+                    goal_id=goal,
+                    kind=kind,
+                    summary=text,
+                    refs=refs,
+                    body=body,
+                    revision=revision,
+                    todo_id=todo_id,
+                    evidence_id=evidence_id,
+                    visibility=visibility,
+                    operation_id=op_id,
+                ),
             )
 
         self.op(evidence_id, "add", call, at=at, label=label, agent=agent, phase=phase)
@@ -153,7 +163,15 @@ class Ops:
 
         def call(ctx: Context, op_id: str) -> Result:
             return todos.add_todo(
-                ctx, goal, title=text, todo_id=todo_id, role=role, kind=kind, operation_id=op_id
+                ctx,
+                AddTodo(
+                    goal_id=goal,
+                    title=text,
+                    todo_id=todo_id,
+                    role=role,
+                    kind=kind,
+                    operation_id=op_id,
+                ),
             )
 
         self.op(todo_id, "add", call, at=at, label=f"todo {todo_id}", phase=phase)
@@ -177,10 +195,19 @@ class Ops:
         def call(ctx: Context, op_id: str) -> Result:
             if verb == "complete":
                 return todos.complete_todo(
-                    ctx, goal, todo_id, evidence_ids=evidence_ids, operation_id=op_id
+                    ctx,
+                    CompleteTodo(
+                        goal_id=goal,
+                        todo_id=todo_id,
+                        evidence_ids=evidence_ids or (),
+                        operation_id=op_id,
+                    ),
                 )
-            fn = todos.block_todo if verb == "block" else todos.cancel_todo
-            return fn(ctx, goal, todo_id, reason=why, operation_id=op_id)
+            if verb == "block":
+                block = BlockTodo(goal_id=goal, todo_id=todo_id, reason=why, operation_id=op_id)
+                return todos.block_todo(ctx, block)
+            cancel = CancelTodo(goal_id=goal, todo_id=todo_id, reason=why, operation_id=op_id)
+            return todos.cancel_todo(ctx, cancel)
 
         self.op(
             todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", agent=agent, phase=phase
@@ -196,7 +223,14 @@ class Ops:
 
         def call(ctx: Context, op_id: str) -> Result:
             return goals.register_agent(
-                ctx, goal, agent_id, name=name, kind="loopy-loop", operation_id=op_id
+                ctx,
+                RegisterAgent(
+                    goal_id=goal,
+                    agent_id=agent_id,
+                    name=name,
+                    kind="loopy-loop",
+                    operation_id=op_id,
+                ),
             )
 
         self.op(

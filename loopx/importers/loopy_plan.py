@@ -48,6 +48,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopx.engine import goals, todos
+from loopx.engine.commands import (
+    AddNote,
+    ClaimTodo,
+    CloseGoal,
+    CreateGoal,
+    PrepareHandoff,
+    SetQuota,
+)
 from loopx.engine.core import Context, Result
 from loopx.engine.handoff import check_note, prepare_handoff
 from loopx.importers.loopy_model import Problem, Session
@@ -161,12 +169,14 @@ class SessionPlan(Ops):
         def create(ctx: Context, op_id: str) -> Result:
             return goals.create_goal(
                 ctx,
-                goal,
-                title=title,
-                objective=objective,
-                acceptance=acceptance,
-                visibility="team",
-                operation_id=op_id,
+                CreateGoal(
+                    goal_id=goal,
+                    title=title,
+                    objective=objective,
+                    acceptance=acceptance,
+                    visibility="team",
+                    operation_id=op_id,
+                ),
             )
 
         self.op("goal", "create", create, at=at, label="goal", phase=0)
@@ -185,7 +195,9 @@ class SessionPlan(Ops):
         if max_turns is not None and max_turns >= 0:
 
             def quota(ctx: Context, op_id: str) -> Result:
-                return goals.set_quota(ctx, goal, quota=max_turns, unit="runs", operation_id=op_id)
+                return goals.set_quota(
+                    ctx, SetQuota(goal_id=goal, quota=max_turns, unit="runs", operation_id=op_id)
+                )
 
             self.op(f"quota-{max_turns}", "set", quota, at=at, label="quota", phase=0)
         self.register(AGENT, "loopy-loop coordinator", at=at, phase=0)
@@ -198,12 +210,14 @@ class SessionPlan(Ops):
             def note(ctx: Context, op_id: str) -> Result:
                 return goals.add_note(
                     ctx,
-                    goal,
-                    text=text,
-                    kind="note",
-                    visibility="team",
-                    note_id="parent-link",
-                    operation_id=op_id,
+                    AddNote(
+                        goal_id=goal,
+                        text=text,
+                        kind="note",
+                        visibility="team",
+                        note_id="parent-link",
+                        operation_id=op_id,
+                    ),
                 )
 
             self.op("parent-link", "add", note, at=at, label="parent link", phase=0)
@@ -400,17 +414,21 @@ class SessionPlan(Ops):
         self.register(agent, f"loopy-loop {h.workflow} role", at=at)
 
         def claim(ctx: Context, op_id: str) -> Result:
-            return todos.claim_todo(ctx, goal, SESSION_TODO, operation_id=op_id)
+            return todos.claim_todo(
+                ctx, ClaimTodo(goal_id=goal, todo_id=SESSION_TODO, operation_id=op_id)
+            )
 
         def prepare(ctx: Context, op_id: str) -> Result:
             return prepare_handoff(
                 ctx,
-                goal,
-                SESSION_TODO,
-                note=note,
-                git_revision=head,
-                workspace_dirty=dirty if head else None,
-                operation_id=op_id,
+                PrepareHandoff(
+                    goal_id=goal,
+                    todo_id=SESSION_TODO,
+                    note=note,
+                    git_revision=head,
+                    workspace_dirty=dirty if head else None,
+                    operation_id=op_id,
+                ),
             )
 
         label = f"handoff revision {h.revision}"
@@ -496,7 +514,8 @@ class SessionPlan(Ops):
 
             def close(ctx: Context, op_id: str) -> Result:
                 return goals.close_goal(
-                    ctx, goal, outcome="achieved", reason=reason, operation_id=op_id
+                    ctx,
+                    CloseGoal(goal_id=goal, outcome="achieved", reason=reason, operation_id=op_id),
                 )
 
             self.op("goal", "achieve", close, at=at, label="close goal (achieved)", phase=2)
@@ -514,10 +533,12 @@ class SessionPlan(Ops):
             def abandon(ctx: Context, op_id: str) -> Result:
                 return goals.close_goal(
                     ctx,
-                    goal,
-                    outcome="abandoned",
-                    reason="The loopy-loop session was stopped by its operator.",
-                    operation_id=op_id,
+                    CloseGoal(
+                        goal_id=goal,
+                        outcome="abandoned",
+                        reason="The loopy-loop session was stopped by its operator.",
+                        operation_id=op_id,
+                    ),
                 )
 
             self.op("goal", "abandon", abandon, at=at, label="close goal (abandoned)", phase=2)

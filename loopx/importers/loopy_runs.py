@@ -8,6 +8,7 @@ from __future__ import annotations
 import orjson
 
 from loopx.engine import evidence as ev
+from loopx.engine.commands import RecordRun
 from loopx.engine.core import Context, Result
 from loopx.importers.loopy_model import Iteration, ProtocolFailure, Session
 from loopx.importers.loopy_ops import SESSION_TODO, Ops, inline
@@ -99,17 +100,19 @@ def plan_iteration(plan: Ops, s: Session, it: Iteration) -> None:
     def run(ctx: Context, op_id: str) -> Result:
         return ev.record_run(
             ctx,
-            goal,
-            outcome=outcome,
-            agent_id=agent,
-            session_id=plan.session_slug,
-            todo_id=SESSION_TODO,
-            summary=summary,
-            evidence_ids=ids,
-            quota_spent=1,
-            run_id=run_id,
-            visibility="team",
-            operation_id=op_id,
+            RecordRun(
+                goal_id=goal,
+                outcome=outcome,
+                agent_id=agent,
+                session_id=plan.session_slug,
+                todo_id=SESSION_TODO,
+                summary=summary,
+                evidence_ids=ids,
+                quota_spent=1,
+                run_id=run_id,
+                visibility="team",
+                operation_id=op_id,
+            ),
         )
 
     plan.op(run_id, "record", run, at=at, agent=agent, label=f"run {run_id}")
