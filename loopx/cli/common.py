@@ -59,22 +59,16 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
     return decorate
 
 
+ACTOR = (  # option, environment variable, default, help
+    ("--session-id", "LOOPX_SESSION_ID", "cli", "The acting session."),
+    ("--agent-id", "LOOPX_AGENT_ID", "user", "The acting agent (or person)."),
+)
+
+
 def actor(fn: F) -> F:
     """Add --agent-id/--session-id (from LOOPX_AGENT_ID/LOOPX_SESSION_ID) to a write command."""
-    fn = click.option(
-        "--session-id",
-        envvar="LOOPX_SESSION_ID",
-        default="cli",
-        show_default=True,
-        help="The acting session.",
-    )(fn)
-    fn = click.option(
-        "--agent-id",
-        envvar="LOOPX_AGENT_ID",
-        default="user",
-        show_default=True,
-        help="The acting agent (or person).",
-    )(fn)
+    for name, variable, default, what in ACTOR:
+        fn = click.option(name, envvar=variable, default=default, show_default=True, help=what)(fn)
     return fn
 
 
@@ -177,6 +171,11 @@ def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> No
     click.echo(out)
 
 
+def emit_rows(fmt: str, data: Any, rows: list[Any], line: Callable[[Any], str], empty: str) -> None:
+    """Print `data` as JSON, or `rows` (part of `data`) one `line` each, `empty` for none."""
+    emit(fmt, data, lambda: "\n".join(line(row) for row in rows) or empty)
+
+
 def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
     """Print text (a document: its own newlines kept) with nothing a terminal would act on.
     Every text-mode print of loopx goes through here."""
@@ -226,6 +225,18 @@ def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | Non
     from loopx.engine.git import checkout_root
 
     return checkout_root(value)
+
+
+def workspace_option(what: str) -> Callable[[F], F]:
+    """Add --workspace: the checkout `what` says (default: the git work tree of the current
+    folder, found from a subfolder too)."""
+    return click.option(
+        "--workspace",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("."),
+        callback=checkout_root_option,
+        help=f"{what} (default: the git work tree of the current folder).",
+    )
 
 
 def print_findings(findings: list[dict[str, Any]]) -> None:

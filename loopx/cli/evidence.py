@@ -9,17 +9,18 @@ import click
 
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
-    checkout_root_option,
     common,
     count,
-    emit,
+    emit_rows,
     ids,
     open_store,
     text_resolver,
+    workspace_option,
 )
 from loopx.cli.write import write
-from loopx.engine.commands import AddEvidence, RecordRun
-from loopx.engine.evidence import OUTCOMES, add_evidence, record_run
+from loopx.engine import commands
+from loopx.engine import evidence as ev
+from loopx.engine.evidence import OUTCOMES
 
 
 @click.group()
@@ -27,7 +28,7 @@ def evidence() -> None:
     """Record and list evidence."""
 
 
-@write(evidence, "add", add_evidence, "evidence")
+@write(evidence, "add", ev.add_evidence, "evidence")
 @click.option("--kind", required=True, help="test, ci, pr, commit, review, log, note, …")
 @click.option("--summary", required=True)
 @click.option("--ref", "refs", multiple=True, help="A URI or sha256: reference (repeatable).")
@@ -41,36 +42,22 @@ def evidence() -> None:
 @click.option(
     "--revision", default=None, help="Git commit it was observed at (default: HEAD of --workspace)."
 )
-@click.option(
-    "--workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    callback=checkout_root_option,
-    help="Checkout whose HEAD binds the evidence "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("Checkout whose HEAD binds the evidence")
 @click.option("--todo-id", default=None, help="The todo it supports.")
 @click.option("--evidence-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
-def add(body_file: Path | None, **fields: Any) -> AddEvidence:
+def add(body_file: Path | None, **fields: Any) -> commands.AddEvidence:
     """Record evidence, bound to the git revision it was observed at."""
     from loopx.engine.evidence import read_body
 
     body = read_body(body_file) if body_file is not None else None
-    return AddEvidence(body=body, **fields)
+    return commands.AddEvidence(body=body, **fields)
 
 
 @evidence.command("list")
 @click.option("--goal-id", required=True)
 @click.option("--todo-id", default=None)
-@click.option(
-    "--workspace",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    callback=checkout_root_option,
-    help="Checkout whose HEAD decides freshness "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("Checkout whose HEAD decides freshness")
 @common()
 def list_evidence(
     goal_id: str, todo_id: str | None, workspace: Path, root: Path | None, fmt: str
@@ -89,17 +76,16 @@ def list_evidence(
         if todo_id is None or e.todo_id == todo_id
     ]
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{e['evidence_id']:<20} {e['kind']:<7} {e['freshness']:<10} "
-                f"{(e['revision'] or '-')[:10]:<10} {e['summary']}"
-                for e in rows
-            )
-            or "no evidence"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "head": head, "evidence": rows}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "head": head, "evidence": rows},
+        rows,
+        lambda e: (
+            f"{e['evidence_id']:<20} {e['kind']:<7} {e['freshness']:<10} "
+            f"{(e['revision'] or '-')[:10]:<10} {e['summary']}"
+        ),
+        "no evidence",
+    )
 
 
 @click.group()
@@ -107,7 +93,7 @@ def run() -> None:
     """Record and list agent runs."""
 
 
-@write(run, "record", record_run, "run")
+@write(run, "record", ev.record_run, "run")
 @click.option("--outcome", required=True, type=click.Choice(OUTCOMES))
 @click.option("--todo-id", default=None)
 @click.option("--summary", default=None)
@@ -117,9 +103,9 @@ def run() -> None:
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--run-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
-def record(**fields: Any) -> RecordRun:
+def record(**fields: Any) -> commands.RecordRun:
     """Record one bounded agent turn (--agent-id, --session-id) and what it spent."""
-    return RecordRun(**fields)
+    return commands.RecordRun(**fields)
 
 
 @run.command("list")
@@ -140,14 +126,13 @@ def list_runs(goal_id: str, agent_id: str | None, root: Path | None, fmt: str) -
         if agent_id is None or r.agent_id == agent_id
     ]
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{r['run_id']:<12} {r['agent_id']:<16} {r['outcome']:<10} "
-                f"{r['todo_id'] or '-':<16} {r.get('summary') or ''}"
-                for r in rows
-            )
-            or "no runs"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "runs": rows}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "runs": rows},
+        rows,
+        lambda r: (
+            f"{r['run_id']:<12} {r['agent_id']:<16} {r['outcome']:<10} "
+            f"{r['todo_id'] or '-':<16} {r.get('summary') or ''}"
+        ),
+        "no runs",
+    )

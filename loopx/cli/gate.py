@@ -7,10 +7,16 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import VISIBILITY_CHOICE, common, emit, ids, open_store, text_resolver
+from loopx.cli.common import (
+    VISIBILITY_CHOICE,
+    common,
+    emit_rows,
+    ids,
+    open_store,
+    text_resolver,
+)
 from loopx.cli.write import write
-from loopx.engine.commands import OpenGate, ResolveGate
-from loopx.engine.gates import open_gate, resolve_gate
+from loopx.engine import commands, gates
 
 
 @click.group()
@@ -18,7 +24,7 @@ def gate() -> None:
     """Open and resolve human decision gates."""
 
 
-@write(gate, "open", open_gate, "gate")
+@write(gate, "open", gates.open_gate, "gate")
 @click.option("--question", required=True, help="The decision to make.")
 @click.option("--authority", required=True, help="Who decides (an agent or person id).")
 @click.option(
@@ -36,20 +42,20 @@ def gate() -> None:
     default="team",
     show_default=True,
 )
-def open_cmd(**fields: Any) -> OpenGate:
+def open_cmd(**fields: Any) -> commands.OpenGate:
     """Open a gate: what it blocks stays out of the frontier until it is approved or rejected."""
-    return OpenGate(**fields)
+    return commands.OpenGate(**fields)
 
 
-@write(gate, "resolve", resolve_gate, lambda c: f"gate {c.resolution}")
+@write(gate, "resolve", gates.resolve_gate, lambda c: f"gate {c.resolution}")
 @click.option("--gate-id", required=True)
 @click.option("--resolution", type=click.Choice(["approve", "reject", "defer"]), required=True)
 @click.option("--by", default=None, help="The authority resolving it (default: --agent-id).")
 @click.option("--rationale", default=None, help="Why.")
 @click.option("--ask-again-at", default=None, help="With defer: when to ask again.")
-def resolve(**fields: Any) -> ResolveGate:
+def resolve(**fields: Any) -> commands.ResolveGate:
     """Approve, reject or defer a gate. Only its authority may; twice is gate_resolved."""
-    return ResolveGate(**fields)
+    return commands.ResolveGate(**fields)
 
 
 @gate.command("list")
@@ -75,14 +81,13 @@ def list_gates(goal_id: str, statuses: tuple[str, ...], root: Path | None, fmt: 
         if not statuses or g.status in statuses
     ]
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{g['gate_id']:<20} {g['status']:<9} {g['authority']:<12} {g['question']}  "
-                f"blocks {'the goal' if g['blocks_goal'] else ','.join(g['blocks'])}"
-                for g in rows
-            )
-            or "no gates"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "gates": rows}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "gates": rows},
+        rows,
+        lambda g: (
+            f"{g['gate_id']:<20} {g['status']:<9} {g['authority']:<12} {g['question']}  "
+            f"blocks {'the goal' if g['blocks_goal'] else ','.join(g['blocks'])}"
+        ),
+        "no gates",
+    )

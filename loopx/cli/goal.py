@@ -9,8 +9,7 @@ import click
 
 from loopx.cli.common import VISIBILITY_CHOICE, common, count, emit, open_store, text_resolver
 from loopx.cli.write import write
-from loopx.engine.commands import AddNote, CloseGoal, CreateGoal, RegisterAgent, SetQuota
-from loopx.engine.goals import add_note, close_goal, create_goal, register_agent, set_quota
+from loopx.engine import commands, goals
 from loopx.engine.lookup import LEASE_RANGE
 
 
@@ -19,7 +18,7 @@ def goal() -> None:
     """Create, show, list and close goals."""
 
 
-@write(goal, "create", create_goal, lambda c: f"goal {c.goal_id}")
+@write(goal, "create", goals.create_goal, lambda c: f"goal {c.goal_id}")
 @click.option("--goal-id", required=True, help="Slug id, e.g. launch.")
 @click.option("--title", required=True)
 @click.option("--objective", required=True)
@@ -34,9 +33,9 @@ def goal() -> None:
     help="Default claim lease (default 1800).",
 )
 @click.option("--quota", type=count(), default=None, help="Run budget.")
-def create(**fields: Any) -> CreateGoal:
+def create(**fields: Any) -> commands.CreateGoal:
     """Create a goal (its ledger starts with goal.created)."""
-    return CreateGoal(**fields)
+    return commands.CreateGoal(**fields)
 
 
 @goal.command("show")
@@ -118,12 +117,12 @@ def list_goals(root: Path | None, fmt: str) -> None:
     emit(fmt, {"goals": rows}, text)
 
 
-@write(goal, "close", close_goal, lambda c: f"goal {c.goal_id} {c.outcome}")
+@write(goal, "close", goals.close_goal, lambda c: f"goal {c.goal_id} {c.outcome}")
 @click.option("--outcome", type=click.Choice(["achieved", "abandoned"]), required=True)
 @click.option("--reason", default=None)
-def close(**fields: Any) -> CloseGoal:
+def close(**fields: Any) -> commands.CloseGoal:
     """Close a goal for good. Later writes fail with goal_terminal."""
-    return CloseGoal(**fields)
+    return commands.CloseGoal(**fields)
 
 
 @click.group()
@@ -131,12 +130,12 @@ def agent() -> None:
     """Register agents on a goal."""
 
 
-@write(agent, "register", register_agent, "agent")
+@write(agent, "register", goals.register_agent, "agent")
 @click.option("--name", default=None, help="Display name.")
 @click.option("--kind", default=None, help="e.g. coding-agent, reviewer.")
-def register(**fields: Any) -> RegisterAgent:
+def register(**fields: Any) -> commands.RegisterAgent:
     """Register --agent-id on a goal."""
-    return RegisterAgent(**fields)
+    return commands.RegisterAgent(**fields)
 
 
 @click.group()
@@ -144,7 +143,7 @@ def quota() -> None:
     """Set a goal's quota."""
 
 
-@write(quota, "set", set_quota, "quota")
+@write(quota, "set", goals.set_quota, "quota")
 @click.option(
     "--budget",
     "quota",
@@ -153,9 +152,9 @@ def quota() -> None:
     help="Total budget; omit to remove the limit.",
 )
 @click.option("--unit", default="runs", show_default=True)
-def quota_set(**fields: Any) -> SetQuota:
+def quota_set(**fields: Any) -> commands.SetQuota:
     """Set (or clear) the goal's run budget."""
-    return SetQuota(**fields)
+    return commands.SetQuota(**fields)
 
 
 @click.group()
@@ -163,7 +162,7 @@ def note() -> None:
     """Record lessons, decisions and notes."""
 
 
-@write(note, "add", add_note, lambda c: c.kind)
+@write(note, "add", goals.add_note, lambda c: c.kind)
 @click.option("--text", required=True)
 @click.option(
     "--kind", type=click.Choice(["lesson", "decision", "note"]), default="note", show_default=True
@@ -171,6 +170,6 @@ def note() -> None:
 @click.option("--todo-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
 @click.option("--note-id", default=None)
-def note_add(**fields: Any) -> AddNote:
+def note_add(**fields: Any) -> commands.AddNote:
     """Add a note. Private notes go to this host's blob store; the ledger keeps the hash."""
-    return AddNote(**fields)
+    return commands.AddNote(**fields)

@@ -13,22 +13,20 @@ import click
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
     actor,
-    checkout_root_option,
     common,
     count,
     echo,
     emit,
     open_store,
     text_resolver,
+    workspace_option,
 )
 from loopx.cli.write import write
-from loopx.engine.commands import AdoptHandoff, PrepareHandoff
+from loopx.engine import commands
+from loopx.engine import handoff as handoffs
 from loopx.engine.core import Context, Result
-from loopx.engine.handoff import adopt_handoff, prepare_handoff
 from loopx.engine.lookup import LEASE_RANGE
 from loopx.store import fsio
-
-WORKSPACE = click.Path(file_okay=False, path_type=Path)
 
 
 @click.group()
@@ -39,8 +37,12 @@ def handoff() -> None:
 # -- prepare ------------------------------------------------------------------------------
 
 
+def _done(result: Result, verb: str) -> str:
+    return verb if result.status == "applied" else f"already {verb} (replayed)"
+
+
 def _prepared(
-    command: PrepareHandoff, result: Result, ctx: Context
+    command: commands.PrepareHandoff, result: Result, ctx: Context
 ) -> tuple[dict[str, Any], Callable[[], str]]:
     """The receipt with the new note's id, and the command the next agent runs."""
     data = result.to_dict()
@@ -49,17 +51,16 @@ def _prepared(
 
     def text() -> str:
         r = result.receipt
-        verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
         return (
-            f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
-            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
+            f"handoff {data['handoff_id']} for todo {todo_id} {_done(result, 'prepared')} at "
+            f"revision {r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
             f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
         )
 
     return data, text
 
 
-@write(handoff, "prepare", prepare_handoff, report=_prepared)
+@write(handoff, "prepare", handoffs.prepare_handoff, report=_prepared)
 @click.option("--todo-id", required=True)
 @click.option(
     "--from-context",
@@ -94,14 +95,7 @@ def _prepared(
     "note is kept in this host's blob store; the ledger holds its hash.",
 )
 @click.option("--target-agent-id", default=None, help="The agent meant to adopt (optional).")
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The checkout whose git HEAD (and dirtiness) the note is bound to "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("The checkout whose git HEAD (and dirtiness) the note is bound to")
 def prepare(
     from_context: str | None,
     work_summary: str | None,
@@ -113,7 +107,7 @@ def prepare(
     questions: tuple[str, ...],
     source_refs: tuple[str, ...],
     **fields: Any,
-) -> PrepareHandoff:
+) -> commands.PrepareHandoff:
     """Write a continuation note for a todo you hold (only the claim holder may).
 
     The note (work summary, approaches tried, next steps, files touched, key decisions, open
@@ -141,7 +135,7 @@ def prepare(
         )
     else:
         note = read_context(from_context)
-    return PrepareHandoff(note=note, **fields)
+    return commands.PrepareHandoff(note=note, **fields)
 
 
 # -- inspect ------------------------------------------------------------------------------
@@ -205,14 +199,7 @@ def _note_paths(note: Any, resolve: Any) -> list[str]:
 @click.option("--goal-id", required=True)
 @click.option("--todo-id", required=True)
 @click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The checkout to compare with the note: HEAD, dirtiness, files touched "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("The checkout to compare with the note: HEAD, dirtiness, files touched")
 @click.option(
     "--audience",
     type=click.Choice(["team", "private"]),
@@ -343,23 +330,22 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
 
 
 def _adopted(
-    command: AdoptHandoff, result: Result, ctx: Context
+    command: commands.AdoptHandoff, result: Result, ctx: Context
 ) -> tuple[dict[str, Any], Callable[[], str]]:
     """The receipt, said as the claim moving to the acting agent."""
 
     def text() -> str:
-        r = result.receipt
-        verb = "adopted" if result.status == "applied" else "already adopted (replayed)"
+        r, todo_id = result.receipt, command.todo_id
         return (
-            f"todo {command.todo_id} {verb} by {ctx.agent_id}: claim transferred at revision "
-            f"{r['revision']} (goal {command.goal_id}, operation {r['operation_id']}, events "
-            f"{r['seq_first']}-{r['seq_last']})"
+            f"todo {todo_id} {_done(result, 'adopted')} by {ctx.agent_id}: claim transferred at "
+            f"revision {r['revision']} (goal {command.goal_id}, operation {r['operation_id']}, "
+            f"events {r['seq_first']}-{r['seq_last']})"
         )
 
     return result.to_dict(), text
 
 
-@write(handoff, "adopt", adopt_handoff, report=_adopted)
+@write(handoff, "adopt", handoffs.adopt_handoff, report=_adopted)
 @click.option("--todo-id", required=True)
 @click.option(
     "--target-agent-id",
@@ -373,15 +359,8 @@ def _adopted(
     default=None,
     help="The new claim's lease (default: the goal's policy).",
 )
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The adopting checkout; its HEAD is recorded with the adoption "
-    "(default: the git work tree of the current folder).",
-)
-def adopt(**fields: Any) -> AdoptHandoff:
+@workspace_option("The adopting checkout; its HEAD is recorded with the adoption")
+def adopt(**fields: Any) -> commands.AdoptHandoff:
     """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
 
     Refused when the todo is done (todo_closed), there is no pending note
@@ -389,7 +368,7 @@ def adopt(**fields: Any) -> AdoptHandoff:
     (claim_owner_mismatch), or --expected-revision is not the todo's revision
     (revision_conflict). Retrying with the same --operation-id replays the receipt.
     """
-    return AdoptHandoff(**fields)
+    return commands.AdoptHandoff(**fields)
 
 
 # -- list ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from loopx.cli.common import common, count, emit, open_store
+from loopx.cli.common import common, count, emit, emit_rows, open_store
 
 
 @click.command("log")
@@ -40,17 +40,16 @@ def log_cmd(
     if limit is not None:
         events = events[:limit]
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{e['seq']:>6} {e['recorded_at']} {e['type']:<18} {e['actor']['agent_id']:<16} "
-                f"{e['operation_id']}"
-                for e in events
-            )
-            or "no events"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "events": events}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "events": events},
+        events,
+        lambda e: (
+            f"{e['seq']:>6} {e['recorded_at']} {e['type']:<18} {e['actor']['agent_id']:<16} "
+            f"{e['operation_id']}"
+        ),
+        "no events",
+    )
 
 
 @click.command("verify")

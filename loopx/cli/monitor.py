@@ -17,8 +17,7 @@ from loopx.cli.common import (
     text_resolver,
 )
 from loopx.cli.write import write
-from loopx.engine.commands import AddMonitor, Backoff, ObserveMonitor
-from loopx.engine.monitors import add_monitor, observe
+from loopx.engine import commands, monitors
 
 
 @click.group()
@@ -26,7 +25,7 @@ def monitor() -> None:
     """Watch an external fact (CI, a pull request, a URL) with a next wake and a backoff."""
 
 
-@write(monitor, "add", add_monitor, "monitor")
+@write(monitor, "add", monitors.add_monitor, "monitor")
 @click.option("--title", required=True)
 @click.option("--watch", required=True, help="What it watches: ci:…, pr:…, url:… or free text.")
 @click.option("--every", type=count(1), required=True, help="Seconds between observations.")
@@ -47,12 +46,14 @@ def monitor() -> None:
     "--depends-on", multiple=True, callback=ids, help="Todo ids (repeatable or comma-separated)."
 )
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
-def add(every: int, backoff: str, cap: int | None, **fields: Any) -> AddMonitor:
+def add(every: int, backoff: str, cap: int | None, **fields: Any) -> commands.AddMonitor:
     """Add a monitor: a todo of kind monitor, ready for an agent when its next wake comes."""
-    return AddMonitor(backoff=Backoff(kind=backoff, seconds=every, cap=cap), **fields)
+    return commands.AddMonitor(
+        backoff=commands.Backoff(kind=backoff, seconds=every, cap=cap), **fields
+    )
 
 
-@write(monitor, "observe", observe, lambda c: f"{c.result} observation of monitor")
+@write(monitor, "observe", monitors.observe, lambda c: f"{c.result} observation of monitor")
 @click.option("--todo-id", required=True)
 @click.option("--result", type=click.Choice(["unchanged", "changed", "failed"]), required=True)
 @click.option("--summary", required=True, help="What was seen (kept as evidence).")
@@ -69,10 +70,10 @@ def add(every: int, backoff: str, cap: int | None, **fields: Any) -> AddMonitor:
 @click.option("--reason", default=None, help="With --then block.")
 @click.option("--evidence-id", default=None)
 @click.option("--evidence-visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
-def observe_cmd(**fields: Any) -> ObserveMonitor:
+def observe_cmd(**fields: Any) -> commands.ObserveMonitor:
     """Record an observation as evidence: unchanged or failed moves the next wake by the
     backoff; changed makes the --then transition. --expected-revision guards the monitor."""
-    return ObserveMonitor(**fields)
+    return commands.ObserveMonitor(**fields)
 
 
 @click.command("wake")

@@ -7,10 +7,9 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit, open_store
+from loopx.cli.common import common, emit_rows, open_store
 from loopx.cli.write import write
-from loopx.engine.commands import RedactField
-from loopx.engine.redactions import redact_field
+from loopx.engine import commands, redactions
 from loopx.model.events import REDACTABLE_FIELDS
 
 _FIELDS = sorted({f for fields in REDACTABLE_FIELDS.values() for f in fields})
@@ -26,7 +25,7 @@ def redact() -> None:
     """
 
 
-@write(redact, "field", redact_field, "redaction")
+@write(redact, "field", redactions.redact_field, "redaction")
 @click.option(
     "--entity", required=True, type=click.Choice(sorted(REDACTABLE_FIELDS)), help="What holds it."
 )
@@ -34,9 +33,9 @@ def redact() -> None:
 @click.option("--field", required=True, type=click.Choice(_FIELDS))
 @click.option("--reason", required=True, help="Why (kept in the team ledger; no secret here).")
 @click.option("--redaction-id", default=None)
-def field_cmd(**fields: Any) -> RedactField:
+def field_cmd(**fields: Any) -> commands.RedactField:
     """Redact one field of one entity (allowed on a closed goal)."""
-    return RedactField(**fields)
+    return commands.RedactField(**fields)
 
 
 @redact.command("list")
@@ -49,14 +48,13 @@ def list_cmd(goal_id: str, root: Path | None, fmt: str) -> None:
     state = require_goal(open_store(root), goal_id)
     items = sorted(state.redactions.values(), key=lambda r: r["seq"])
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{r['redaction_id']}: {r['entity']} {r['entity_id']} {r['field']} "
-                f"by {r['by']} at {r['at']}: {r['reason']}"
-                for r in items
-            )
-            or "no redactions"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "redactions": items}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "redactions": items},
+        items,
+        lambda r: (
+            f"{r['redaction_id']}: {r['entity']} {r['entity_id']} {r['field']} "
+            f"by {r['by']} at {r['at']}: {r['reason']}"
+        ),
+        "no redactions",
+    )

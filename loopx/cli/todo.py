@@ -19,35 +19,11 @@ from loopx.cli.common import (
     text_resolver,
 )
 from loopx.cli.write import write
-from loopx.engine.commands import (
-    AddTodo,
-    BlockTodo,
-    CancelTodo,
-    ClaimTodo,
-    CompleteTodo,
-    ReleaseTodo,
-    RenewTodo,
-    ReopenTodo,
-    TodoTransition,
-    UnblockTodo,
-    UpdateTodo,
-)
+from loopx.engine import commands, todos
 from loopx.engine.core import Context, Result
 from loopx.engine.lookup import LEASE_RANGE
-from loopx.engine.todos import (
-    add_todo,
-    block_todo,
-    cancel_todo,
-    claim_todo,
-    complete_todo,
-    release_todo,
-    renew_todo,
-    reopen_todo,
-    unblock_todo,
-    update_todo,
-)
 
-T = TypeVar("T", bound=TodoTransition)
+T = TypeVar("T", bound=commands.TodoTransition)
 
 STATUSES = click.Choice(["open", "active", "blocked", "done", "cancelled"])
 
@@ -57,7 +33,7 @@ def todo() -> None:
     """Add, claim, complete and inspect todos."""
 
 
-@write(todo, "add", add_todo, "todo")
+@write(todo, "add", todos.add_todo, "todo")
 @click.option("--title", required=True)
 @click.option("--todo-id", default=None, help="Stable id (default: todo-N).")
 @click.option(
@@ -77,12 +53,12 @@ def todo() -> None:
 @click.option("--acceptance", default=None, help="What done means.")
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
 @click.option("--predecessor", default=None, help="A todo this one succeeds.")
-def add(**fields: Any) -> AddTodo:
+def add(**fields: Any) -> commands.AddTodo:
     """Add a todo. --expected-revision guards the goal's head revision."""
-    return AddTodo(**fields)
+    return commands.AddTodo(**fields)
 
 
-@write(todo, "update", update_todo, "todo")
+@write(todo, "update", todos.update_todo, "todo")
 @click.option("--todo-id", required=True)
 @click.option("--title", default=None)
 @click.option("--priority", type=click.IntRange(0, 4), default=None)
@@ -91,13 +67,13 @@ def add(**fields: Any) -> AddTodo:
 @click.option("--acceptance", default=None)
 @click.option("--kind", default=None)
 @click.option("--role", type=click.Choice(["agent", "user"]), default=None)
-def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> UpdateTodo:
+def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> commands.UpdateTodo:
     """Change an open todo's fields. --expected-revision guards the todo's revision."""
     deps = [] if no_depends else (split_ids(depends_on) if depends_on else None)
-    return UpdateTodo(depends_on=deps, **fields)
+    return commands.UpdateTodo(depends_on=deps, **fields)
 
 
-@write(todo, "claim", claim_todo, "claim on")
+@write(todo, "claim", todos.claim_todo, "claim on")
 @click.option("--todo-id", required=True)
 @click.option(
     "--lease-seconds",
@@ -105,18 +81,18 @@ def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> Upda
     default=None,
     help="Lease length (default: the goal's policy).",
 )
-def claim(**fields: Any) -> ClaimTodo:
+def claim(**fields: Any) -> commands.ClaimTodo:
     """Claim a ready todo for --agent-id under a lease. Another agent's live claim is
     claim_owner_mismatch; only `loopx handoff adopt` transfers a claim."""
-    return ClaimTodo(**fields)
+    return commands.ClaimTodo(**fields)
 
 
-@write(todo, "renew", renew_todo, "lease on")
+@write(todo, "renew", todos.renew_todo, "lease on")
 @click.option("--todo-id", required=True)
 @click.option("--lease-seconds", type=click.IntRange(*LEASE_RANGE), default=None)
-def renew(**fields: Any) -> RenewTodo:
+def renew(**fields: Any) -> commands.RenewTodo:
     """Extend your lease on a todo (a heartbeat)."""
-    return RenewTodo(**fields)
+    return commands.RenewTodo(**fields)
 
 
 def _transition(
@@ -137,29 +113,35 @@ def _transition(
 
 
 _transition(
-    "release", ReleaseTodo, release_todo, "Give up your claim; the todo is open again.", "Why."
+    "release",
+    commands.ReleaseTodo,
+    todos.release_todo,
+    "Give up your claim; the todo is open again.",
+    "Why.",
 )
 _transition(
     "block",
-    BlockTodo,
-    block_todo,
+    commands.BlockTodo,
+    todos.block_todo,
     "Mark a todo blocked, with the reason.",
     "What blocks it.",
     reason_required=True,
 )
-_transition("unblock", UnblockTodo, unblock_todo, "Clear a todo's blocked state.", "Why.")
+_transition(
+    "unblock", commands.UnblockTodo, todos.unblock_todo, "Clear a todo's blocked state.", "Why."
+)
 _transition(
     "reopen",
-    ReopenTodo,
-    reopen_todo,
+    commands.ReopenTodo,
+    todos.reopen_todo,
     "Reopen a done or cancelled todo (an explicit event).",
     "Why it must be reopened.",
     reason_required=True,
 )
-_transition("cancel", CancelTodo, cancel_todo, "Cancel an open todo.", "Why.")
+_transition("cancel", commands.CancelTodo, todos.cancel_todo, "Cancel an open todo.", "Why.")
 
 
-@write(todo, "complete", complete_todo, "completion of")
+@write(todo, "complete", todos.complete_todo, "completion of")
 @click.option("--todo-id", required=True)
 @click.option("--summary", default=None, help="What was done.")
 @click.option(
@@ -170,10 +152,10 @@ _transition("cancel", CancelTodo, cancel_todo, "Cancel an open todo.", "Why.")
     help="Evidence supporting completion (repeatable).",
 )
 @click.option("--successor", default=None, help="A todo that continues this one.")
-def complete(**fields: Any) -> CompleteTodo:
+def complete(**fields: Any) -> commands.CompleteTodo:
     """Complete a todo. Refused while dependencies are open (dependency_open) or a pending
     gate blocks it (gate_pending)."""
-    return CompleteTodo(**fields)
+    return commands.CompleteTodo(**fields)
 
 
 def _todo_line(t: dict[str, Any]) -> str:

@@ -9,9 +9,8 @@ import click
 
 from loopx.cli.common import common, count, emit, open_store
 from loopx.cli.write import write
-from loopx.engine.commands import BeginTurn, EndTurn, RecordPhase
+from loopx.engine import commands, turns
 from loopx.engine.evidence import OUTCOMES
-from loopx.engine.turns import begin_turn, end_turn, record_phase
 
 
 @click.group()
@@ -19,33 +18,33 @@ def turn() -> None:
     """Journal a bounded turn's phases so an interrupted one resumes where it stopped."""
 
 
-@write(turn, "begin", begin_turn, "turn")
+@write(turn, "begin", turns.begin_turn, "turn")
 @click.option("--todo-id", required=True, help="A todo the acting agent holds.")
 @click.option("--turn-id", default=None, help="Stable id (default: turn-N).")
-def begin(**fields: Any) -> BeginTurn:
+def begin(**fields: Any) -> commands.BeginTurn:
     """Open a journal entry (phase claim) for a turn on a claimed todo."""
-    return BeginTurn(**fields)
+    return commands.BeginTurn(**fields)
 
 
-@write(turn, "phase", record_phase, lambda c: f"phase {c.phase} of turn")
+@write(turn, "phase", turns.record_phase, lambda c: f"phase {c.phase} of turn")
 @click.option("--turn-id", required=True)
 @click.option("--phase", type=click.Choice(["execute", "validate", "write_back"]), required=True)
 @click.option("--ref", default=None, help="What the phase touched (a branch, a log, a URL).")
-def phase(**fields: Any) -> RecordPhase:
+def phase(**fields: Any) -> commands.RecordPhase:
     """Record the phase the turn reached (never backwards). It authorises nothing."""
-    return RecordPhase(**fields)
+    return commands.RecordPhase(**fields)
 
 
-@write(turn, "end", end_turn, "settled turn")
+@write(turn, "end", turns.end_turn, "settled turn")
 @click.option("--turn-id", required=True)
 @click.option("--outcome", type=click.Choice(OUTCOMES), required=True)
 @click.option("--summary", default=None)
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--evidence-id", "evidence_ids", multiple=True)
 @click.option("--run-id", default=None)
-def end(**fields: Any) -> EndTurn:
+def end(**fields: Any) -> commands.EndTurn:
     """Settle the turn into a run record and its quota spend, exactly once (turn_settled)."""
-    return EndTurn(**fields)
+    return commands.EndTurn(**fields)
 
 
 @turn.command("list")

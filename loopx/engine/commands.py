@@ -210,32 +210,28 @@ class RenewTodo(OnTodo):
 
 @dataclass(frozen=True, kw_only=True)
 class TodoTransition(OnTodo):
-    """A todo transition that takes a reason (required to block or reopen)."""
+    """A todo transition that takes a reason (required to block or reopen). The transitions
+    below add no field: each is this dataclass under its own `cmd`."""
 
     reason: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class ReleaseTodo(TodoTransition):
     cmd = "todo.release"
 
 
-@dataclass(frozen=True, kw_only=True)
 class BlockTodo(TodoTransition):
     cmd = "todo.block"
 
 
-@dataclass(frozen=True, kw_only=True)
 class UnblockTodo(TodoTransition):
     cmd = "todo.unblock"
 
 
-@dataclass(frozen=True, kw_only=True)
 class ReopenTodo(TodoTransition):
     cmd = "todo.reopen"
 
 
-@dataclass(frozen=True, kw_only=True)
 class CancelTodo(TodoTransition):
     cmd = "todo.cancel"
 

@@ -194,23 +194,18 @@ def note_from_flags(
     }
     if note["work_summary"] is None:
         del note["work_summary"]
-    approaches = []
-    for item in tried:
-        approach, outcome, reason = _split(item, 3)
-        entry = {"approach": approach, "outcome": outcome}
-        if reason:
-            entry["reason"] = reason
-        approaches.append(entry)
-    note["approaches_tried"] = approaches
-    touched = []
-    for item in files:
-        path, action, summary = _split(item, 3)
-        entry = {"path": path, "action": action}
-        if summary:
-            entry["summary"] = summary
-        touched.append(entry)
-    note["files_touched"] = touched
+    note["approaches_tried"] = [_entry(item, ("approach", "outcome", "reason")) for item in tried]
+    note["files_touched"] = [_entry(item, ("path", "action", "summary")) for item in files]
     return check_note(note, code="invalid_note", what="handoff note")
+
+
+def _entry(item: str, names: tuple[str, str, str]) -> dict[str, str]:
+    """`A::B[::C]` as {names[0]: A, names[1]: B, names[2]: C}, the last only when given."""
+    first, second, last = _split(item, 3)
+    entry = {names[0]: first, names[1]: second}
+    if last:
+        entry[names[2]] = last
+    return entry
 
 
 # -- prepare --------------------------------------------------------------------------------
@@ -234,9 +229,7 @@ def prepare_handoff(ctx: Context, cmd: PrepareHandoff) -> Result:
     todo_id, note = cmd.todo_id, cmd.note
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         lookup.require_holder(item, ctx.agent_id, now, doing="prepare its handoff")
         vis = cmd.visibility or ("private" if item.visibility == "private" else "team")
         body: Any = note

@@ -102,9 +102,7 @@ def update_todo(ctx: Context, cmd: UpdateTodo) -> Result:
         raise InvalidInput("nothing to update: pass at least one field", code="no_change")
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         data: dict[str, Any] = {
             "todo_id": todo_id,
             "priority": cmd.priority,
@@ -134,33 +132,23 @@ def _owner_check(item: Todo, agent_id: str, now: str) -> None:
         )
 
 
+# What `readiness_of` says holds a todo back, as the refusal that names it.
+_NOT_READY = {
+    "dependency_open": ("dependencies are not done", "dependencies"),
+    "dependency_missing": ("dependencies do not exist in this goal", "dependencies"),
+    "gate_pending": ("pending gates block this todo", "gate_ids"),
+}
+
+
 def _ready_check(state: GoalState, item: Todo, now: str, agent_id: str) -> None:
     """Refuse with the first reason `readiness_of` gives among open or missing dependencies
     and pending gates (the callers check closed, blocked and claimed todos first)."""
     for reason in readiness_of(state, item, now, agent_id).reasons:
         code, ids = reason["code"], reason.get("todo_ids") or reason.get("gate_ids") or []
-        shown = ", ".join(ids)
-        if code == "dependency_open":
-            raise Conflict(
-                f"dependencies are not done: {shown}",
-                code="dependency_open",
-                todo_id=item.todo_id,
-                dependencies=ids,
-            )
-        if code == "dependency_missing":
-            raise Conflict(
-                f"dependencies do not exist in this goal: {shown}",
-                code="dependency_missing",
-                todo_id=item.todo_id,
-                dependencies=ids,
-            )
-        if code == "gate_pending":
-            raise Conflict(
-                f"pending gates block this todo: {shown}",
-                code="gate_pending",
-                todo_id=item.todo_id,
-                gate_ids=ids,
-            )
+        if code in _NOT_READY:
+            message, key = _NOT_READY[code]
+            details = {"todo_id": item.todo_id, key: ids}
+            raise Conflict(f"{message}: {', '.join(ids)}", code=code, **details)
 
 
 def claim_todo(ctx: Context, cmd: ClaimTodo) -> Result:
@@ -169,9 +157,7 @@ def claim_todo(ctx: Context, cmd: ClaimTodo) -> Result:
     lookup.check_lease(cmd.lease_seconds)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         if item.status == "blocked":
             raise Conflict("todo is blocked", code="todo_blocked", todo_id=todo_id)
         _owner_check(item, ctx.agent_id, now)
@@ -195,9 +181,7 @@ def renew_todo(ctx: Context, cmd: RenewTodo) -> Result:
     lookup.check_lease(cmd.lease_seconds)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         lookup.require_holder(item, ctx.agent_id)
         lease = lookup.lease_for(st, cmd.lease_seconds)
         data = {"todo_id": todo_id, "lease_expires_at": add_seconds(now, lease)}
@@ -286,9 +270,7 @@ def complete_todo(ctx: Context, cmd: CompleteTodo) -> Result:
     cmd = replace(cmd, summary=lookup.text(cmd.summary, "summary", required=False) or None)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         if item.status == "blocked":
             raise Conflict(
                 "todo is blocked; unblock it first", code="todo_blocked", todo_id=todo_id

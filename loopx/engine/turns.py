@@ -59,9 +59,7 @@ def begin_turn(ctx: Context, cmd: BeginTurn) -> Result:
     todo_id = check_id(cmd.todo_id, "todo_id")
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         lookup.require_holder(item, ctx.agent_id, now, doing="begin a turn on it")
         for other in st.turns.values():
             if other["todo_id"] == todo_id and other["status"] == "open":
