@@ -1,17 +1,18 @@
 """The one declaration of a write command.
 
-    @write(todo, "claim", claim_todo, "claim on")
+    @write(todo, "claim", todos.claim_todo, "claim on")
     @click.option("--todo-id", required=True)
     @click.option("--lease-seconds", type=click.IntRange(*LEASE_RANGE), default=None)
-    def claim(**fields: Any) -> ClaimTodo:
+    def claim(**fields: Any) -> commands.ClaimTodo:
         \"\"\"Claim a ready todo …\"\"\"
-        return ClaimTodo(**fields)
+        return commands.ClaimTodo(**fields)
 
 `write` adds what every write shares — `--goal-id`, `--operation-id`, `--expected-revision`
 (when the command is `Guarded`), `--agent-id`/`--session-id`, `--root`, `--format` — and the
 call: the decorated function builds the command from the parsed options (each option is named
 after the command's field it sets, so an option the engine does not know is an error, not a
-value silently dropped), the engine runs it as the acting agent, and the receipt is printed.
+value silently dropped), the engine path `todos.claim_todo` runs it as the acting agent, and
+the receipt is printed (`what` names its subject: "claim on todo-3 recorded at …").
 """
 
 from __future__ import annotations
