@@ -28,6 +28,7 @@ from loopx.engine.core import Change, Context, Result, execute
 from loopx.engine.git import head_and_dirty, is_ancestor
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
+from loopx.model.schema_problems import schema_problem
 from loopx.state.entities import GoalState, Todo
 from loopx.state.handoff import PENDING, SUPERSEDED, adopt_refusal, latest_handoff
 from loopx.store import fsio
@@ -71,32 +72,14 @@ def _json_path(parts: Any) -> str:
 def _problem(error: Any) -> str:
     """Say what is wrong without repeating the value (it may be a secret)."""
     kind, limit, schema = error.validator, error.validator_value, error.schema
-    if kind == "required":
-        have = error.instance if isinstance(error.instance, dict) else {}
-        missing = [name for name in limit if name not in have]
-        return "missing required field" + ("s " if len(missing) > 1 else " ") + ", ".join(missing)
     if kind == "additionalProperties":
         allowed = ", ".join(sorted(schema.get("properties", {})))
         return f"has fields that are not allowed here (allowed: {allowed})"
-    if kind == "type":
-        return f"must be {'an' if str(limit)[0] in 'aeiou' else 'a'} {limit}"
-    if kind == "minLength":
-        return "must not be empty" if limit == 1 else f"must be at least {limit} characters"
-    if kind == "maxLength":
-        return f"is longer than the limit of {limit} characters"
-    if kind == "maxItems":
-        return f"has more than the limit of {limit} items"
-    if kind == "minItems":
-        return f"needs at least {limit} items"
     if kind == "pattern":
         if limit == _NONBLANK:
             return "must not be blank"
         return "must be a path relative to the workspace (no leading '/', '~' or drive, no '..')"
-    if kind == "enum":
-        return "must be one of: " + ", ".join(str(v) for v in limit)
-    if kind == "const":
-        return f"must be {limit}"
-    return f"is not valid ({kind})"
+    return schema_problem(error)
 
 
 def check_note(note: Any, *, code: str = "invalid_note", what: str = "handoff note") -> dict:

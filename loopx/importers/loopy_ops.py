@@ -10,7 +10,8 @@ the source itself changed).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import orjson
 
@@ -21,6 +22,7 @@ from loopx.engine.commands import (
     AddTodo,
     BlockTodo,
     CancelTodo,
+    Command,
     CompleteTodo,
     RegisterAgent,
 )
@@ -40,6 +42,9 @@ SUMMARY_MAX = 500
 SETTLED = ("it-", "iter-", "pf-", "eval-")
 CLOSED_AS = {"complete": "done", "block": "blocked", "cancel": "cancelled"}
 
+Call = Callable[[Context, str], Result]  # an engine call, given its context and operation id
+C = TypeVar("C", bound=Command)
+
 
 @dataclass
 class Op:
@@ -49,11 +54,20 @@ class Op:
     at: str | None
     agent: str
     label: str
-    call: Callable[[Context, str], Result]
+    call: Call
     phase: int = 1  # 0: goal set-up, 1: the session's history, 2: its stop state
     settled: bool = False  # from files loopy-loop never rewrites: once imported, skip it
     group: str | None = None  # when one op of a group is refused, the rest are left out
     exists_ok: str | None = None  # a refusal code meaning "already there": not a problem
+
+
+def bind(fn: Callable[[Context, C], Result], command: C) -> Call:
+    """`fn(ctx, command)` as an op's call, given the op's operation id when it runs."""
+
+    def call(ctx: Context, op_id: str) -> Result:
+        return fn(ctx, replace(command, operation_id=op_id))
+
+    return call
 
 
 def inline(text: str, limit: int) -> str:
@@ -89,7 +103,7 @@ class Ops:
         self,
         entity: str,
         verb: str,
-        call: Callable[[Context, str], Result],
+        call: Call,
         *,
         at: str | None,
         label: str,
@@ -124,26 +138,20 @@ class Ops:
             body = body[: MAX_BODY_BYTES - len(note)] + note
         text = summary if visibility == "private" else inline(summary, SUMMARY_MAX)
         text = clip(text, SUMMARY_MAX)
-        refs = safe_refs(refs or [])
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return ev.add_evidence(
-                ctx,
-                AddEvidence(
-                    goal_id=goal,
-                    kind=kind,
-                    summary=text,
-                    refs=refs,
-                    body=body,
-                    revision=revision,
-                    todo_id=todo_id,
-                    evidence_id=evidence_id,
-                    visibility=visibility,
-                    operation_id=op_id,
-                ),
-            )
-
+        call = bind(
+            ev.add_evidence,
+            AddEvidence(
+                goal_id=self.goal_id,
+                kind=kind,
+                summary=text,
+                refs=safe_refs(refs or []),
+                body=body,
+                revision=revision,
+                todo_id=todo_id,
+                evidence_id=evidence_id,
+                visibility=visibility,
+            ),
+        )
         self.op(evidence_id, "add", call, at=at, label=label, agent=agent, phase=phase)
         return evidence_id
 
@@ -159,21 +167,10 @@ class Ops:
     ) -> None:
         check_id(todo_id, "todo_id")
         text = inline(title, TITLE_MAX)
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return todos.add_todo(
-                ctx,
-                AddTodo(
-                    goal_id=goal,
-                    title=text,
-                    todo_id=todo_id,
-                    role=role,
-                    kind=kind,
-                    operation_id=op_id,
-                ),
-            )
-
+        call = bind(
+            todos.add_todo,
+            AddTodo(goal_id=self.goal_id, title=text, todo_id=todo_id, role=role, kind=kind),
+        )
         self.op(todo_id, "add", call, at=at, label=f"todo {todo_id}", phase=phase)
         self.added.add(todo_id)
 
@@ -190,25 +187,15 @@ class Ops:
     ) -> None:
         """Complete, block or cancel a todo (once: the op id names the transition)."""
         goal = self.goal_id
-        why = inline(reason, 2000) if reason else None
-
-        def call(ctx: Context, op_id: str) -> Result:
-            if verb == "complete":
-                return todos.complete_todo(
-                    ctx,
-                    CompleteTodo(
-                        goal_id=goal,
-                        todo_id=todo_id,
-                        evidence_ids=evidence_ids or (),
-                        operation_id=op_id,
-                    ),
-                )
-            if verb == "block":
-                block = BlockTodo(goal_id=goal, todo_id=todo_id, reason=why, operation_id=op_id)
-                return todos.block_todo(ctx, block)
-            cancel = CancelTodo(goal_id=goal, todo_id=todo_id, reason=why, operation_id=op_id)
-            return todos.cancel_todo(ctx, cancel)
-
+        if verb == "complete":
+            done = CompleteTodo(goal_id=goal, todo_id=todo_id, evidence_ids=evidence_ids or ())
+            call = bind(todos.complete_todo, done)
+        elif verb == "block":
+            why = inline(reason, 2000) if reason else None
+            call = bind(todos.block_todo, BlockTodo(goal_id=goal, todo_id=todo_id, reason=why))
+        else:
+            why = inline(reason, 2000) if reason else None
+            call = bind(todos.cancel_todo, CancelTodo(goal_id=goal, todo_id=todo_id, reason=why))
         self.op(
             todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", agent=agent, phase=phase
         )
@@ -219,24 +206,15 @@ class Ops:
         if agent_id in self.agents:
             return
         self.agents.add(agent_id)
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return goals.register_agent(
-                ctx,
-                RegisterAgent(
-                    goal_id=goal,
-                    agent_id=agent_id,
-                    name=name,
-                    kind="loopy-loop",
-                    operation_id=op_id,
-                ),
-            )
-
         self.op(
             agent_id,
             "register",
-            call,
+            bind(
+                goals.register_agent,
+                RegisterAgent(
+                    goal_id=self.goal_id, agent_id=agent_id, name=name, kind="loopy-loop"
+                ),
+            ),
             at=at,
             label=f"agent {agent_id}",
             phase=phase,
