@@ -37,6 +37,19 @@ def handoff() -> None:
 # -- prepare ------------------------------------------------------------------------------
 
 
+# The options that write the note (with --from-context, none of them may be given).
+NOTE_FLAGS = (
+    "work_summary",
+    "rationale",
+    "next_steps",
+    "tried",
+    "files",
+    "decisions",
+    "questions",
+    "source_refs",
+)
+
+
 def _done(result: Result, verb: str) -> str:
     return verb if result.status == "applied" else f"already {verb} (replayed)"
 
@@ -96,45 +109,24 @@ def _prepared(
 )
 @click.option("--target-agent-id", default=None, help="The agent meant to adopt (optional).")
 @workspace_option("The checkout whose git HEAD (and dirtiness) the note is bound to")
-def prepare(
-    from_context: str | None,
-    work_summary: str | None,
-    rationale: str | None,
-    next_steps: tuple[str, ...],
-    tried: tuple[str, ...],
-    files: tuple[str, ...],
-    decisions: tuple[str, ...],
-    questions: tuple[str, ...],
-    source_refs: tuple[str, ...],
-    **fields: Any,
-) -> commands.PrepareHandoff:
+def prepare(from_context: str | None, **fields: Any) -> commands.PrepareHandoff:
     """Write a continuation note for a todo you hold (only the claim holder may).
 
     The note (work summary, approaches tried, next steps, files touched, key decisions, open
     questions, source refs) comes from --from-context JSON or from flags. It is bound to the
     todo's revision (--expected-revision guards it) and to the git HEAD of --workspace.
     """
-    from loopx.engine.handoff import note_from_flags, read_context
     from loopx.model.errors import InvalidInput
 
-    flags = (work_summary, rationale, next_steps, tried, files, decisions, questions, source_refs)
+    flags = {name: fields.pop(name) for name in NOTE_FLAGS}
     if from_context is None:
-        note = note_from_flags(
-            work_summary=work_summary,
-            rationale=rationale,
-            next_steps=next_steps,
-            tried=tried,
-            files=files,
-            decisions=decisions,
-            questions=questions,
-            source_refs=source_refs,
-        )
-    elif any(flags):
+        note = handoffs.note_from_flags(**flags)
+    elif any(flags.values()):
         raise InvalidInput(
             "pass the note either with --from-context or with flags, not both", code="usage_error"
         )
     else:
-        note = read_context(from_context)
+        note = handoffs.read_context(from_context)
     return commands.PrepareHandoff(note=note, **fields)
 
 

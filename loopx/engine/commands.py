@@ -20,10 +20,16 @@ options by field name, so neither can pass a field the engine does not know.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pragma: no cover (Python 3.10)
+    from typing_extensions import dataclass_transform
 
 from loopx.store.blobs import blob_ref
 from loopx.store.ledger import canonical
@@ -53,6 +59,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
 @dataclass(frozen=True, kw_only=True)
 class Command:
     """A write: its goal, its idempotency key and what it asks."""
@@ -64,6 +71,14 @@ class Command:
 
     goal_id: str = field(metadata={"key": None})
     operation_id: str | None = _unkeyed()
+
+    def __init_subclass__(cls, cmd: str | None = None, **kwargs: Any) -> None:
+        """Every subclass is a frozen, keyword-only dataclass; a concrete one names its
+        write: `class ClaimTodo(OnTodo, cmd="todo.claim")`."""
+        super().__init_subclass__(**kwargs)
+        if cmd is not None:
+            cls.cmd = cmd
+        dataclass(frozen=True, kw_only=True)(cls)
 
     def request(self, session_id: str) -> dict[str, Any]:
         """The canonical form: `cmd` and every keyed field (and the session when keyed)."""
@@ -84,7 +99,6 @@ class Command:
         return hashlib.sha256(canonical(body)).hexdigest()
 
 
-@dataclass(frozen=True, kw_only=True)
 class Guarded(Command):
     """A write that `expected_revision` may guard: by default the goal's head revision."""
 
@@ -94,7 +108,6 @@ class Guarded(Command):
         return state.revision
 
 
-@dataclass(frozen=True, kw_only=True)
 class OnTodo(Guarded):
     """A write on one todo: `expected_revision` guards that todo (0 when it does not exist)."""
 
@@ -108,9 +121,7 @@ class OnTodo(Guarded):
 # -- goals ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class CreateGoal(Command):
-    cmd = "goal.create"
+class CreateGoal(Command, cmd="goal.create"):
     creates_goal = True
 
     goal_id: str  # keyed: a retry must name the same goal
@@ -125,35 +136,23 @@ class CreateGoal(Command):
     quota_unit: str = "runs"
 
 
-@dataclass(frozen=True, kw_only=True)
-class CloseGoal(Guarded):
-    cmd = "goal.close"
-
+class CloseGoal(Guarded, cmd="goal.close"):
     outcome: str
     reason: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class RegisterAgent(Command):
-    cmd = "agent.register"
-
+class RegisterAgent(Command, cmd="agent.register"):
     agent_id: str | None = None  # default: the acting agent
     name: str | None = None
     kind: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class SetQuota(Guarded):
-    cmd = "quota.set"
-
+class SetQuota(Guarded, cmd="quota.set"):
     quota: int | None  # None: no limit
     unit: str = "runs"
 
 
-@dataclass(frozen=True, kw_only=True)
-class AddNote(Command):
-    cmd = "note.add"
-
+class AddNote(Command, cmd="note.add"):
     text: str
     kind: str = "note"
     todo_id: str | None = None
@@ -164,10 +163,7 @@ class AddNote(Command):
 # -- todos ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class AddTodo(Guarded):
-    cmd = "todo.add"
-
+class AddTodo(Guarded, cmd="todo.add"):
     title: str
     todo_id: str | None = None
     role: str = "agent"
@@ -179,11 +175,8 @@ class AddTodo(Guarded):
     predecessor: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class UpdateTodo(OnTodo):
+class UpdateTodo(OnTodo, cmd="todo.update"):
     """Change an open todo's fields; None leaves a field as it is."""
-
-    cmd = "todo.update"
 
     title: str | None = None
     priority: int | None = None
@@ -193,22 +186,16 @@ class UpdateTodo(OnTodo):
     role: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class ClaimTodo(OnTodo):
-    cmd = "todo.claim"
+class ClaimTodo(OnTodo, cmd="todo.claim"):
     keyed_by_session = True
 
     lease_seconds: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class RenewTodo(OnTodo):
-    cmd = "todo.renew"
-
+class RenewTodo(OnTodo, cmd="todo.renew"):
     lease_seconds: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class TodoTransition(OnTodo):
     """A todo transition that takes a reason (required to block or reopen). The transitions
     below add no field: each is this dataclass under its own `cmd`."""
@@ -216,30 +203,27 @@ class TodoTransition(OnTodo):
     reason: str | None = None
 
 
-class ReleaseTodo(TodoTransition):
-    cmd = "todo.release"
+class ReleaseTodo(TodoTransition, cmd="todo.release"):
+    """Give up the acting agent's claim; the todo is open again."""
 
 
-class BlockTodo(TodoTransition):
-    cmd = "todo.block"
+class BlockTodo(TodoTransition, cmd="todo.block"):
+    """Mark a todo blocked, with the reason (required)."""
 
 
-class UnblockTodo(TodoTransition):
-    cmd = "todo.unblock"
+class UnblockTodo(TodoTransition, cmd="todo.unblock"):
+    """Clear a todo's blocked state."""
 
 
-class ReopenTodo(TodoTransition):
-    cmd = "todo.reopen"
+class ReopenTodo(TodoTransition, cmd="todo.reopen"):
+    """Reopen a done or cancelled todo, with the reason (required)."""
 
 
-class CancelTodo(TodoTransition):
-    cmd = "todo.cancel"
+class CancelTodo(TodoTransition, cmd="todo.cancel"):
+    """Cancel an open todo."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class CompleteTodo(OnTodo):
-    cmd = "todo.complete"
-
+class CompleteTodo(OnTodo, cmd="todo.complete"):
     summary: str | None = None
     evidence_ids: Sequence[str] = ()
     successor: str | None = None
@@ -248,11 +232,8 @@ class CompleteTodo(OnTodo):
 # -- gates ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class OpenGate(Guarded):
+class OpenGate(Guarded, cmd="gate.open"):
     """With no todos named, the gate holds the whole goal."""
-
-    cmd = "gate.open"
 
     question: str
     authority: str
@@ -263,11 +244,8 @@ class OpenGate(Guarded):
     ask_again_at: str | None = _optional()
 
 
-@dataclass(frozen=True, kw_only=True)
-class ResolveGate(Guarded):
+class ResolveGate(Guarded, cmd="gate.resolve"):
     """`expected_revision` guards the gate."""
-
-    cmd = "gate.resolve"
 
     gate_id: str
     resolution: str
@@ -283,11 +261,8 @@ class ResolveGate(Guarded):
 # -- evidence and runs ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class AddEvidence(Command):
+class AddEvidence(Command, cmd="evidence.add"):
     """Its revision is `revision`, else the git HEAD of `workspace`, else none."""
-
-    cmd = "evidence.add"
 
     kind: str
     summary: str
@@ -300,10 +275,7 @@ class AddEvidence(Command):
     visibility: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class RecordRun(Command):
-    cmd = "run.record"
-
+class RecordRun(Command, cmd="run.record"):
     outcome: str
     agent_id: str | None = None  # default: the acting agent (and session)
     session_id: str | None = None
@@ -329,11 +301,8 @@ class Backoff:
     cap: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class AddMonitor(Guarded):
+class AddMonitor(Guarded, cmd="monitor.add"):
     """A todo of kind `monitor`, first due at `first_at` (default: now)."""
-
-    cmd = "monitor.add"
 
     title: str
     watch: str
@@ -345,11 +314,8 @@ class AddMonitor(Guarded):
     visibility: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class ObserveMonitor(OnTodo):
+class ObserveMonitor(OnTodo, cmd="monitor.observe"):
     """One observation: its evidence, and when `changed` the transition `then` names."""
-
-    cmd = "monitor.observe"
 
     result: str
     summary: str
@@ -366,28 +332,20 @@ class ObserveMonitor(OnTodo):
 # -- turns ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class BeginTurn(Command):
-    cmd = "turn.begin"
+class BeginTurn(Command, cmd="turn.begin"):
     keyed_by_session = True
 
     todo_id: str
     turn_id: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class RecordPhase(Command):
-    cmd = "turn.phase"
-
+class RecordPhase(Command, cmd="turn.phase"):
     turn_id: str
     phase: str
     ref: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class EndTurn(Command):
-    cmd = "turn.end"
-
+class EndTurn(Command, cmd="turn.end"):
     turn_id: str
     outcome: str
     summary: str | None = None
@@ -399,11 +357,9 @@ class EndTurn(Command):
 # -- corrections ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class RedactField(Guarded):
+class RedactField(Guarded, cmd="field.redact"):
     """A correction: the one write a closed goal accepts."""
 
-    cmd = "field.redact"
     allow_terminal = True
 
     entity: str
@@ -416,13 +372,11 @@ class RedactField(Guarded):
 # -- handoffs -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class PrepareHandoff(OnTodo):
+class PrepareHandoff(OnTodo, cmd="handoff.prepare"):
     """A continuation note, bound to the todo's revision and to a git revision: given, else
     the HEAD of `workspace`. The binding is how, not what: a retry after a commit is still
     the same operation."""
 
-    cmd = "handoff.prepare"
     keyed_by_session = True
 
     note: dict[str, Any]
@@ -433,11 +387,9 @@ class PrepareHandoff(OnTodo):
     workspace_dirty: bool | None = _unkeyed()
 
 
-@dataclass(frozen=True, kw_only=True)
-class AdoptHandoff(OnTodo):
+class AdoptHandoff(OnTodo, cmd="handoff.adopt"):
     """The acting agent adopts a todo's pending note; `workspace`'s HEAD is recorded."""
 
-    cmd = "handoff.adopt"
     keyed_by_session = True
 
     handoff_id: str | None = None

@@ -43,8 +43,7 @@ def add_evidence(ctx: Context, cmd: AddEvidence) -> Result:
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
-        if cmd.todo_id is not None:
-            lookup.todo(st, cmd.todo_id)
+        lookup.todos_named(st, cmd.todo_id)
         data = {
             "evidence_id": lookup.new_id("ev", st.evidence, cmd.evidence_id, "evidence_id"),
             "kind": cmd.kind,
@@ -96,9 +95,7 @@ def record_run(ctx: Context, cmd: RecordRun) -> Result:
         from loopx.engine.turns import refuse_unsettled
 
         st = lookup.need_state(state)
-        for ref in (cmd.todo_id, cmd.successor):
-            if ref is not None:
-                lookup.todo(st, ref)
+        lookup.todos_named(st, cmd.todo_id, cmd.successor)
         refuse_unsettled(st, cmd.todo_id)
         data = {
             "run_id": lookup.new_id("run", st.runs, cmd.run_id, "run_id"),

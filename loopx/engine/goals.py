@@ -105,8 +105,7 @@ def add_note(ctx: Context, cmd: AddNote) -> Result:
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
-        if cmd.todo_id is not None:
-            lookup.todo(st, cmd.todo_id)
+        lookup.todos_named(st, cmd.todo_id)
         data = {
             "note_id": lookup.new_id("note", st.notes, cmd.note_id, "note_id"),
             "kind": cmd.kind,

@@ -70,8 +70,7 @@ def add_todo(ctx: Context, cmd: AddTodo) -> Result:
         st = lookup.need_state(state)
         new = lookup.new_id("todo", st.todos, cmd.todo_id, "todo_id")
         deps = _check_deps(st, new, list(cmd.depends_on))
-        if cmd.predecessor is not None:
-            lookup.todo(st, cmd.predecessor)
+        lookup.todos_named(st, cmd.predecessor)
         data = {
             "todo_id": new,
             "title": ctx.private_text(cmd.title, vis),
@@ -278,8 +277,7 @@ def complete_todo(ctx: Context, cmd: CompleteTodo) -> Result:
         _owner_check(item, ctx.agent_id, now)
         _ready_check(st, item, now, ctx.agent_id)
         evidence = lookup.existing_evidence(st, cmd.evidence_ids)
-        if cmd.successor is not None:
-            lookup.todo(st, cmd.successor)
+        lookup.todos_named(st, cmd.successor)
         data = {
             "todo_id": todo_id,
             "evidence_ids": evidence,
