@@ -91,11 +91,6 @@ def expected_revision(fn: F) -> F:
     )(fn)
 
 
-def guarded(fn: F) -> F:
-    """Add --operation-id and --expected-revision to a write command."""
-    return operation(expected_revision(fn))
-
-
 # The stores this command opened, by project folder and store, closed by `close_stores` when
 # it ends: one per project however often a command asks (the default goal, then the write),
 # and one for the life of a long-running caller (the MCP server), which still sees every
@@ -180,27 +175,6 @@ def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
     """Print text (a document: its own newlines kept) with nothing a terminal would act on.
     Every text-mode print of loopx goes through here."""
     click.echo(terminal.document(text), nl=nl, err=err)
-
-
-def receipt_text(result: Any, what: str) -> str:
-    r = result.receipt
-    verb = "recorded" if result.status == "applied" else "already recorded (replayed)"
-    named = r.get("subject") and not what.endswith(str(r["subject"]))
-    subject = f" {r['subject']}" if named else ""
-    lines = [
-        f"{what}{subject} {verb} at revision {r['revision']} "
-        f"(goal {r['goal_id']}, operation {r['operation_id']})"
-    ]
-    if result.repair:
-        lines.append(
-            f"repaired a damaged ledger tail: {result.repair['length']} bytes at offset "
-            f"{result.repair['offset']} moved to {result.repair['quarantine']}"
-        )
-    return "\n".join(lines)
-
-
-def emit_result(fmt: str, result: Any, what: str) -> None:
-    emit(fmt, result.to_dict(), lambda: receipt_text(result, what))
 
 
 def split_ids(values: tuple[str, ...]) -> list[str]:
