@@ -128,17 +128,17 @@ _BAD_SNAPSHOT = (
 )
 
 
-def _split_snapshot(raw: bytes | None) -> tuple[dict[str, Any], Cursor, bytes] | None:
-    """A snapshot's header, the cursor it is valid for, and the rest; None unless it is one
-    of this version's."""
+def _split_snapshot(raw: bytes | None) -> tuple[dict[str, Any], Cursor] | None:
+    """A snapshot's header and the cursor it is valid for; None unless it is one of this
+    version's. Only the header is parsed (or copied)."""
     if not raw:
         return None
     try:
-        header, rest = raw.split(b"\n", 1)
-        meta = orjson.loads(header)
+        end = raw.index(b"\n")
+        meta = orjson.loads(raw[:end])
         if meta.get("format") != SNAPSHOT_FORMAT:
             return None
-        return meta, Cursor(**meta["cursor"]), rest
+        return meta, Cursor(**meta["cursor"])
     except _BAD_SNAPSHOT:
         return None
 
@@ -150,11 +150,12 @@ def _load_snapshot(store: Store, goal_id: str) -> tuple[GoalState | None, Cursor
     closed), the state as JSON rows, and the operations index as raw bytes, which stay
     unparsed until a lookup needs them.
     """
-    found = _split_snapshot(store.load_snapshot(goal_id))
-    if found is None:
+    raw = store.load_snapshot(goal_id)
+    found = _split_snapshot(raw)
+    if raw is None or found is None:
         return None, None
     try:
-        body, operations = found[2].split(b"\n", 1)
+        _, body, operations = raw.split(b"\n", 2)
         with gc_paused():
             state = decode_state(orjson.loads(body), operations)
         if state.goal_id != goal_id:
