@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from loopx.engine import todos
+from loopx.engine.commands import AddTodo, ClaimTodo, CreateGoal
 from loopx.engine.core import require_goal
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
@@ -170,9 +171,9 @@ def test_workspace_facts_come_from_the_work_tree_top_in_a_subfolder(tmp_path: Pa
     ctx = make_ctx(store, agent="agent-a")
     from loopx.engine import goals
 
-    goals.create_goal(ctx, "g", title="G", objective="O")
-    todos.add_todo(ctx, "g", title="T", todo_id="t")
-    todos.claim_todo(ctx, "g", "t")
+    goals.create_goal(ctx, CreateGoal(goal_id="g", title="G", objective="O"))
+    todos.add_todo(ctx, AddTodo(goal_id="g", title="T", todo_id="t"))
+    todos.claim_todo(ctx, ClaimTodo(goal_id="g", todo_id="t"))
     sub = repo / "src" / "pkg"
     prep = run_cli(
         [
@@ -227,7 +228,9 @@ def test_public_diff_of_two_build_folders_outside_a_project(demo: Path, tmp_path
     from loopx.build.pipeline import build
 
     build(demo, tmp_path / "old", audiences=("public",))
-    todos.add_todo(make_ctx(FileStore(demo)), "launch", title="Announce", visibility="public")
+    todos.add_todo(
+        make_ctx(FileStore(demo)), AddTodo(goal_id="launch", title="Announce", visibility="public")
+    )
     build(demo, tmp_path / "new", audiences=("public",))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

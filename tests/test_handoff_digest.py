@@ -11,6 +11,18 @@ import pytest
 
 from loopx.engine import evidence, gates, todos
 from loopx.engine.clock import FixedClock
+from loopx.engine.commands import (
+    AddEvidence,
+    AddTodo,
+    AdoptHandoff,
+    ClaimTodo,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    PrepareHandoff,
+    RenewTodo,
+    UpdateTodo,
+)
 from loopx.engine.core import Context, require_goal
 from loopx.engine.goals import create_goal
 from loopx.engine.handoff import adopt_handoff, prepare_handoff
@@ -64,44 +76,68 @@ class Goal:
         self.clock = FixedClock(T0, 60)
         me = self.ctx("maintainer")
         create_goal(
-            me, "demo", title="Demo", objective="Ship the parser", acceptance=["Tests green"]
+            me,
+            CreateGoal(
+                goal_id="demo",
+                title="Demo",
+                objective="Ship the parser",
+                acceptance=["Tests green"],
+            ),
         )
-        todos.add_todo(me, "demo", todo_id="dep", title="Groundwork")
-        todos.add_todo(me, "demo", todo_id="secret-dep", title="Hidden", visibility="private")
+        todos.add_todo(me, AddTodo(goal_id="demo", todo_id="dep", title="Groundwork"))
         todos.add_todo(
-            me, "demo", todo_id="todo_a", title="Parser", acceptance="Nested lists parse"
+            me, AddTodo(goal_id="demo", todo_id="secret-dep", title="Hidden", visibility="private")
+        )
+        todos.add_todo(
+            me,
+            AddTodo(
+                goal_id="demo", todo_id="todo_a", title="Parser", acceptance="Nested lists parse"
+            ),
         )
         agent = self.ctx("agent-a")
-        todos.claim_todo(agent, "demo", "todo_a")
+        todos.claim_todo(agent, ClaimTodo(goal_id="demo", todo_id="todo_a"))
         # Dependencies and a gate that arrived after the claim (claiming would refuse them).
-        todos.update_todo(me, "demo", "todo_a", depends_on=["dep", "secret-dep"])
-        todos.add_todo(me, "demo", todo_id="ready-1", title="Something else ready")
+        todos.update_todo(
+            me, UpdateTodo(goal_id="demo", todo_id="todo_a", depends_on=["dep", "secret-dep"])
+        )
+        todos.add_todo(me, AddTodo(goal_id="demo", todo_id="ready-1", title="Something else ready"))
         for i, (rev, vis) in enumerate(
             [(OLD, "team"), (NEW, "team"), (None, "team"), (NEW, "private")]
         ):
             evidence.add_evidence(
                 me,
-                "demo",
-                kind="test",
-                summary=f"Run {i} of the suite",
-                refs=[f"https://ci.example.com/{i}"],
-                revision=rev,
-                todo_id="todo_a",
-                evidence_id=f"ev-{i}",
-                visibility=vis,
+                AddEvidence(
+                    goal_id="demo",
+                    kind="test",
+                    summary=f"Run {i} of the suite",
+                    refs=[f"https://ci.example.com/{i}"],
+                    revision=rev,
+                    todo_id="todo_a",
+                    evidence_id=f"ev-{i}",
+                    visibility=vis,
+                ),
             )
         gates.open_gate(
-            me, "demo", gate_id="g1", authority="maintainer", question="Merge?", blocks=["todo_a"]
+            me,
+            OpenGate(
+                goal_id="demo",
+                gate_id="g1",
+                authority="maintainer",
+                question="Merge?",
+                blocks=["todo_a"],
+            ),
         )
         prepare_handoff(
             agent,
-            "demo",
-            "todo_a",
-            note=NOTE,
-            git_revision=OLD,
-            workspace_dirty=True,
-            visibility=note_visibility,
-            target_agent_id="agent-b",
+            PrepareHandoff(
+                goal_id="demo",
+                todo_id="todo_a",
+                note=NOTE,
+                git_revision=OLD,
+                workspace_dirty=True,
+                visibility=note_visibility,
+                target_agent_id="agent-b",
+            ),
         )
 
     def ctx(self, agent: str) -> Context:
@@ -231,7 +267,7 @@ def test_a_private_note_missing_on_this_host_is_said_so(schema: Any) -> None:
 
 def test_stale_and_adopted_notes() -> None:
     goal = Goal()
-    todos.renew_todo(goal.ctx("agent-a"), "demo", "todo_a")
+    todos.renew_todo(goal.ctx("agent-a"), RenewTodo(goal_id="demo", todo_id="todo_a"))
     d = goal.digest()
     assert d["handoff"]["stale"] is True and "note_stale" in _codes(d)
     assert d["adoption"] == {
@@ -242,7 +278,7 @@ def test_stale_and_adopted_notes() -> None:
         "command": None,
     }
     fresh = Goal()
-    adopt_handoff(fresh.ctx("agent-b"), "demo", "todo_a")
+    adopt_handoff(fresh.ctx("agent-b"), AdoptHandoff(goal_id="demo", todo_id="todo_a"))
     done = fresh.digest()
     assert done["handoff"]["status"] == "adopted" and done["handoff"]["stale"] is False
     assert done["handoff"]["adopted"]["agent_id"] == "agent-b"
@@ -339,16 +375,19 @@ def test_budget_too_small_is_refused_with_the_minimum() -> None:
 def test_pending_handoffs_newest_first_and_filtered() -> None:
     goal = Goal()
     me = goal.ctx("maintainer")
-    todos.add_todo(me, "demo", todo_id="todo_b", title="Second")
-    todos.claim_todo(goal.ctx("agent-c"), "demo", "todo_b")
-    prepare_handoff(goal.ctx("agent-c"), "demo", "todo_b", note={"work_summary": "B\nnext"})
+    todos.add_todo(me, AddTodo(goal_id="demo", todo_id="todo_b", title="Second"))
+    todos.claim_todo(goal.ctx("agent-c"), ClaimTodo(goal_id="demo", todo_id="todo_b"))
+    prepare_handoff(
+        goal.ctx("agent-c"),
+        PrepareHandoff(goal_id="demo", todo_id="todo_b", note={"work_summary": "B\nnext"}),
+    )
     items = pending_handoffs(goal.state())
     assert [h["todo_id"] for h in items] == ["todo_b", "todo_a"]
     assert items[0]["summary"] == "B next"
     assert items[1]["target_agent_id"] == "agent-b" and items[1]["stale"] is False
     assert pending_handoffs(goal.state(), audience="public") == []  # a team goal
-    adopt_handoff(goal.ctx("agent-b"), "demo", "todo_a")
-    todos.complete_todo(goal.ctx("agent-c"), "demo", "todo_b")
+    adopt_handoff(goal.ctx("agent-b"), AdoptHandoff(goal_id="demo", todo_id="todo_a"))
+    todos.complete_todo(goal.ctx("agent-c"), CompleteTodo(goal_id="demo", todo_id="todo_b"))
     assert pending_handoffs(goal.state()) == []
 
 

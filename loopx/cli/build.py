@@ -100,7 +100,6 @@ def build_cmd(
     overwrite: bool,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Build every projection of every goal into OUT, deterministically.
 
@@ -238,7 +237,7 @@ def _rebuild_command(out: Path, audiences: str, head: str | None) -> str:
 )
 @common(formats=("text", "markdown", "json"))
 def diff_cmd(
-    old: str, new: str, goal_id: str | None, audience: str, root: Path | None, fmt: str, debug: bool
+    old: str, new: str, goal_id: str | None, audience: str, root: Path | None, fmt: str
 ) -> None:
     """Explain what changed between two builds (OLD NEW folders) or two ledger revisions
     (--goal-id G OLD NEW) in domain terms: todos opened and closed, gates resolved,
@@ -354,7 +353,6 @@ def publish_cmd(
     head: str | None,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Ship the public partition only, after the boundary scan passes: into a folder, or as a
     commit on a git branch for GitHub Pages. The [publish] settings of the project
@@ -474,7 +472,6 @@ def serve_cmd(
     debounce: float,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Build into a temporary folder, serve it on 127.0.0.1, and rebuild when the ledger
     changes. Open pages refresh themselves after a rebuild; a failed rebuild keeps the last

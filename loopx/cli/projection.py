@@ -94,7 +94,6 @@ def workbench_cmd(
     overwrite: bool,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """The workbench of a goal, as Markdown to commit for review.
 
@@ -163,7 +162,6 @@ def review_cmd(
     head: str | None,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """A review packet: the question, what changed, the evidence and its freshness, open gates
     and the exact commands to resolve them."""
@@ -205,7 +203,7 @@ def review_cmd(
     help=AUDIENCE_HELP + " private: everything on this host.",
 )
 @common(formats=("mermaid", "dot", "svg", "json", "text"))
-def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: bool) -> None:
+def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str) -> None:
     """A goal's task graph as Mermaid (default for text), DOT, SVG or JSON."""
     from loopx.build.single import graph_text
 

@@ -125,7 +125,7 @@ def _attention(state: str) -> str:
 @click.command("status")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def status_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def status_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Per goal: attention state, progress, frontier, pending gates, leases, quota, health."""
     from loopx.engine.clock import from_env
 
@@ -157,7 +157,6 @@ def next_cmd(
     limit: int,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """The frontier: open todos whose dependencies are done, not held by a pending gate, not
     claimed by someone else under a live lease. Highest priority first."""
