@@ -2,8 +2,8 @@
 inspect`, the MCP tool), rendered through a cache under `.loopx/`; and the notes still
 waiting for an agent across goals (`loopx handoff list`).
 
-`text` resolves stored values to display text (private blobs read on this host); the caller
-supplies it, so this module reads the store, the checkout and its own cache, and nothing else.
+Private text is read from the store's blobs through the audience lens (`read_blob`); this
+module reads the store, the checkout and its own cache, and nothing else.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from loopx.engine.core import require_goal
 from loopx.engine.goals_all import health_of, load_all
 from loopx.engine.handoff import pick_handoff, workspace_facts
 from loopx.model.errors import LoopxError
-from loopx.projections.handoff import TextFn, handoff_digest, pending_handoffs
+from loopx.privacy.audience import BlobReader, BlobText, note_body
+from loopx.projections.handoff import handoff_digest, pending_handoffs
 from loopx.projections.handoff_budget import fit_digest
 from loopx.render.handoff import TEMPLATES, render_digest_json, render_digest_markdown
 from loopx.resources import resource_dir
@@ -32,7 +33,6 @@ def inspect_handoff(
     goal_id: str,
     todo_id: str,
     *,
-    text: TextFn,
     workspace: Path | None,
     audience: str = "private",
     now: str | None = None,
@@ -40,6 +40,7 @@ def inspect_handoff(
     handoff_id: str | None = None,
 ) -> dict[str, Any]:
     """The digest of a todo's latest note, with facts observed in `workspace` (no budget)."""
+    read_blob: BlobReader = store.get_blob
     state = require_goal(store, goal_id)
     lookup.todo(state, todo_id)
     found = pick_handoff(state, todo_id, handoff_id)  # refuses another todo's note
@@ -49,13 +50,13 @@ def inspect_handoff(
         revision = None
         if found is not None:
             revision = found.git_revision
-            paths = _note_paths(found.note, text)
+            paths = _note_paths(found.note, read_blob)
         facts = workspace_facts(workspace, revision, paths)
     return handoff_digest(
         state,
         todo_id,
         audience=audience,
-        text=text,
+        read_blob=read_blob,
         workspace_facts=facts,
         now=now,
         reader=reader,
@@ -63,15 +64,9 @@ def inspect_handoff(
     )
 
 
-def _note_paths(note: Any, resolve: TextFn) -> list[str]:
-    if isinstance(note, dict) and "blob" in note:
-        try:
-            note = orjson.loads(resolve(note))
-        except orjson.JSONDecodeError:
-            return []
-    if not isinstance(note, dict):
-        return []
-    return [f["path"] for f in note.get("files_touched", [])]
+def _note_paths(note: Any, read_blob: BlobReader) -> list[str]:
+    body = note_body(note, BlobText(read_blob))
+    return [] if body is None else [f["path"] for f in body.get("files_touched", [])]
 
 
 def render_inspected(store: Any, digest: dict[str, Any], fmt: str, max_chars: int | None) -> str:
@@ -146,7 +141,7 @@ def _cache_path(
     return path
 
 
-def list_pending(store: Any, goal_id: str | None, now: str, text: TextFn) -> dict[str, Any]:
+def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
     """Pending handoffs across goals (or one), newest first; damaged goals are reported."""
     items: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
@@ -168,6 +163,6 @@ def list_pending(store: Any, goal_id: str | None, now: str, text: TextFn) -> dic
             if loaded.state is not None:
                 states.append(loaded.state)
     for state in states:
-        items.extend(pending_handoffs(state, audience="private", text=text, now=now))
+        items.extend(pending_handoffs(state, audience="private", read_blob=store.get_blob, now=now))
     items.sort(key=lambda h: (h["prepared_at"], h["goal_id"], h["prepared_seq"]), reverse=True)
     return {"now": now, "handoffs": items, "total": len(items), "problems": problems}

@@ -6,41 +6,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
 
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
     actor,
-    checkout_root_option,
     common,
-    context,
     count,
     echo,
     emit,
-    guarded,
     open_store,
-    text_resolver,
+    workspace_option,
 )
+from loopx.cli.write import write
+from loopx.engine import commands
+from loopx.engine import handoff as handoffs
+from loopx.engine.core import Context, Result
 from loopx.engine.lookup import LEASE_RANGE
-
-if TYPE_CHECKING:
-    from loopx.engine.core import Result
-
-WORKSPACE = click.Path(file_okay=False, path_type=Path)
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def workspace_option(help: str) -> Callable[[F], F]:
-    """`--workspace`: a checkout, taken at the top of its git work tree."""
-    return click.option(
-        "--workspace",
-        type=WORKSPACE,
-        default=Path("."),
-        callback=checkout_root_option,
-        help=f"{help} (default: the git work tree of the current folder).",
-    )
 
 
 @click.group()
@@ -51,8 +35,43 @@ def handoff() -> None:
 # -- prepare ------------------------------------------------------------------------------
 
 
-@handoff.command("prepare")
-@click.option("--goal-id", required=True)
+# The options that write the note (with --from-context, none of them may be given).
+NOTE_FLAGS = (
+    "work_summary",
+    "rationale",
+    "next_steps",
+    "tried",
+    "files",
+    "decisions",
+    "questions",
+    "source_refs",
+)
+
+
+def _done(result: Result, verb: str) -> str:
+    return verb if result.status == "applied" else f"already {verb} (replayed)"
+
+
+def _prepared(
+    command: commands.PrepareHandoff, result: Result, ctx: Context
+) -> tuple[dict[str, Any], Callable[[], str]]:
+    """The receipt with the new note's id, and the command the next agent runs."""
+    data = result.to_dict()
+    data["handoff_id"] = result.receipt["subject"]
+    goal_id, todo_id = command.goal_id, command.todo_id
+
+    def text() -> str:
+        r = result.receipt
+        return (
+            f"handoff {data['handoff_id']} for todo {todo_id} {_done(result, 'prepared')} at "
+            f"revision {r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
+            f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
+        )
+
+    return data, text
+
+
+@write(handoff, "prepare", handoffs.prepare_handoff, report=_prepared)
 @click.option("--todo-id", required=True)
 @click.option(
     "--from-context",
@@ -88,89 +107,25 @@ def handoff() -> None:
 )
 @click.option("--target-agent-id", default=None, help="The agent meant to adopt (optional).")
 @workspace_option("The checkout whose git HEAD (and dirtiness) the note is bound to")
-@guarded
-@actor
-@common()
-def prepare(
-    goal_id: str,
-    todo_id: str,
-    from_context: str | None,
-    work_summary: str | None,
-    next_steps: tuple[str, ...],
-    tried: tuple[str, ...],
-    files: tuple[str, ...],
-    decisions: tuple[str, ...],
-    questions: tuple[str, ...],
-    source_refs: tuple[str, ...],
-    rationale: str | None,
-    visibility: str | None,
-    target_agent_id: str | None,
-    workspace: Path,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def prepare(from_context: str | None, **fields: Any) -> commands.PrepareHandoff:
     """Write a continuation note for a todo you hold (only the claim holder may).
 
     The note (work summary, approaches tried, next steps, files touched, key decisions, open
     questions, source refs) comes from --from-context JSON or from flags. It is bound to the
     todo's revision (--expected-revision guards it) and to the git HEAD of --workspace.
     """
-    from loopx.engine.handoff import prepare_handoff
-
-    note = _note(
-        from_context,
-        work_summary=work_summary,
-        rationale=rationale,
-        next_steps=next_steps,
-        tried=tried,
-        files=files,
-        decisions=decisions,
-        questions=questions,
-        source_refs=source_refs,
-    )
-    result = prepare_handoff(
-        context(root, agent_id, session_id),
-        goal_id,
-        todo_id,
-        note=note,
-        visibility=visibility,
-        target_agent_id=target_agent_id,
-        workspace=workspace,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    data = result.to_dict()
-    data["handoff_id"] = result.receipt["subject"]
-    emit(fmt, data, lambda: _prepared_text(data, result, goal_id, todo_id))
-
-
-def _note(from_context: str | None, **flags: Any) -> dict[str, Any]:
-    """The note from --from-context (a file, or '-' for stdin), else from the note's flags."""
-    from loopx.engine.handoff import note_from_flags, read_context
     from loopx.model.errors import InvalidInput
 
+    flags = {name: fields.pop(name) for name in NOTE_FLAGS}
     if from_context is None:
-        return note_from_flags(**flags)
-    if any(flags.values()):
+        note = handoffs.note_from_flags(**flags)
+    elif any(flags.values()):
         raise InvalidInput(
             "pass the note either with --from-context or with flags, not both", code="usage_error"
         )
-    return read_context(from_context)
-
-
-def _prepared_text(data: dict[str, Any], result: Result, goal_id: str, todo_id: str) -> str:
-    r = result.receipt
-    verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
-    return (
-        f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
-        f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
-        f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
-    )
+    else:
+        note = handoffs.read_context(from_context)
+    return commands.PrepareHandoff(note=note, **fields)
 
 
 # -- inspect ------------------------------------------------------------------------------
@@ -207,7 +162,6 @@ def inspect(
     session_id: str,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Show a todo's latest handoff note with the current facts.
 
@@ -230,7 +184,6 @@ def inspect(
         store,
         goal_id,
         todo_id,
-        text=text_resolver(store),
         workspace=workspace,
         audience=audience,
         now=from_env().now(),
@@ -248,8 +201,23 @@ def inspect(
 # -- adopt --------------------------------------------------------------------------------
 
 
-@handoff.command("adopt")
-@click.option("--goal-id", required=True)
+def _adopted(
+    command: commands.AdoptHandoff, result: Result, ctx: Context
+) -> tuple[dict[str, Any], Callable[[], str]]:
+    """The receipt, said as the claim moving to the acting agent."""
+
+    def text() -> str:
+        r, todo_id = result.receipt, command.todo_id
+        return (
+            f"todo {todo_id} {_done(result, 'adopted')} by {ctx.agent_id}: claim transferred at "
+            f"revision {r['revision']} (goal {command.goal_id}, operation {r['operation_id']}, "
+            f"events {r['seq_first']}-{r['seq_last']})"
+        )
+
+    return result.to_dict(), text
+
+
+@write(handoff, "adopt", handoffs.adopt_handoff, report=_adopted)
 @click.option("--todo-id", required=True)
 @click.option(
     "--target-agent-id",
@@ -264,24 +232,7 @@ def inspect(
     help="The new claim's lease (default: the goal's policy).",
 )
 @workspace_option("The adopting checkout; its HEAD is recorded with the adoption")
-@guarded
-@actor
-@common()
-def adopt(
-    goal_id: str,
-    todo_id: str,
-    target_agent_id: str | None,
-    handoff_id: str | None,
-    lease_seconds: int | None,
-    workspace: Path,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def adopt(**fields: Any) -> commands.AdoptHandoff:
     """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
 
     Refused when the todo is done (todo_closed), there is no pending note
@@ -289,31 +240,7 @@ def adopt(
     (claim_owner_mismatch), or --expected-revision is not the todo's revision
     (revision_conflict). Retrying with the same --operation-id replays the receipt.
     """
-    from loopx.engine.handoff import adopt_handoff
-
-    ctx = context(root, agent_id, session_id)
-    result = adopt_handoff(
-        ctx,
-        goal_id,
-        todo_id,
-        target_agent_id=target_agent_id,
-        handoff_id=handoff_id,
-        lease_seconds=lease_seconds,
-        workspace=workspace,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-
-    def text() -> str:
-        r = result.receipt
-        verb = "adopted" if result.status == "applied" else "already adopted (replayed)"
-        return (
-            f"todo {todo_id} {verb} by {agent_id}: claim transferred at revision "
-            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']}, events "
-            f"{r['seq_first']}-{r['seq_last']})"
-        )
-
-    emit(fmt, result.to_dict(), text)
+    return commands.AdoptHandoff(**fields)
 
 
 # -- list ---------------------------------------------------------------------------------
@@ -322,14 +249,13 @@ def adopt(
 @handoff.command("list")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def list_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def list_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Pending handoffs (prepared, not adopted), newest first: what was the last session
     working on, and what did it leave for the next one?"""
     from loopx.build.handoff import list_pending
     from loopx.engine.clock import from_env
 
-    store = open_store(root)
-    data = list_pending(store, goal_id, from_env().now(), text_resolver(store))
+    data = list_pending(open_store(root), goal_id, from_env().now())
     emit(fmt, data, lambda: _pending_text(data))
 
 

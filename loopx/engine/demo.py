@@ -14,6 +14,21 @@ from typing import Any, NamedTuple
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock
+from loopx.engine.commands import (
+    AddEvidence,
+    AddNote,
+    AddTodo,
+    BlockTodo,
+    ClaimTodo,
+    CloseGoal,
+    Command,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    PrepareHandoff,
+    RecordRun,
+    RegisterAgent,
+)
 from loopx.engine.core import Context, load_state
 from loopx.engine.handoff import prepare_handoff
 from loopx.model.errors import Conflict
@@ -25,20 +40,21 @@ REV_OLD = "4f9c2a1e7b3d5c8a9e0f1b2c3d4e5f6a7b8c9d0e"
 REV_NEW = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
 CI_RUN = "https://github.com/loopx-dev/loopx/actions/runs/101"
 
-# The write paths the steps name: each is called as `write(ctx, goal_id, **args)`.
-WRITES: dict[str, Callable[..., Any]] = {
-    "goal": goals.create_goal,
-    "close": goals.close_goal,
-    "agent": goals.register_agent,
-    "note": goals.add_note,
-    "todo": todos.add_todo,
-    "claim": todos.claim_todo,
-    "complete": todos.complete_todo,
-    "block": todos.block_todo,
-    "evidence": evidence.add_evidence,
-    "run": evidence.record_run,
-    "gate": gates.open_gate,
-    "handoff": prepare_handoff,
+# The write paths the steps name, with the command each takes: a step runs as
+# `write(ctx, Command(goal_id=…, **args, operation_id=…))`.
+WRITES: dict[str, tuple[Callable[[Context, Any], Any], type[Command]]] = {
+    "goal": (goals.create_goal, CreateGoal),
+    "close": (goals.close_goal, CloseGoal),
+    "agent": (goals.register_agent, RegisterAgent),
+    "note": (goals.add_note, AddNote),
+    "todo": (todos.add_todo, AddTodo),
+    "claim": (todos.claim_todo, ClaimTodo),
+    "complete": (todos.complete_todo, CompleteTodo),
+    "block": (todos.block_todo, BlockTodo),
+    "evidence": (evidence.add_evidence, AddEvidence),
+    "run": (evidence.record_run, RecordRun),
+    "gate": (gates.open_gate, OpenGate),
+    "handoff": (prepare_handoff, PrepareHandoff),
 }
 
 # Who takes the steps: (agent id, session id).
@@ -391,7 +407,8 @@ def _play(store: Store) -> None:
         for write, (agent_id, session_id), args in steps:
             n += 1
             ctx = Context(store, clock, agent_id=agent_id, session_id=session_id)
-            WRITES[write](ctx, goal_id, **args, operation_id=f"demo-{goal_id}-{n:03d}")
+            run, command = WRITES[write]
+            run(ctx, command(goal_id=goal_id, **args, operation_id=f"demo-{goal_id}-{n:03d}"))
 
 
 def create_demo(directory: Path, store: Store | None = None) -> dict[str, Any]:
