@@ -1,4 +1,6 @@
-"""The projection build: schema validity, determinism, check, diff, publish, serve, writer."""
+"""The projection build: schema validity, determinism, check, diff, publish, serve, writer.
+
+Every test on the `demo` project runs on the file store and on PostgreSQL (`store_kind`)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,15 @@ from loopx.engine.demo import REV_NEW, create_demo
 from loopx.model.errors import BoundaryViolation, LoopxError
 from loopx.store import fsio
 from loopx.store.filestore import FileStore
-from tests.conftest import make_ctx, run_cli
+from tests.conftest import (
+    drop_goal,
+    ledger_bytes,
+    make_ctx,
+    move_into_store,
+    project_store,
+    replace_ledger,
+    run_cli,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +42,11 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def demo(tmp_path: Path, demo_root: Path) -> Path:
-    """A private copy of the demo project that a test may change."""
+def demo(tmp_path: Path, demo_root: Path, store_kind: str) -> Path:
+    """A private copy of the demo project that a test may change, in each store."""
     root = tmp_path / "proj"
     shutil.copytree(demo_root, root)
+    move_into_store(root)
     return root
 
 
@@ -112,7 +123,7 @@ def test_unchanged_files_are_not_rewritten(demo: Path, tmp_path: Path) -> None:
 def test_one_event_rewrites_only_what_changed(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW)
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, "docs", title="Changelog", todo_id="changelog")
     result = build(demo, out, head=REV_NEW)
     assert result.report is not None
@@ -130,7 +141,7 @@ def test_check_reports_stale_and_hand_edited_files(demo: Path, tmp_path: Path) -
     edited.write_text(edited.read_text() + "\nhand edit\n")
     result = check(demo, out, head=REV_NEW)
     assert result.stale == ["team/goals/launch/workbench.md"]
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, "launch", title="Announce", todo_id="announce", visibility="public")
     result = check(demo, out, head=REV_NEW)
     assert "public/goals/launch/status.json" in result.stale
@@ -161,9 +172,7 @@ def test_files_gone_from_the_ledger_are_removed_but_user_files_kept(
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW)
     (out / "README.txt").write_text("mine")
-    goal_dir = demo / ".loopx/goals/docs"
-    shutil.rmtree(goal_dir)
-    shutil.rmtree(demo / ".loopx/cache", ignore_errors=True)
+    drop_goal(demo, "docs")
     result = build(demo, out, head=REV_NEW)
     assert result.report is not None
     assert "team/goals/docs/index.html" in result.report.removed
@@ -192,7 +201,7 @@ def test_counts_come_from_the_full_state_not_a_truncated_list(tmp_path: Path) ->
 
 def test_diff_of_two_builds_speaks_domain_terms(demo: Path, tmp_path: Path) -> None:
     build(demo, tmp_path / "old", head=REV_NEW)
-    store = FileStore(demo)
+    store = project_store(demo)
     me = make_ctx(store, agent="maintainer")
     codex = make_ctx(store, agent="agent-codex", session="codex-2")
     todos.add_todo(me, "launch", title="Announce", todo_id="announce", visibility="public")
@@ -262,8 +271,7 @@ def test_publish_to_a_folder_ships_only_public_files(demo: Path, tmp_path: Path)
     team_only = b"Markdown workbench for review"
     assert all(team_only not in data for data in files.values())
     (dest / "CNAME").write_text("status.example.org")
-    shutil.rmtree(demo / ".loopx/goals/prototype")
-    shutil.rmtree(demo / ".loopx/cache")
+    drop_goal(demo, "prototype")
     run_cli(["publish", "--root", str(demo), "--to", str(dest), "--head", REV_NEW])
     assert not (dest / "goals/prototype/index.html").exists()
     assert (dest / "CNAME").read_text() == "status.example.org"
@@ -396,7 +404,7 @@ def test_a_failed_write_leaves_the_folder_all_old_or_all_new(
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW)
     old = _tree(out)
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, "launch", title="Announce", todo_id="announce", visibility="public")
     previous = fsio.install(_FailOn(op, n))
     try:
@@ -441,7 +449,7 @@ def test_workbench_write_and_check(demo: Path, tmp_path: Path) -> None:
     edited = run_cli([*args, "--check", str(path), "--format", "json"])
     assert edited.exit_code == 6 and edited.json()["error"]["code"] == "workbench_edited"
     path.write_text(text)
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, "launch", title="Announce", todo_id="announce")
     stale = run_cli([*args, "--check", str(path), "--format", "json"])
     assert stale.exit_code == 6 and stale.json()["error"]["code"] == "workbench_stale"
@@ -545,7 +553,7 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
     try:
         page = urllib.request.urlopen(f"{base}/team/goals/docs/index.html").read().decode()
         assert "Documentation pass" in page and "/__loopx__/build" in page
-        ctx = make_ctx(FileStore(demo), agent="maintainer")
+        ctx = make_ctx(project_store(demo), agent="maintainer")
         todos.add_todo(ctx, "docs", title="Glossary of terms", todo_id="glossary")
         deadline = time.monotonic() + 10
         while builder.number < 2 and time.monotonic() < deadline:
@@ -554,9 +562,8 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
         page = urllib.request.urlopen(f"{base}/team/goals/docs/index.html").read().decode()
         assert "Glossary of terms" in page
 
-        ledger = demo / ".loopx/goals/docs/ledger.jsonl"
-        good = ledger.read_bytes()
-        ledger.write_bytes(b"garbage\n" + good)  # history damaged: the rebuild must fail
+        good = ledger_bytes(demo, "docs")
+        replace_ledger(demo, "docs", b"garbage\n" + good)  # history damaged: the rebuild fails
         number = builder.number
         deadline = time.monotonic() + 10
         while builder.error is None and time.monotonic() < deadline:
@@ -574,7 +581,7 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
 
 
 def test_private_ids_that_are_common_words_do_not_cry_wolf(demo: Path, tmp_path: Path) -> None:
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     for todo_id in ("index", "status", "graph", "prototype"):
         todos.add_todo(
             ctx, "launch", title=f"Private work on {todo_id}", todo_id=todo_id, visibility="private"
@@ -595,7 +602,7 @@ def test_the_incremental_scan_still_catches_a_leak_of_new_text(
     build(demo, out, head=REV_NEW, cache=cache)
     covered = cache.scan.covered
     assert covered is not None and cache.scan.clean
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, "docs", title="Negotiate the quiet acquisition", todo_id="deal")
     build(demo, out, head=REV_NEW, cache=cache)  # grows the covered set, no leak
     assert cache.scan.covered is not None
@@ -683,7 +690,7 @@ def test_a_fresh_build_process_carries_over_unchanged_goals(
     monkeypatch.setattr(work, "_run", counting)
     result = build(demo, out, head=REV_NEW, reuse=True)
     assert rendered == [] and result.report is not None and result.report.written == []
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, "docs", title="Changelog", todo_id="changelog")
     result = build(demo, out, head=REV_NEW, reuse=True)
     assert rendered == [("team", "docs")]

@@ -1,4 +1,5 @@
-"""`loopx handoff …` end to end: two processes, two agents, a real git checkout."""
+"""`loopx handoff …` end to end: two processes, two agents, a real git checkout; on the file
+store and on PostgreSQL (`store_kind`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import jsonschema
 import pytest
 
 from loopx.resources import resource_dir
-from tests.conftest import T0, CliResult, run_cli
+from tests.conftest import T0, CliResult, ledger_bytes, run_cli
+
+pytestmark = pytest.mark.usefixtures("store_kind")
 
 CONTEXT = {
     "work_summary": "Parser rewritten; nested lists still fail.",
@@ -434,7 +437,7 @@ def test_flags_build_a_structured_note(repo: Path) -> None:
     assert note["files_touched"][0]["exists"] is True
     team = inspect(repo, "--format", "json", "--audience", "team").json()
     assert team["handoff"]["note"] is None
-    ledger = (repo / ".loopx" / "goals" / "demo" / "ledger.jsonl").read_text()
+    ledger = ledger_bytes(repo, "demo").decode()
     assert "Half done" not in ledger
 
 
@@ -549,6 +552,7 @@ def test_list_spans_goals_newest_first(repo: Path) -> None:
     assert [h["goal_id"] for h in only["handoffs"]] == ["demo"]
 
 
+@pytest.mark.files_only  # the demo is written in files
 def test_demo_has_a_pending_handoff(tmp_path: Path) -> None:
     assert run_cli(["demo", str(tmp_path / "d")]).exit_code == 0
     listed = run_cli(["handoff", "list", "--root", str(tmp_path / "d"), "--format", "json"])
