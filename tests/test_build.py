@@ -1,6 +1,8 @@
 """The projection build: schema validity, determinism, check, diff, publish, serve, writer.
 
-Every test on the `demo` project runs on the file store and on PostgreSQL (`store_kind`)."""
+The tests on the `demo` project run on the file store and on PostgreSQL (`store_kind`), except
+those marked `files_only` that test the output side (the writer's faults, git publishing,
+carried files, code fingerprints), which is the same whatever store the ledger comes from."""
 
 from __future__ import annotations
 
@@ -283,6 +285,7 @@ def _git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_publish_to_a_git_branch_commits_the_public_partition(demo: Path) -> None:
     _git(demo, "init", "-q", "-b", "main")
     _git(
@@ -337,6 +340,7 @@ def test_publish_to_a_git_branch_commits_the_public_partition(demo: Path) -> Non
     assert again.json()["commit"] == commit  # nothing changed: no new commit
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_publish_needs_exactly_one_destination(demo: Path) -> None:
     result = run_cli(["publish", "--root", str(demo)])
     assert result.exit_code == 2
@@ -397,6 +401,7 @@ class _FailOn(fsio.FileSystem):
         super().replace(src, dst)
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 @pytest.mark.parametrize(("op", "n"), [("write", 1), ("write", 5), ("replace", 3)])
 def test_a_failed_write_leaves_the_folder_all_old_or_all_new(
     demo: Path, tmp_path: Path, op: str, n: int
@@ -507,6 +512,7 @@ def test_review_packet_has_question_evidence_and_commands(demo: Path) -> None:
     assert summaries["ev-engine-log"] == "Full pytest log of the engine run"
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_graph_formats(demo: Path) -> None:
     base = ["graph", "--root", str(demo), "--goal-id", "launch"]
     mermaid = run_cli(base).stdout
@@ -651,6 +657,7 @@ def test_projections_of_a_goal_an_audience_may_not_see_are_refused(demo: Path) -
     assert run_cli(["graph", "--root", str(demo), "--goal-id", "docs"]).exit_code == 0
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_bad_output_paths_are_clean_errors(demo: Path, tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -701,6 +708,7 @@ def test_a_fresh_build_process_carries_over_unchanged_goals(
     assert check(demo, out, head=REV_NEW).ok  # byte for byte what a full render gives
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_carried_files_that_changed_on_disk_are_rendered_again(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW, reuse=True)
@@ -729,6 +737,7 @@ def test_carried_files_that_changed_on_disk_are_rendered_again(demo: Path, tmp_p
     assert forced.exit_code == 0 and forced.json()["written"] == []
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_new_templates_or_code_are_never_carried_over(
     demo: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:

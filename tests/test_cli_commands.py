@@ -131,7 +131,7 @@ def busy(project: Path) -> Path:
 # -- setup ------------------------------------------------------------------------------------
 
 
-@pytest.mark.files_only  # the file store's layout, and the demo (written in files)
+@pytest.mark.files_only("the file store's layout, and the demo (written in files)")
 def test_init_creates_the_layout_and_is_safe_twice(tmp_path: Path) -> None:
     root = tmp_path / "fresh"
     root.mkdir()
@@ -145,7 +145,7 @@ def test_init_creates_the_layout_and_is_safe_twice(tmp_path: Path) -> None:
     assert again == {"created": False, "root": str(root.resolve())}
 
 
-@pytest.mark.files_only  # the file store's layout, and the demo (written in files)
+@pytest.mark.files_only("the file store's layout, and the demo (written in files)")
 def test_demo_text_and_json(tmp_path: Path) -> None:
     text = ok(run_cli(["demo", str(tmp_path / "d1")])).stdout
     assert "launch" in text and "next: loopx status" in text
@@ -154,7 +154,7 @@ def test_demo_text_and_json(tmp_path: Path) -> None:
     assert all(g["events"] > 0 for g in data["goals"])
 
 
-@pytest.mark.files_only  # the file store's layout, and the demo (written in files)
+@pytest.mark.files_only("the file store's layout, and the demo (written in files)")
 def test_demo_goes_into_root_when_no_directory_is_given(tmp_path: Path) -> None:
     there = tmp_path / "via-root"
     data = ok(run_cli(["demo", "--root", str(there), "--format", "json"], cwd=tmp_path)).json()
