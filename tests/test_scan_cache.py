@@ -8,6 +8,7 @@ from pathlib import Path
 
 from loopx.build import scancache
 from loopx.engine import goals, todos
+from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
 
@@ -17,7 +18,10 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     root.mkdir()
     assert run_cli(["init", "--root", str(root)]).exit_code == 0
     ctx = make_ctx(FileStore(root), agent="maintainer")
-    goals.create_goal(ctx, "g", title="Team goal", objective="Quietly renegotiate the vendor deal")
+    goals.create_goal(
+        ctx,
+        CreateGoal(goal_id="g", title="Team goal", objective="Quietly renegotiate the vendor deal"),
+    )
     folder = tmp_path / "pages"
     folder.mkdir()
     (folder / "a.html").write_text("<p>Nothing to see here.</p>\n")
@@ -35,7 +39,9 @@ def test_cache_is_reused_and_follows_the_ledger(tmp_path: Path) -> None:
 
     # A new team todo changes the ledger: the next scan looks for its text too.
     ctx = make_ctx(store, agent="maintainer")
-    todos.add_todo(ctx, "g", title="Sign the exclusive supplier contract", todo_id="deal")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Sign the exclusive supplier contract", todo_id="deal")
+    )
     (folder / "b.html").write_text("<p>Sign the exclusive supplier contract</p>\n")
     found = run_cli(["scan", str(folder), "--root", str(root)])
     assert found.exit_code == 7 and "non-public-text" in found.stdout

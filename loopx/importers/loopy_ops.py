@@ -10,13 +10,22 @@ the source itself changed).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import orjson
 
 from loopx.engine import evidence as ev
 from loopx.engine import goals, todos
+from loopx.engine.commands import (
+    AddEvidence,
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    Command,
+    CompleteTodo,
+    RegisterAgent,
+)
 from loopx.engine.core import Context, Result
 from loopx.engine.evidence import MAX_BODY_BYTES
 from loopx.importers.sanitize import clip, has_local_path, scrub
@@ -34,6 +43,7 @@ SETTLED = ("it-", "iter-", "pf-", "eval-")
 CLOSED_AS = {"complete": "done", "block": "blocked", "cancel": "cancelled"}
 
 Call = Callable[[Context, str], Result]  # an engine call, given its context and operation id
+C = TypeVar("C", bound=Command)
 
 
 @dataclass
@@ -51,11 +61,11 @@ class Op:
     exists_ok: str | None = None  # a refusal code meaning "already there": not a problem
 
 
-def bind(fn: Callable[..., Result], *args: Any, **kwargs: Any) -> Call:
-    """`fn(ctx, *args, **kwargs)` as an op's call, given the op's operation id when it runs."""
+def bind(fn: Callable[[Context, C], Result], command: C) -> Call:
+    """`fn(ctx, command)` as an op's call, given the op's operation id when it runs."""
 
     def call(ctx: Context, op_id: str) -> Result:
-        return fn(ctx, *args, operation_id=op_id, **kwargs)
+        return fn(ctx, replace(command, operation_id=op_id))
 
     return call
 
@@ -130,15 +140,17 @@ class Ops:
         text = clip(text, SUMMARY_MAX)
         call = bind(
             ev.add_evidence,
-            self.goal_id,
-            kind=kind,
-            summary=text,
-            refs=safe_refs(refs or []),
-            body=body,
-            revision=revision,
-            todo_id=todo_id,
-            evidence_id=evidence_id,
-            visibility=visibility,
+            AddEvidence(
+                goal_id=self.goal_id,
+                kind=kind,
+                summary=text,
+                refs=safe_refs(refs or []),
+                body=body,
+                revision=revision,
+                todo_id=todo_id,
+                evidence_id=evidence_id,
+                visibility=visibility,
+            ),
         )
         self.op(evidence_id, "add", call, at=at, label=label, agent=agent, phase=phase)
         return evidence_id
@@ -155,7 +167,10 @@ class Ops:
     ) -> None:
         check_id(todo_id, "todo_id")
         text = inline(title, TITLE_MAX)
-        call = bind(todos.add_todo, self.goal_id, title=text, todo_id=todo_id, role=role, kind=kind)
+        call = bind(
+            todos.add_todo,
+            AddTodo(goal_id=self.goal_id, title=text, todo_id=todo_id, role=role, kind=kind),
+        )
         self.op(todo_id, "add", call, at=at, label=f"todo {todo_id}", phase=phase)
         self.added.add(todo_id)
 
@@ -171,12 +186,16 @@ class Ops:
         agent: str = AGENT,
     ) -> None:
         """Complete, block or cancel a todo (once: the op id names the transition)."""
+        goal = self.goal_id
         if verb == "complete":
-            call = bind(todos.complete_todo, self.goal_id, todo_id, evidence_ids=evidence_ids)
+            done = CompleteTodo(goal_id=goal, todo_id=todo_id, evidence_ids=evidence_ids or ())
+            call = bind(todos.complete_todo, done)
+        elif verb == "block":
+            why = inline(reason, 2000) if reason else None
+            call = bind(todos.block_todo, BlockTodo(goal_id=goal, todo_id=todo_id, reason=why))
         else:
             why = inline(reason, 2000) if reason else None
-            fn = todos.block_todo if verb == "block" else todos.cancel_todo
-            call = bind(fn, self.goal_id, todo_id, reason=why)
+            call = bind(todos.cancel_todo, CancelTodo(goal_id=goal, todo_id=todo_id, reason=why))
         self.op(
             todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", agent=agent, phase=phase
         )
@@ -190,7 +209,12 @@ class Ops:
         self.op(
             agent_id,
             "register",
-            bind(goals.register_agent, self.goal_id, agent_id, name=name, kind="loopy-loop"),
+            bind(
+                goals.register_agent,
+                RegisterAgent(
+                    goal_id=self.goal_id, agent_id=agent_id, name=name, kind="loopy-loop"
+                ),
+            ),
             at=at,
             label=f"agent {agent_id}",
             phase=phase,

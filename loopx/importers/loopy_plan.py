@@ -48,6 +48,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopx.engine import goals, todos
+from loopx.engine.commands import (
+    AddNote,
+    ClaimTodo,
+    CloseGoal,
+    CreateGoal,
+    PrepareHandoff,
+    SetQuota,
+)
 from loopx.engine.handoff import check_note, prepare_handoff
 from loopx.importers.loopy_model import LayerHandoff, Problem, Session
 from loopx.importers.loopy_ops import (
@@ -156,11 +164,13 @@ class SessionPlan(Ops):
         objective = inline(original, 20_000)
         create = bind(
             goals.create_goal,
-            self.goal_id,
-            title=inline(first_line(s.goal_text, TITLE_MAX), TITLE_MAX) or s.session_id,
-            objective=objective,
-            acceptance=[inline(c, 2000) for c in s.criteria][:100],
-            visibility="team",
+            CreateGoal(
+                goal_id=self.goal_id,
+                title=inline(first_line(s.goal_text, TITLE_MAX), TITLE_MAX) or s.session_id,
+                objective=objective,
+                acceptance=[inline(c, 2000) for c in s.criteria][:100],
+                visibility="team",
+            ),
         )
         self.op("goal", "create", create, at=at, label="goal", phase=0)
         if objective != original.strip():
@@ -181,18 +191,22 @@ class SessionPlan(Ops):
         s, at = self.s, self.start
         max_turns = s.state.max_turns if s.state else None
         if max_turns is not None and max_turns >= 0:
-            quota = bind(goals.set_quota, self.goal_id, quota=max_turns, unit="runs")
+            quota = bind(
+                goals.set_quota, SetQuota(goal_id=self.goal_id, quota=max_turns, unit="runs")
+            )
             self.op(f"quota-{max_turns}", "set", quota, at=at, label="quota", phase=0)
         self.register(AGENT, "loopy-loop coordinator", at=at, phase=0)
         if self.parent_goal is not None:
             note = bind(
                 goals.add_note,
-                self.goal_id,
-                text=f"Child of goal {self.parent_goal} (loopy-loop session "
-                f"{inline(s.parent_session_id or '?', 200)}).",
-                kind="note",
-                visibility="team",
-                note_id="parent-link",
+                AddNote(
+                    goal_id=self.goal_id,
+                    text=f"Child of goal {self.parent_goal} (loopy-loop session "
+                    f"{inline(s.parent_session_id or '?', 200)}).",
+                    kind="note",
+                    visibility="team",
+                    note_id="parent-link",
+                ),
             )
             self.op("parent-link", "add", note, at=at, label="parent link", phase=0)
         self.add_todo(
@@ -374,14 +388,16 @@ class SessionPlan(Ops):
         )
         head, dirty = (mark.head, mark.dirty) if mark else (None, None)
         self.register(agent, f"loopy-loop {h.workflow} role", at=at)
-        claim = bind(todos.claim_todo, self.goal_id, SESSION_TODO)
+        claim = bind(todos.claim_todo, ClaimTodo(goal_id=self.goal_id, todo_id=SESSION_TODO))
         prepare = bind(
             prepare_handoff,
-            self.goal_id,
-            SESSION_TODO,
-            note=note,
-            git_revision=head,
-            workspace_dirty=dirty if head else None,
+            PrepareHandoff(
+                goal_id=self.goal_id,
+                todo_id=SESSION_TODO,
+                note=note,
+                git_revision=head,
+                workspace_dirty=dirty if head else None,
+            ),
         )
         entity, label = f"handoff-r{h.revision}", f"handoff revision {h.revision}"
         self.op(entity, "claim", claim, at=at, agent=agent, label=label, group=entity)
@@ -471,7 +487,9 @@ class SessionPlan(Ops):
             return
         control = self.s.control
         reason = inline(control.reason, 2000) if control and control.reason else None
-        close = bind(goals.close_goal, self.goal_id, outcome="achieved", reason=reason)
+        close = bind(
+            goals.close_goal, CloseGoal(goal_id=self.goal_id, outcome="achieved", reason=reason)
+        )
         self.op("goal", "achieve", close, at=at, label="close goal (achieved)", phase=2)
 
     def abandoned(self, at: str | None) -> None:
@@ -485,9 +503,11 @@ class SessionPlan(Ops):
         )
         abandon = bind(
             goals.close_goal,
-            self.goal_id,
-            outcome="abandoned",
-            reason="The loopy-loop session was stopped by its operator.",
+            CloseGoal(
+                goal_id=self.goal_id,
+                outcome="abandoned",
+                reason="The loopy-loop session was stopped by its operator.",
+            ),
         )
         self.op("goal", "abandon", abandon, at=at, label="close goal (abandoned)", phase=2)
 

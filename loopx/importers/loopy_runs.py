@@ -11,6 +11,7 @@ from functools import partial
 import orjson
 
 from loopx.engine import evidence as ev
+from loopx.engine.commands import RecordRun
 from loopx.importers.loopy_model import Iteration, ProtocolFailure, Session
 from loopx.importers.loopy_ops import SESSION_TODO, Ops, bind, inline
 from loopx.importers.sanitize import has_local_path, slug
@@ -29,16 +30,18 @@ def plan_iteration(plan: Ops, s: Session, it: Iteration) -> None:
     run_id = f"iter-{it.number:04d}{suffix}"
     run = bind(
         ev.record_run,
-        plan.goal_id,
-        outcome="progress" if it.success else "failed",
-        agent_id=agent,
-        session_id=plan.session_slug,
-        todo_id=SESSION_TODO,
-        summary=run_summary(it, where),
-        evidence_ids=ids,
-        quota_spent=1,
-        run_id=run_id,
-        visibility="team",
+        RecordRun(
+            goal_id=plan.goal_id,
+            outcome="progress" if it.success else "failed",
+            agent_id=agent,
+            session_id=plan.session_slug,
+            todo_id=SESSION_TODO,
+            summary=run_summary(it, where),
+            evidence_ids=ids,
+            quota_spent=1,
+            run_id=run_id,
+            visibility="team",
+        ),
     )
     plan.op(run_id, "record", run, at=at, agent=agent, label=f"run {run_id}")
     for failure in s.protocol_failures:
