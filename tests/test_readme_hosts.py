@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import CliResult, project_store, run_cli
+from tests.test_postgres_cli import tree as site
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 README_URL = "postgresql://loopx@db.example.internal:5432/loopx_team"
@@ -35,14 +36,6 @@ def several_hosts() -> tuple[list[list[str]], list[tuple[str, list[str]]]]:
 def ok(result: CliResult) -> CliResult:
     assert result.exit_code == 0, (result.stdout, result.stderr)
     return result
-
-
-def site(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 def test_the_readme_shows_three_hosts_in_commands_that_work(tmp_path: Path, pg_empty: str) -> None:

@@ -14,21 +14,20 @@ def store() -> None:
     """Move a project (ledgers, private blobs, configuration) between stores."""
 
 
+_PLACED = {
+    "copied": "copied",
+    "same": "already the same here",
+    "kept": "this project's own kept (it differs from the source's)",
+}
+
+
 def _summary(data: dict[str, object], verb: str) -> str:
     goals, files = data["goals"], data["project_files"]
     assert isinstance(goals, list) and isinstance(files, dict)
     events = sum(g["events"] for g in goals)
-    text = f"{verb} {len(goals)} goals ({events} events) and {data['blobs']} private blobs"
-    for name, what in files.items():
-        text += (
-            f"\n{name}: "
-            + {
-                "copied": "copied",
-                "same": "already the same here",
-                "kept": "this project's own kept (it differs from the source's)",
-            }[what]
-        )
-    return text
+    lines = [f"{verb} {len(goals)} goals ({events} events) and {data['blobs']} private blobs"]
+    lines += [f"{name}: {_PLACED[what]}" for name, what in files.items()]
+    return "\n".join(lines)
 
 
 @store.command("export")

@@ -357,13 +357,14 @@ class PostgresStore:
             found = 0
         if found > LATEST:
             raise newer_schema(found)
+        if found < LATEST:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")  # the statements opened one (a write's lock)
+            _migrate(conn)
+            self._schema_ok = True
+            return self._round_trip(conn, statements)
         self._schema_ok = True
-        if found == LATEST:
-            return rows
-        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            conn.execute("ROLLBACK")  # the statements began one (a write's lock): again
-        _migrate(conn)
-        return self._round_trip(conn, statements)
+        return rows
 
     def close(self) -> None:
         if self._pool is not None and self._pid == os.getpid():
