@@ -15,9 +15,21 @@ from loopx.engine.clock import FixedClock
 from loopx.engine.core import Context
 from loopx.store.filestore import FileStore
 from loopx.store.memorystore import MemoryStore
-from tests.pg import pg_empty, pg_store, pg_url  # noqa: F401 (fixtures, shared by every test)
+from tests.pg import (  # noqa: F401 (pg_empty, pg_store, pg_url: fixtures shared by every test)
+    admin,
+    overwrite,
+    pg_empty,
+    pg_store,
+    pg_url,
+)
 
 T0 = "2026-03-01T12:00:00Z"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "files_only(reason): a `store_kind` test that runs on the file store only"
+    )
 
 
 def pytest_collectstart(collector: Any) -> None:
@@ -45,6 +57,96 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     fs = FileStore(tmp_path)
     fs.init()
     yield fs
+
+
+STORE_KINDS = ("file", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses `store_kind` once per store (files only when marked so)."""
+    if "store_kind" in metafunc.fixturenames:
+        only = metafunc.definition.get_closest_marker("files_only")
+        kinds = ["file"] if only else list(STORE_KINDS)
+        metafunc.parametrize("store_kind", kinds, indirect=True)
+
+
+@pytest.fixture
+def store_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The store this test's projects use: their `.loopx/` files, or (through `LOOPX_STORE`,
+    which every CLI call and `open_store` honour) an emptied PostgreSQL database."""
+    if request.param == "postgres":
+        monkeypatch.setenv("LOOPX_STORE", request.getfixturevalue("pg_empty"))
+    else:
+        monkeypatch.delenv("LOOPX_STORE", raising=False)
+    return str(request.param)
+
+
+def project_store(root: Path) -> Any:
+    """The store the project at `root` uses (as the CLI would open it)."""
+    from loopx.store.select import open_store
+
+    return open_store(root)
+
+
+def ledger_bytes(root: Path, goal: str) -> bytes:
+    """A goal's ledger as the file store would hold it, from whichever store `root` uses."""
+    return bytes(project_store(root).raw(goal))
+
+
+def replace_ledger(root: Path, goal: str, data: bytes) -> None:
+    """Put `data` in place of a goal's ledger behind the store's back (to damage it)."""
+    from loopx.store.select import configured
+
+    url = configured(root)
+    if url == "file":
+        (root / ".loopx" / "goals" / goal / "ledger.jsonl").write_bytes(data)
+    else:
+        overwrite(url, goal, data)
+        admin(url).execute("SELECT pg_notify('loopx_ledger', %s)", (goal,))  # wakes `serve`
+
+
+def drop_goal(root: Path, goal: str) -> None:
+    """Remove a goal's ledger behind the store's back (and this host's snapshots)."""
+    import shutil
+
+    from loopx.store.select import configured
+
+    url = configured(root)
+    if url == "file":
+        shutil.rmtree(root / ".loopx" / "goals" / goal)
+    else:
+        conn = admin(url)
+        for table in ("loopx_events", "loopx_heads", "loopx_operations"):
+            conn.execute(f"DELETE FROM {table} WHERE goal_id = %s", (goal,))
+    shutil.rmtree(root / ".loopx" / "cache", ignore_errors=True)
+
+
+def move_into_store(root: Path) -> None:
+    """Copy a file-store project's ledgers and blobs into the store `root` is configured for
+    (`LOOPX_STORE`), then delete them from its files, so only that store can be read."""
+    import shutil
+
+    from loopx.store.transfer import copy_store
+
+    target = project_store(root)
+    if isinstance(target, FileStore):
+        return
+    copy_store(FileStore(root), target)
+    for sub in ("goals", "private", "cache"):
+        shutil.rmtree(root / ".loopx" / sub)
+
+
+def forget_private(root: Path) -> None:
+    """Remove every private blob of the project's store (a host without the private text)."""
+    import shutil
+
+    from loopx.store.select import configured
+
+    url = configured(root)
+    if url == "file":
+        shutil.rmtree(root / ".loopx" / "private")
+    else:
+        admin(url).execute("TRUNCATE loopx_blobs")
 
 
 @pytest.fixture

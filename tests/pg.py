@@ -69,11 +69,13 @@ def reset(url: str) -> None:
     conn.execute(f"TRUNCATE {TABLES}")
 
 
-def pg_store(url: str, cache_dir: Path | None = None) -> Any:
+def pg_store(url: str, cache_dir: Path | None = None, connections: int = 10) -> Any:
+    """A store on the emptied session database: pooled, or with `connections=1` one
+    connection as a CLI process has."""
     from loopx.store.postgres import PostgresStore
 
     reset(url)
-    return PostgresStore(url, cache_dir=cache_dir)
+    return PostgresStore(url, cache_dir=cache_dir, max_connections=connections)
 
 
 _ADMIN: dict[str, Any] = {}

@@ -1,4 +1,8 @@
-"""The projection build: schema validity, determinism, check, diff, publish, serve, writer."""
+"""The projection build: schema validity, determinism, check, diff, publish, serve, writer.
+
+The tests on the `demo` project run on the file store and on PostgreSQL (`store_kind`), except
+those marked `files_only` that test the output side (the writer's faults, git publishing,
+carried files, code fingerprints), which is the same whatever store the ledger comes from."""
 
 from __future__ import annotations
 
@@ -22,7 +26,22 @@ from loopx.engine.demo import REV_NEW
 from loopx.model.errors import BoundaryViolation, LoopxError
 from loopx.store import fsio
 from loopx.store.filestore import FileStore
-from tests.conftest import make_ctx, run_cli
+from tests.conftest import (
+    drop_goal,
+    ledger_bytes,
+    make_ctx,
+    move_into_store,
+    project_store,
+    replace_ledger,
+    run_cli,
+)
+
+
+@pytest.fixture
+def demo(demo: Path, store_kind: str) -> Path:
+    """The shared demo copy (conftest), in each store."""
+    move_into_store(demo)
+    return demo
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -98,7 +117,7 @@ def test_unchanged_files_are_not_rewritten(demo: Path, tmp_path: Path) -> None:
 def test_one_event_rewrites_only_what_changed(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW)
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, AddTodo(goal_id="docs", title="Changelog", todo_id="changelog"))
     result = build(demo, out, head=REV_NEW)
     assert result.report is not None
@@ -116,7 +135,7 @@ def test_check_reports_stale_and_hand_edited_files(demo: Path, tmp_path: Path) -
     edited.write_text(edited.read_text() + "\nhand edit\n")
     result = check(demo, out, head=REV_NEW)
     assert result.stale == ["team/goals/launch/workbench.md"]
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(
         ctx, AddTodo(goal_id="launch", title="Announce", todo_id="announce", visibility="public")
     )
@@ -149,9 +168,7 @@ def test_files_gone_from_the_ledger_are_removed_but_user_files_kept(
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW)
     (out / "README.txt").write_text("mine")
-    goal_dir = demo / ".loopx/goals/docs"
-    shutil.rmtree(goal_dir)
-    shutil.rmtree(demo / ".loopx/cache", ignore_errors=True)
+    drop_goal(demo, "docs")
     result = build(demo, out, head=REV_NEW)
     assert result.report is not None
     assert "team/goals/docs/index.html" in result.report.removed
@@ -184,7 +201,7 @@ def test_counts_come_from_the_full_state_not_a_truncated_list(tmp_path: Path) ->
 
 def test_diff_of_two_builds_speaks_domain_terms(demo: Path, tmp_path: Path) -> None:
     build(demo, tmp_path / "old", head=REV_NEW)
-    store = FileStore(demo)
+    store = project_store(demo)
     me = make_ctx(store, agent="maintainer")
     codex = make_ctx(store, agent="agent-codex", session="codex-2")
     todos.add_todo(
@@ -261,8 +278,7 @@ def test_publish_to_a_folder_ships_only_public_files(demo: Path, tmp_path: Path)
     team_only = b"Markdown workbench for review"
     assert all(team_only not in data for data in files.values())
     (dest / "CNAME").write_text("status.example.org")
-    shutil.rmtree(demo / ".loopx/goals/prototype")
-    shutil.rmtree(demo / ".loopx/cache")
+    drop_goal(demo, "prototype")
     run_cli(["publish", "--root", str(demo), "--to", str(dest), "--head", REV_NEW])
     assert not (dest / "goals/prototype/index.html").exists()
     assert (dest / "CNAME").read_text() == "status.example.org"
@@ -274,6 +290,7 @@ def _git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_publish_to_a_git_branch_commits_the_public_partition(demo: Path) -> None:
     _git(demo, "init", "-q", "-b", "main")
     _git(
@@ -328,6 +345,7 @@ def test_publish_to_a_git_branch_commits_the_public_partition(demo: Path) -> Non
     assert again.json()["commit"] == commit  # nothing changed: no new commit
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_publish_needs_exactly_one_destination(demo: Path) -> None:
     result = run_cli(["publish", "--root", str(demo)])
     assert result.exit_code == 2
@@ -395,6 +413,7 @@ class _FailOn(fsio.FileSystem):
         super().replace(src, dst)
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 @pytest.mark.parametrize(("op", "n"), [("write", 1), ("write", 5), ("replace", 3)])
 def test_a_failed_write_leaves_the_folder_all_old_or_all_new(
     demo: Path, tmp_path: Path, op: str, n: int
@@ -402,7 +421,7 @@ def test_a_failed_write_leaves_the_folder_all_old_or_all_new(
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW)
     old = _tree(out)
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(
         ctx, AddTodo(goal_id="launch", title="Announce", todo_id="announce", visibility="public")
     )
@@ -449,7 +468,7 @@ def test_workbench_write_and_check(demo: Path, tmp_path: Path) -> None:
     edited = run_cli([*args, "--check", str(path), "--format", "json"])
     assert edited.exit_code == 6 and edited.json()["error"]["code"] == "workbench_edited"
     path.write_text(text)
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, AddTodo(goal_id="launch", title="Announce", todo_id="announce"))
     stale = run_cli([*args, "--check", str(path), "--format", "json"])
     assert stale.exit_code == 6 and stale.json()["error"]["code"] == "workbench_stale"
@@ -507,6 +526,7 @@ def test_review_packet_has_question_evidence_and_commands(demo: Path) -> None:
     assert summaries["ev-engine-log"] == "Full pytest log of the engine run"
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_graph_formats(demo: Path) -> None:
     base = ["graph", "--root", str(demo), "--goal-id", "launch"]
     mermaid = run_cli(base).stdout
@@ -553,7 +573,7 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
     try:
         page = urllib.request.urlopen(f"{base}/team/goals/docs/index.html").read().decode()
         assert "Documentation pass" in page and "/__loopx__/build" in page
-        ctx = make_ctx(FileStore(demo), agent="maintainer")
+        ctx = make_ctx(project_store(demo), agent="maintainer")
         todos.add_todo(ctx, AddTodo(goal_id="docs", title="Glossary of terms", todo_id="glossary"))
         deadline = time.monotonic() + 10
         while builder.number < 2 and time.monotonic() < deadline:
@@ -562,9 +582,8 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
         page = urllib.request.urlopen(f"{base}/team/goals/docs/index.html").read().decode()
         assert "Glossary of terms" in page
 
-        ledger = demo / ".loopx/goals/docs/ledger.jsonl"
-        good = ledger.read_bytes()
-        ledger.write_bytes(b"garbage\n" + good)  # history damaged: the rebuild must fail
+        good = ledger_bytes(demo, "docs")
+        replace_ledger(demo, "docs", b"garbage\n" + good)  # history damaged: the rebuild fails
         number = builder.number
         deadline = time.monotonic() + 10
         while builder.error is None and time.monotonic() < deadline:
@@ -582,7 +601,7 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
 
 
 def test_private_ids_that_are_common_words_do_not_cry_wolf(demo: Path, tmp_path: Path) -> None:
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     for todo_id in ("index", "status", "graph", "prototype"):
         todos.add_todo(
             ctx,
@@ -609,7 +628,7 @@ def test_the_incremental_scan_still_catches_a_leak_of_new_text(
     build(demo, out, head=REV_NEW, cache=cache)
     covered = cache.scan.covered
     assert covered is not None and cache.scan.clean
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(
         ctx, AddTodo(goal_id="docs", title="Negotiate the quiet acquisition", todo_id="deal")
     )
@@ -663,6 +682,7 @@ def test_projections_of_a_goal_an_audience_may_not_see_are_refused(demo: Path) -
     assert run_cli(["graph", "--root", str(demo), "--goal-id", "docs"]).exit_code == 0
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_bad_output_paths_are_clean_errors(demo: Path, tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -702,7 +722,7 @@ def test_a_fresh_build_process_carries_over_unchanged_goals(
     monkeypatch.setattr(work, "_run", counting)
     result = build(demo, out, head=REV_NEW, reuse=True)
     assert rendered == [] and result.report is not None and result.report.written == []
-    ctx = make_ctx(FileStore(demo), agent="maintainer")
+    ctx = make_ctx(project_store(demo), agent="maintainer")
     todos.add_todo(ctx, AddTodo(goal_id="docs", title="Changelog", todo_id="changelog"))
     result = build(demo, out, head=REV_NEW, reuse=True)
     assert rendered == [("team", "docs")]
@@ -713,6 +733,7 @@ def test_a_fresh_build_process_carries_over_unchanged_goals(
     assert check(demo, out, head=REV_NEW).ok  # byte for byte what a full render gives
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_carried_files_that_changed_on_disk_are_rendered_again(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW, reuse=True)
@@ -741,6 +762,7 @@ def test_carried_files_that_changed_on_disk_are_rendered_again(demo: Path, tmp_p
     assert forced.exit_code == 0 and forced.json()["written"] == []
 
 
+@pytest.mark.files_only("the output side: the same whatever store the ledger is read from")
 def test_new_templates_or_code_are_never_carried_over(
     demo: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:

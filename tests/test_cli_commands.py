@@ -1,4 +1,5 @@
-"""Every command's happy path, in text and in `--format json` (in-process runner)."""
+"""Every command's happy path, in text and in `--format json` (in-process runner), on the
+file store and on PostgreSQL (`store_kind`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from typing import Any
 
 import pytest
 
-from loopx.store.filestore import FileStore
-from tests.conftest import CliResult, run_cli
+from tests.conftest import (
+    CliResult,
+    forget_private,
+    ledger_bytes,
+    project_store,
+    replace_ledger,
+    run_cli,
+)
 
 G = "demo"
+pytestmark = pytest.mark.usefixtures("store_kind")
 
 
 def loopx(root: Path, *args: str, fmt: str | None = None, **env: str) -> CliResult:
@@ -42,7 +50,7 @@ def write(root: Path, *args: str) -> dict[str, Any]:
 
 
 def events(root: Path, goal: str = G) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = FileStore(root).read(goal).events
+    found: list[dict[str, Any]] = project_store(root).read(goal).events
     return found
 
 
@@ -123,6 +131,7 @@ def busy(project: Path) -> Path:
 # -- setup ------------------------------------------------------------------------------------
 
 
+@pytest.mark.files_only("the file store's layout, and the demo (written in files)")
 def test_init_creates_the_layout_and_is_safe_twice(tmp_path: Path) -> None:
     root = tmp_path / "fresh"
     root.mkdir()
@@ -136,6 +145,7 @@ def test_init_creates_the_layout_and_is_safe_twice(tmp_path: Path) -> None:
     assert again == {"created": False, "root": str(root.resolve())}
 
 
+@pytest.mark.files_only("the file store's layout, and the demo (written in files)")
 def test_demo_text_and_json(tmp_path: Path) -> None:
     text = ok(run_cli(["demo", str(tmp_path / "d1")])).stdout
     assert "launch" in text and "next: loopx status" in text
@@ -144,6 +154,7 @@ def test_demo_text_and_json(tmp_path: Path) -> None:
     assert all(g["events"] > 0 for g in data["goals"])
 
 
+@pytest.mark.files_only("the file store's layout, and the demo (written in files)")
 def test_demo_goes_into_root_when_no_directory_is_given(tmp_path: Path) -> None:
     there = tmp_path / "via-root"
     data = ok(run_cli(["demo", "--root", str(there), "--format", "json"], cwd=tmp_path)).json()
@@ -433,7 +444,7 @@ def test_evidence_add_with_a_file_and_list(busy: Path, tmp_path: Path) -> None:
     assert row["refs"] == ["https://ci.example/1", "sha256:" + "0" * 64]
     assert row["freshness"] == "unbound" and row["visibility"] == "private"
     assert row["summary"] == "Full log", "this host has the private summary"
-    assert b"212 passed" not in (busy / ".loopx/goals/demo/ledger.jsonl").read_bytes()
+    assert b"212 passed" not in ledger_bytes(busy, G)
     assert "ev-1" in text and "bound" in text  # bound to abc1234; tmp_path is no checkout
     _, only = both(busy, "evidence", "list", "--goal-id", G, "--todo-id", "build")
     assert [e["evidence_id"] for e in only["evidence"]] == ["ev-1"]
@@ -506,17 +517,16 @@ def test_verify_reports_every_ledger(busy: Path) -> None:
     text, data = both(busy, "verify")
     report = data["ledgers"][0]
     assert data["ok"] is True and report["goal_id"] == G and report["events"] == 8
-    assert report["size"] == (busy / ".loopx/goals/demo/ledger.jsonl").stat().st_size
+    assert report["size"] == len(ledger_bytes(busy, G))
     assert report["head"] in text and "ok" in text
     _, one = both(busy, "verify", "--goal-id", G)
     assert one["ledgers"] == data["ledgers"]
 
 
 def test_verify_exits_5_and_names_the_damage(busy: Path) -> None:
-    ledger = busy / ".loopx/goals/demo/ledger.jsonl"
-    data = bytearray(ledger.read_bytes())
+    data = bytearray(ledger_bytes(busy, G))
     data[40] ^= 0x01
-    ledger.write_bytes(bytes(data))
+    replace_ledger(busy, G, bytes(data))
     out = loopx(busy, "verify")
     assert out.exit_code == 5 and "DAMAGED" in out.stdout and "damage at byte 0" in out.stdout
     report = loopx(busy, "verify", fmt="json")
@@ -534,13 +544,14 @@ def test_verify_exits_5_and_names_the_damage(busy: Path) -> None:
     write_refused = loopx(busy, "todo", "add", "--goal-id", G, "--title", "x", fmt="json")
     assert write_refused.exit_code == 5
     assert write_refused.json()["error"]["code"] == "ledger_corrupt"
-    assert ledger.read_bytes() == bytes(data), "earlier damage is never cut"
+    assert ledger_bytes(busy, G) == bytes(data), "earlier damage is never cut"
 
 
-def test_a_torn_tail_shows_in_status_and_is_repaired_by_the_next_write(busy: Path) -> None:
-    ledger = busy / ".loopx/goals/demo/ledger.jsonl"
-    good = ledger.read_bytes()
-    ledger.write_bytes(good + b'{"half":')
+def test_a_torn_tail_shows_in_status_and_is_repaired_by_the_next_write(
+    busy: Path, store_kind: str
+) -> None:
+    good = ledger_bytes(busy, G)
+    replace_ledger(busy, G, good + b'{"half":')
     status = ok(loopx(busy, "status", "--goal-id", G, fmt="json")).json()["goals"][0]
     assert status["health"]["state"] == "tail_damaged"
     assert status["health"]["damage"]["offset"] == len(good)
@@ -550,11 +561,11 @@ def test_a_torn_tail_shows_in_status_and_is_repaired_by_the_next_write(busy: Pat
     text = ok(loopx(busy, "todo", "add", "--goal-id", G, "--title", "More")).stdout
     assert "repaired" not in text
     assert json.loads(ok(loopx(busy, "verify", fmt="json")).stdout)["ok"] is True
-    size = ledger.stat().st_size
-    with ledger.open("ab") as fh:
-        fh.write(b'{"torn')
+    size = len(ledger_bytes(busy, G))
+    replace_ledger(busy, G, ledger_bytes(busy, G) + b'{"torn')
     text = ok(loopx(busy, "todo", "add", "--goal-id", G, "--title", "Again")).stdout
-    assert f"repaired a damaged ledger tail: 6 bytes at offset {size} moved to .loopx/" in text
+    kept = ".loopx/" if store_kind == "file" else "postgresql:loopx_quarantine/"
+    assert f"repaired a damaged ledger tail: 6 bytes at offset {size} moved to {kept}" in text
 
 
 def test_private_text_is_shown_on_this_host_and_missing_elsewhere(project: Path) -> None:
@@ -574,9 +585,7 @@ def test_private_text_is_shown_on_this_host_and_missing_elsewhere(project: Path)
     )
     shown = ok(loopx(project, "todo", "show", "--goal-id", G, "--todo-id", "p")).stdout
     assert "Secret plan" in shown
-    import shutil
-
-    shutil.rmtree(project / ".loopx" / "private")
+    forget_private(project)
     shown = ok(loopx(project, "todo", "show", "--goal-id", G, "--todo-id", "p")).stdout
     assert "private content not on this host" in shown and "Secret plan" not in shown
 

@@ -1,4 +1,6 @@
-"""`loopx handoff …` end to end: two processes, two agents, a real git checkout."""
+"""`loopx handoff …` end to end: two processes, two agents, a real git checkout; on the file
+store and on PostgreSQL (`store_kind`), except the input checks and renderings marked
+`files_only`, which are the same whatever the store."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import jsonschema
 import pytest
 
 from loopx.resources import resource_dir
-from tests.conftest import T0, CliResult, run_cli
+from tests.conftest import T0, CliResult, ledger_bytes, run_cli
+
+pytestmark = pytest.mark.usefixtures("store_kind")
 
 CONTEXT = {
     "work_summary": "Parser rewritten; nested lists still fail.",
@@ -373,6 +377,7 @@ def test_adopt_refuses_a_third_agents_live_claim(repo: Path) -> None:
     assert refused.exit_code == 4 and error_code(refused) == "claim_owner_mismatch"
 
 
+@pytest.mark.files_only("input checks and rendering: the same whatever the store")
 def test_bad_context_reports_every_problem_and_echoes_no_secret(repo: Path) -> None:
     secret = "sk-live-" + "9f8e7d6c5b4a" * 3
     bad = {
@@ -404,6 +409,7 @@ def test_bad_context_reports_every_problem_and_echoes_no_secret(repo: Path) -> N
     assert todo_revision(repo) == before  # nothing written
 
 
+@pytest.mark.files_only("input checks and rendering: the same whatever the store")
 def test_context_and_flags_are_exclusive(repo: Path) -> None:
     result = prepare(repo, "--from-context", "handoff-context.json", "--work-summary", "w")
     assert result.exit_code == 2 and "not both" in result.stderr
@@ -434,13 +440,14 @@ def test_flags_build_a_structured_note(repo: Path) -> None:
     assert note["files_touched"][0]["exists"] is True
     team = inspect(repo, "--format", "json", "--audience", "team").json()
     assert team["handoff"]["note"] is None
-    ledger = (repo / ".loopx" / "goals" / "demo" / "ledger.jsonl").read_text()
+    ledger = ledger_bytes(repo, "demo").decode()
     assert "Half done" not in ledger
 
 
 # -- output ---------------------------------------------------------------------------------
 
 
+@pytest.mark.files_only("input checks and rendering: the same whatever the store")
 @pytest.mark.parametrize("fmt", ["digest", "text", "markdown", "json"])
 def test_max_chars_is_a_hard_ceiling(repo: Path, fmt: str) -> None:
     assert prepare(repo, "--from-context", str(repo / "handoff-context.json")).exit_code == 0
@@ -480,6 +487,7 @@ HOSTILE_CONTEXT = {
 }
 
 
+@pytest.mark.files_only("input checks and rendering: the same whatever the store")
 def test_text_format_is_the_digest_without_markdown(repo: Path) -> None:
     """`--format text` for agents that take plain prompts: every value verbatim, no syntax."""
     (repo / "hostile.json").write_text(json.dumps(HOSTILE_CONTEXT))
@@ -549,6 +557,7 @@ def test_list_spans_goals_newest_first(repo: Path) -> None:
     assert [h["goal_id"] for h in only["handoffs"]] == ["demo"]
 
 
+@pytest.mark.files_only("the demo is written in files")
 def test_demo_has_a_pending_handoff(tmp_path: Path) -> None:
     assert run_cli(["demo", str(tmp_path / "d")]).exit_code == 0
     listed = run_cli(["handoff", "list", "--root", str(tmp_path / "d"), "--format", "json"])
@@ -564,6 +573,7 @@ def test_demo_has_a_pending_handoff(tmp_path: Path) -> None:
     assert digest.exit_code == 0 and "loopx/engine/handoff.py" in digest.stdout
 
 
+@pytest.mark.files_only("input checks and rendering: the same whatever the store")
 def test_changed_escaping_code_renders_afresh(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import loopx.build.handoff as handoff_build
 

@@ -215,23 +215,73 @@ def twins(tmp_path: Path, pg_empty: str) -> tuple[Path, Path]:
     """The demo project twice: in files, and imported into PostgreSQL (another folder)."""
     files = tmp_path / "files"
     create_demo(files)
+    (files / ".loopx" / "names").write_text("# hashed names\n" + "ab" * 32 + "\n")
     shared = tmp_path / "shared"
     ok(loopx(shared, "init", "--store", pg_empty))
-    ok(loopx(shared, "store", "import", "--from", str(files)))
-    # The project configuration (titles, links) belongs to the project folder, not the store.
-    (shared / "loopx.toml").write_bytes((files / "loopx.toml").read_bytes())
+    # The project files (loopx.toml: titles, links; .loopx/names) come along with the store.
+    moved = ok(loopx(shared, "store", "import", "--from", str(files), fmt="json")).json()
+    assert moved["project_files"] == {".loopx/names": "copied", "loopx.toml": "copied"}
     return files, shared
 
 
-def test_builds_from_either_store_are_byte_identical(twins: tuple[Path, Path]) -> None:
+def test_builds_from_either_store_and_an_export_are_byte_identical(
+    twins: tuple[Path, Path], tmp_path: Path
+) -> None:
     files, shared = twins
+    exported = tmp_path / "exported"
+    moved = ok(loopx(shared, "store", "export", "--to", str(exported), fmt="json")).json()
+    assert moved["project_files"] == {".loopx/names": "copied", "loopx.toml": "copied"}
+    for name in ("loopx.toml", ".loopx/names"):
+        assert (exported / name).read_bytes() == (files / name).read_bytes()
+    assert not (exported / ".loopx" / "store.json").exists(), "the export is a file store"
     outs = []
-    for root in (files, shared):
+    for root in (files, shared, exported):
         out = root.parent / f"site-{root.name}"
         ok(loopx(root, "build", "--out", str(out), "--head", "none", "--audience", "public,team"))
         outs.append(tree(out))
     assert len(outs[0]) > 20
-    assert outs[0] == outs[1]
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_import_keeps_the_projects_own_configuration(tmp_path: Path, pg_empty: str) -> None:
+    demo = tmp_path / "demo"
+    create_demo(demo)
+    shared = tmp_path / "shared"
+    ok(loopx(shared, "init", "--store", pg_empty))
+    ours = '[site]\ntitle = "Ours"\n'
+    (shared / "loopx.toml").write_text(ours)
+    moved = ok(loopx(shared, "store", "import", "--from", str(demo)))
+    assert "loopx.toml: this project's own kept" in moved.stdout
+    assert (shared / "loopx.toml").read_text() == ours
+    again = ok(loopx(shared, "store", "import", "--from", str(shared), fmt="json")).json()
+    assert again["project_files"] == {"loopx.toml": "same"}
+
+    # A configuration in pyproject.toml travels as that file, and never replaces one.
+    source = tmp_path / "source"
+    ok(loopx(source, "init"))
+    (source / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[tool.loopx.site]\ntitle = "T"\n'
+    )
+    plain = '[project]\nname = "plain"\n'
+    for name, pyproject, expect in (("fresh", None, "copied"), ("plain", plain, "kept")):
+        target = tmp_path / name
+        ok(loopx(target, "init"))
+        if pyproject is not None:
+            (target / "pyproject.toml").write_text(pyproject)
+        done = ok(loopx(target, "store", "import", "--from", str(source), fmt="json")).json()
+        assert done["project_files"] == {"pyproject.toml": expect}
+        kept = (target / "pyproject.toml").read_text()
+        assert kept == (pyproject or (source / "pyproject.toml").read_text())
+
+
+def test_export_refuses_a_names_file_that_is_a_link(tmp_path: Path, pg_empty: str) -> None:
+    shared = tmp_path / "shared"
+    ok(loopx(shared, "init", "--store", pg_empty))
+    (tmp_path / "elsewhere").write_text("ab" * 32 + "\n")
+    (shared / ".loopx" / "names").symlink_to(tmp_path / "elsewhere")
+    refused = loopx(shared, "store", "export", "--to", str(tmp_path / "out"))
+    assert refused.exit_code == 2 and "invalid_names_file" in refused.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_diff_and_scan_read_through_the_store(twins: tuple[Path, Path], tmp_path: Path) -> None:

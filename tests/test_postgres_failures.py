@@ -51,9 +51,10 @@ def killer(url: str, at: str) -> Callable[[str, int], None]:
     return fault
 
 
-@pytest.fixture
-def store(pg_url: str) -> Iterator[PostgresStore]:
-    s = pg.pg_store(pg_url)
+@pytest.fixture(params=[1, 10], ids=["one-connection", "pool"])
+def store(pg_url: str, request: pytest.FixtureRequest) -> Iterator[PostgresStore]:
+    """The store as a CLI process opens it (one connection) and as `serve` does (a pool)."""
+    s = pg.pg_store(pg_url, connections=request.param)
     yield s
     s.close()
 
@@ -108,9 +109,7 @@ def test_the_database_refuses_a_second_copy_of_an_operation(store: PostgresStore
     assert [e["seq"] for e in store.read(G).events] == [1]
 
 
-def test_pooled_connections_dropped_while_idle_are_replaced(
-    store: PostgresStore, pg_url: str
-) -> None:
+def test_connections_dropped_while_idle_are_replaced(store: PostgresStore, pg_url: str) -> None:
     ctx = make_ctx(store)
     create_goal(ctx, CreateGoal(goal_id=G, title="Goal", objective="Objective"))
     rows = (
@@ -121,24 +120,36 @@ def test_pooled_connections_dropped_while_idle_are_replaced(
         )
         .fetchall()
     )
-    assert rows, "the store keeps a pooled connection"
+    assert rows, "the store keeps its connection open"
     for (pid,) in rows:
         kill(pg_url, pid)
-    assert store.read(G).events, "a read after the server dropped the pool still works"
+    assert store.read(G).events, "a read after the server dropped the connections still works"
     assert add_todo(ctx, AddTodo(goal_id=G, title="after")).status == "applied"
 
 
-def test_schema_version_is_recorded_and_a_newer_one_refused(pg_url: str) -> None:
+@pytest.mark.parametrize("connections", [1, 10])
+def test_schema_version_is_recorded_and_a_newer_one_refused(pg_url: str, connections: int) -> None:
     from loopx.store.pg_schema import LATEST, schema_version
+    from tests.test_store_contract import envelope
 
     conn = pg.admin(pg_url)
     pg.reset(pg_url)
     assert schema_version(conn) == LATEST
     conn.execute("INSERT INTO loopx_schema (version, name) VALUES (%s, 'from the future')", (999,))
     try:
-        with PostgresStore(pg_url) as newer, pytest.raises(StoreUnavailable) as caught:
-            newer.goal_ids()
-        assert caught.value.code == "store_schema_newer"
+        for first in ("read", "write"):
+            with PostgresStore(pg_url, max_connections=connections) as newer:
+                with pytest.raises(StoreUnavailable) as caught:
+                    if first == "read":
+                        newer.goal_ids()
+                    else:
+                        with newer.writing(G) as writer:
+                            writer.append([envelope(1, G)])
+                assert caught.value.code == "store_schema_newer"
+                if connections == 1:  # (a pool refuses to open at all)
+                    with newer.connection() as used:  # no transaction, nor its lock, left
+                        assert used.info.transaction_status == 0
+        assert conn.execute("SELECT count(*) FROM loopx_events").fetchone() == (0,)
     finally:
         conn.execute("DELETE FROM loopx_schema WHERE version = 999")
 
@@ -147,6 +158,7 @@ def test_a_fresh_database_gets_the_schema_on_first_use(pg_url: str) -> None:
     import psycopg
 
     from loopx.store.pg_schema import LATEST, schema_version
+    from tests.test_store_contract import envelope
 
     server = pg.server_conninfo()
     name = "loopx_fresh_" + pg_url.rsplit("_", 1)[-1]
@@ -156,6 +168,17 @@ def test_a_fresh_database_gets_the_schema_on_first_use(pg_url: str) -> None:
         url = pg.with_db(server, name)
         with PostgresStore(url) as fresh:
             assert fresh.goal_ids() == []
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert schema_version(conn) == LATEST
+            conn.execute(
+                "DROP TABLE loopx_schema, loopx_events, loopx_heads, loopx_operations,"
+                " loopx_blobs, loopx_quarantine"
+            )
+        # One connection (a CLI process) whose first statement is a write's lock.
+        with PostgresStore(url, max_connections=1) as fresh, fresh.writing(G) as writer:
+            writer.append([envelope(1, G)])
+        with PostgresStore(url, max_connections=1) as again:
+            assert [e["seq"] for e in again.read(G).events] == [1]
         with psycopg.connect(url, autocommit=True) as conn:
             assert schema_version(conn) == LATEST
     finally:

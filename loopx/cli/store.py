@@ -11,14 +11,23 @@ from loopx.cli.common import common, emit, open_store
 
 @click.group("store")
 def store() -> None:
-    """Move ledgers and private blobs between the file store and PostgreSQL."""
+    """Move a project (ledgers, private blobs, configuration) between stores."""
+
+
+_PLACED = {
+    "copied": "copied",
+    "same": "already the same here",
+    "kept": "this project's own kept (it differs from the source's)",
+}
 
 
 def _summary(data: dict[str, object], verb: str) -> str:
-    goals = data["goals"]
-    assert isinstance(goals, list)
+    goals, files = data["goals"], data["project_files"]
+    assert isinstance(goals, list) and isinstance(files, dict)
     events = sum(g["events"] for g in goals)
-    return f"{verb} {len(goals)} goals ({events} events) and {data['blobs']} private blobs"
+    lines = [f"{verb} {len(goals)} goals ({events} events) and {data['blobs']} private blobs"]
+    lines += [f"{name}: {_PLACED[what]}" for name, what in files.items()]
+    return "\n".join(lines)
 
 
 @store.command("export")
@@ -31,9 +40,11 @@ def _summary(data: dict[str, object], verb: str) -> str:
 )
 @common()
 def export_cmd(to: Path, root: Path | None, fmt: str) -> None:
-    """Copy this project's ledgers and blobs into a new file-store project folder.
+    """Copy this project's ledgers, blobs and project files into a new file-store project.
 
-    The exported ledgers are byte-identical to the store's; every ledger is verified first.
+    The exported ledgers are byte-identical to the store's (every ledger is verified first);
+    loopx.toml (or the pyproject.toml holding [tool.loopx]) and .loopx/names come along, so
+    builds from the export are the same. Snapshots and caches are rebuilt, not copied.
     """
     from loopx.store.transfer import export_to
 
@@ -55,14 +66,15 @@ def import_cmd(source: Path, root: Path | None, fmt: str) -> None:
 
     Goals already there byte for byte are skipped (run it again to finish an interrupted
     import); a goal there with other events is refused (goal_exists) before anything is
-    written.
+    written. The source's loopx.toml (or pyproject.toml with [tool.loopx]) and .loopx/names
+    are copied where this project has none of its own.
     """
     from loopx.model.errors import NotFound
-    from loopx.store.filestore import FileStore
     from loopx.store.root import STATE_DIR
-    from loopx.store.transfer import copy_store
+    from loopx.store.transfer import import_project
 
     if source.is_symlink() or not (source / STATE_DIR / "goals").is_dir():
         raise NotFound("the import folder holds no loopx file store", code="root_not_found")
-    data = copy_store(FileStore(source), open_store(root))
+    target = open_store(root)
+    data = import_project(source, target, target.root)
     emit(fmt, data, _summary(data, "imported"))

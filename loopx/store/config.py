@@ -81,6 +81,19 @@ def load_config(root: Path) -> ProjectConfig:
     return parse_config(table, f"{PYPROJECT} [tool.loopx]")
 
 
+def config_source(root: Path) -> tuple[str, bytes] | None:
+    """The file the project's configuration is read from, and its bytes: `loopx.toml`, else
+    a `pyproject.toml` with a `[tool.loopx]` table; None when the defaults apply."""
+    data = _read(root / CONFIG_FILE)
+    if data is not None:
+        return CONFIG_FILE, data
+    data = _read(root / PYPROJECT)
+    if data is None:
+        return None
+    tool = _parse(data, PYPROJECT).get("tool", {})
+    return (PYPROJECT, data) if isinstance(tool, dict) and "loopx" in tool else None
+
+
 def store_config(store: Any) -> ProjectConfig:
     """The configuration of the project a store lives in (none for a store without a root)."""
     root = getattr(store, "root", None)

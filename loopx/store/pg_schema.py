@@ -63,29 +63,34 @@ MIGRATIONS: list[tuple[int, str, str]] = [
 LATEST = MIGRATIONS[-1][0]
 
 
-def schema_version(conn: Any) -> int:
-    """The highest migration recorded in the database (0 for a database loopx never used).
+# The recorded version (every process checks it, in the round trip of its first statement).
+VERSION = "SELECT coalesce(max(version), 0) FROM loopx_schema"
 
-    One round trip in the common case (every process checks it when it connects).
-    """
+
+def schema_version(conn: Any) -> int:
+    """The highest migration recorded in the database (0 for a database loopx never used)."""
     import psycopg
 
     try:  # `conn` is in autocommit: a failed statement leaves nothing to roll back
-        row = conn.execute("SELECT coalesce(max(version), 0) FROM loopx_schema").fetchone()
+        row = conn.execute(VERSION).fetchone()
     except psycopg.errors.UndefinedTable:
         return 0
     return int(row[0])
+
+
+def newer_schema(found: int) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"the database's loopx schema is version {found}, newer than this loopx knows "
+        f"({LATEST}): upgrade loopx",
+        code="store_schema_newer",
+    )
 
 
 def migrate(conn: Any) -> int:
     """Bring the schema up to `LATEST`; return the version found before. `conn` is autocommit."""
     found = schema_version(conn)
     if found > LATEST:
-        raise StoreUnavailable(
-            f"the database's loopx schema is version {found}, newer than this loopx knows "
-            f"({LATEST}): upgrade loopx",
-            code="store_schema_newer",
-        )
+        raise newer_schema(found)
     if found == LATEST:
         return found
     conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))

@@ -37,14 +37,14 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from loopx.model.errors import Conflict, LedgerDamage, StoreUnavailable
 from loopx.model.ids import check_id
 from loopx.store.base import Repair, SnapshotStale, StampingWriter
 from loopx.store.blobs import _hex, blob_ref
 from loopx.store.ledger import Cursor, Scan, parse_line, scan
-from loopx.store.pg_schema import migrate
+from loopx.store.pg_schema import LATEST, VERSION, migrate, newer_schema
 from loopx.store.snapshots import SnapshotCache
 from loopx.store.verify import VerifyReport, verify_buffer
 
@@ -53,7 +53,6 @@ CHANNEL = "loopx_ledger"  # NOTIFY channel: the payload is the goal id that chan
 # A hook called at each step of a write with (step, backend pid): the fault-injection seam
 # the failure tests use to kill the connection at every point of a write.
 Fault = Callable[[str, int], None]
-T = TypeVar("T")
 
 
 def _lock_key(goal_id: str) -> int:
@@ -97,16 +96,10 @@ class PostgresWriter(StampingWriter):
         self._locked = False
 
     def _relock(self) -> None:
-        conn = self._conn
+        head = ("SELECT seq, end_offset FROM loopx_heads WHERE goal_id = %s", (self._goal_id,))
         with guard("lock the goal's ledger"):
-            with conn.pipeline():
-                conn.execute("BEGIN")
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key,))
-                cur = conn.execute(
-                    "SELECT seq, end_offset FROM loopx_heads WHERE goal_id = %s", (self._goal_id,)
-                )
-            row = cur.fetchone()
-        if row is None or (row[0], row[1]) != (self.cursor.seq, self.cursor.offset):
+            rows = self._store._round_trip(self._conn, [*_locking(self._key), head])
+        if not rows or (rows[0][0], rows[0][1]) != (self.cursor.seq, self.cursor.offset):
             raise LedgerDamage(
                 "the ledger changed between two appends of one writer", code="ledger_changed"
             )
@@ -272,6 +265,7 @@ class PostgresStore:
         self._max = max_connections
         self._timeout = connect_timeout
         self._pool: Any = None
+        self._schema_ok = False  # checked (or migrated) by this process
         self._pid = os.getpid()
         self._opening = threading.Lock()
         self.fault: Fault | None = None
@@ -279,8 +273,9 @@ class PostgresStore:
     # -- connections ------------------------------------------------------------------------
 
     def _open(self) -> Any:
-        """The connections, opened on first use after checking (or migrating) the schema:
-        a pool when `max_connections` > 1, else one connection (a short CLI process)."""
+        """The connections, opened on first use: a pool when `max_connections` > 1 (the
+        schema checked, or migrated, first), else one connection (a short CLI process, whose
+        first round trip carries the schema check: see `_round_trip`)."""
         with self._opening:
             if self._pool is not None and self._pid != os.getpid():
                 # A forked child (the build's workers) must not touch its parent's sockets:
@@ -291,10 +286,8 @@ class PostgresStore:
             import psycopg
 
             kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": self._timeout}
-            if self._max <= 1:
+            if self._max <= 1:  # the schema is checked in the first round trip
                 pool: Any = _Single(self._conninfo, kwargs)
-                with pool.connection() as conn:
-                    _migrate(conn)
             else:
                 from psycopg_pool import ConnectionPool
 
@@ -310,6 +303,7 @@ class PostgresStore:
                 )
                 with guard("connect"):
                     pool.open(wait=True, timeout=float(self._timeout))
+                self._schema_ok = True
             self._pool, self._pid = pool, os.getpid()
             # Closed with the store object too, so a caller that drops it (a build in
             # `serve`) never leaks a connection.
@@ -323,23 +317,54 @@ class PostgresStore:
         with guard("connect"), pool.connection() as conn:
             yield conn
 
-    def _reading(self, read: Callable[[Any], T]) -> T:
-        """`read(conn)` on a connection; a pooled connection the server dropped is replaced
-        once."""
+    def _query(
+        self, sql: str, params: Any = (), what: str = "read the store"
+    ) -> list[tuple[Any, ...]]:
+        """The rows of one statement, in one round trip; a pooled connection the server
+        dropped is replaced once."""
         import psycopg
 
         for attempt in (1, 2):
             try:
-                with self.connection() as conn:
-                    return read(conn)
+                with self.connection() as conn, guard(what):
+                    return self._round_trip(conn, [(sql, params)])
             except StoreUnavailable as err:
                 if attempt == 2 or not isinstance(err.__cause__, psycopg.OperationalError):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run a read (see `_reading`)."""
-        return self._reading(lambda conn: list(conn.execute(sql, params).fetchall()))
+    def _round_trip(self, conn: Any, statements: list[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+        """Run `statements` in one round trip (one pipeline) and return the last one's rows.
+
+        The process's first round trip carries the schema check too: a missing or older
+        schema is migrated and the statements run again, a newer one is refused. A failed
+        statement skips the rest of its pipeline, so when the tables are missing nothing ran
+        (no transaction or lock is left open).
+        """
+        import psycopg
+
+        check = not self._schema_ok
+        try:
+            with conn.pipeline():
+                version = conn.execute(VERSION) if check else None
+                for sql, params in statements:
+                    cur = conn.execute(sql, params)
+            rows = list(cur.fetchall()) if cur.description is not None else []
+            found = int(version.fetchone()[0]) if version is not None else LATEST
+        except psycopg.errors.UndefinedTable:
+            if not check:
+                raise
+            found = 0
+        if found > LATEST:
+            raise newer_schema(found)
+        if found < LATEST:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")  # the statements opened one (a write's lock)
+            _migrate(conn)
+            self._schema_ok = True
+            return self._round_trip(conn, statements)
+        self._schema_ok = True
+        return rows
 
     def close(self) -> None:
         if self._pool is not None and self._pid == os.getpid():
@@ -374,12 +399,15 @@ class PostgresStore:
 
     def raw(self, goal_id: str) -> bytes:
         check_id(goal_id, "goal_id")
-        with self.connection() as conn:
-            return _bytes_after(conn, goal_id, 0)
+        rows = self._query(_AFTER, (goal_id, 0), "read the ledger")
+        return bytes(rows[0][0]) if rows and rows[0][0] is not None else b""
 
     def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
+        """The scan after `since`, in one round trip: the line the cursor names (checked
+        to be intact, else SnapshotStale) and every line after it."""
         check_id(goal_id, "goal_id")
-        return self._reading(lambda conn: _read(conn, goal_id, since))
+        where = {"g": goal_id, "o": (since or Cursor()).offset}
+        return _scanned(self._query(_READ, where, "read the ledger")[0], goal_id, since)
 
     def verify(self, goal_id: str) -> VerifyReport:
         return verify_buffer(goal_id, self.raw(goal_id))
@@ -403,7 +431,8 @@ class PostgresStore:
             try:
                 repair = None
                 while True:
-                    row = _lock_and_read(conn, key, goal_id, since)
+                    with guard("lock the goal's ledger"):  # BEGIN, lock, read: one round trip
+                        [row] = self._round_trip(conn, _locked_read(key, goal_id, since))
                     if self.fault:
                         self.fault("locked", conn.info.backend_pid)
                     try:
@@ -458,11 +487,7 @@ class PostgresStore:
     def put_blob(self, data: bytes) -> str:
         ref = blob_ref(data)
         with self.connection() as conn, guard("store a private blob"):
-            conn.execute(
-                "INSERT INTO loopx_blobs (digest, data) VALUES (%s, %s)"
-                " ON CONFLICT (digest) DO NOTHING",
-                (ref, data),
-            )
+            self._round_trip(conn, [(_PUT_BLOB, (ref, data))])
         return ref
 
     def get_blob(self, digest: str) -> bytes | None:
@@ -474,42 +499,40 @@ class PostgresStore:
         return sorted(r[0] for r in self._query("SELECT digest FROM loopx_blobs"))
 
 
-def _bytes_after(conn: Any, goal_id: str, offset: int) -> bytes:
-    with guard("read the ledger"):
-        row = conn.execute(
-            "SELECT string_agg(line, ''::bytea ORDER BY seq) FROM loopx_events"
-            " WHERE goal_id = %s AND end_offset > %s",
-            (goal_id, offset),
-        ).fetchone()
-    return bytes(row[0]) if row and row[0] is not None else b""
-
-
+_AFTER = (
+    "SELECT string_agg(line, ''::bytea ORDER BY seq) FROM loopx_events"
+    " WHERE goal_id = %s AND end_offset > %s"
+)
 _READ = (
     "SELECT (SELECT line FROM loopx_events WHERE goal_id = %(g)s AND end_offset = %(o)s),"
     " (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM loopx_events"
     "  WHERE goal_id = %(g)s AND end_offset > %(o)s)"
 )
+_PUT_BLOB = "INSERT INTO loopx_blobs (digest, data) VALUES (%s, %s) ON CONFLICT (digest) DO NOTHING"
+
+
+def _bytes_after(conn: Any, goal_id: str, offset: int) -> bytes:
+    with guard("read the ledger"):
+        row = conn.execute(_AFTER, (goal_id, offset)).fetchone()
+    return bytes(row[0]) if row and row[0] is not None else b""
 
 
 def _read(conn: Any, goal_id: str, since: Cursor | None) -> Scan:
-    """The scan after `since` (SnapshotStale when `since` is not the end of an intact line).
-
-    One round trip: the line the cursor names and every line after it.
-    """
+    """`PostgresStore.read` on `conn` (inside a write's transaction)."""
     start = since or Cursor()
     with guard("read the ledger"):
         row = conn.execute(_READ, {"g": goal_id, "o": start.offset}).fetchone()
     return _scanned(row, goal_id, since)
 
 
-def _lock_and_read(conn: Any, key: int, goal_id: str, since: Cursor | None) -> Any:
-    """BEGIN, take the goal's transaction lock, and read after `since`: one round trip."""
-    with guard("lock the goal's ledger"):
-        with conn.pipeline():
-            conn.execute("BEGIN")
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
-            cur = conn.execute(_READ, {"g": goal_id, "o": (since or Cursor()).offset})
-        return cur.fetchone()
+def _locking(key: int) -> list[tuple[str, Any]]:
+    """BEGIN and take the goal's transaction lock (what follows runs once it is granted)."""
+    return [("BEGIN", None), ("SELECT pg_advisory_xact_lock(%s)", (key,))]
+
+
+def _locked_read(key: int, goal_id: str, since: Cursor | None) -> list[tuple[str, Any]]:
+    """Lock the goal and read after `since`."""
+    return [*_locking(key), (_READ, {"g": goal_id, "o": (since or Cursor()).offset})]
 
 
 def _scanned(row: Any, goal_id: str, since: Cursor | None) -> Scan:

@@ -1,8 +1,17 @@
-"""Move a project's ledgers and private blobs between stores (`loopx store export/import`).
+"""Move a project between stores (`loopx store export/import`).
+
+What moves: every ledger (byte for byte), every private blob, and the project-folder files a
+build reads besides the store: the configuration (`loopx.toml`, or the `pyproject.toml` that
+holds `[tool.loopx]`) and `.loopx/names`. So a build from the copy is byte-identical to one
+from the source (tested). What does not: snapshots, build, scan and render caches (each
+host derives them from the ledgers again, and the cursors they hold are store positions);
+quarantined tails (bytes no writer acknowledged, kept for inspection where they were cut);
+the store choice `.loopx/store.json` (each host chooses for itself).
 
 Events are re-appended through the target's own writer: `stamp` gives them the same seq,
 chain and canonical bytes they had, so the copy is byte-identical to the source (checked
-after each goal, never assumed). Every source ledger is verified before anything is written.
+after each goal, never assumed). Every source ledger and project file is read and checked
+before anything is written.
 """
 
 from __future__ import annotations
@@ -15,9 +24,74 @@ from typing import Any
 from loopx.model.errors import Conflict, InvalidInput, LedgerDamage
 from loopx.store import fsio
 from loopx.store.blobs import _HEX64
+from loopx.store.config import CONFIG_FILE, PYPROJECT, config_source
 from loopx.store.filestore import FileStore
+from loopx.store.root import STATE_DIR
 
 _STAMPED = ("seq", "prev", "sum", "event_id", "more")
+# The hashed names a public build refuses (`loopx.build.boundary`), with its size limit.
+NAMES = f"{STATE_DIR}/names"
+NAMES_CAP = 256 * 1024
+
+
+def project_files(root: Path | None) -> dict[str, bytes]:
+    """The files of the project folder at `root` a build reads besides the store, by path
+    from the root: the configuration (see `config_source`) and `.loopx/names`."""
+    if root is None:
+        return {}
+    files = {}
+    config = config_source(root)
+    if config is not None:
+        files[config[0]] = config[1]
+    with fsio.guard("read .loopx/names"):
+        if fsio.current().lstat(root / NAMES) is not None:
+            data = fsio.read_regular(root / NAMES, NAMES_CAP)
+            if data is None:
+                raise InvalidInput(
+                    ".loopx/names must be a regular file of at most 256 KiB",
+                    code="invalid_names_file",
+                )
+            files[NAMES] = data
+    return files
+
+
+def plan_files(files: dict[str, bytes], root: Path) -> dict[str, str]:
+    """What placing `files` in the project at `root` does to each: `copied`, `same` (there
+    byte for byte) or `kept` (the project has its own file or configuration, which stays: a
+    checkout's configuration is its own)."""
+    have = project_files(root)
+    configured = CONFIG_FILE in have or PYPROJECT in have
+    fs = fsio.current()
+    plan = {}
+    for name, data in sorted(files.items()):
+        with fsio.guard(f"read {name}"):
+            present = fs.lstat(root / name) is not None
+        if have.get(name) == data:
+            plan[name] = "same"
+        elif present or (name != NAMES and configured):
+            plan[name] = "kept"
+        else:
+            plan[name] = "copied"
+    return plan
+
+
+def place_files(files: dict[str, bytes], plan: dict[str, str], root: Path) -> None:
+    fs = fsio.current()
+    for name, what in plan.items():
+        if what == "copied":
+            with fsio.guard(f"write {name}"):
+                fs.write_atomic(root / name, files[name], sync=True)
+
+
+def import_project(source: Path, target: Any, root: Path) -> dict[str, Any]:
+    """Copy the file-store project at `source` into `target`, the store of the project at
+    `root`, with the project files `root` does not have yet."""
+    files = project_files(source)
+    plan = plan_files(files, root)
+    summary = copy_store(FileStore(source), target)
+    place_files(files, plan, root)
+    summary["project_files"] = plan
+    return summary
 
 
 def blob_refs(store: Any) -> list[str]:
@@ -91,7 +165,9 @@ def copy_store(source: Any, target: Any) -> dict[str, Any]:
 
 
 def export_to(source: Any, folder: Path) -> dict[str, Any]:
-    """Write `source` as a new file-store project in `folder` (absent or empty)."""
+    """Write `source`, with its project files, as a new file-store project in `folder`
+    (absent or empty)."""
+    files = project_files(getattr(source, "root", None))
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise InvalidInput("the export folder is not a folder", code="invalid_export")
     if folder.is_dir() and any(folder.iterdir()):
@@ -105,6 +181,9 @@ def export_to(source: Any, folder: Path) -> dict[str, Any]:
         target = FileStore(scratch)
         target.init()
         summary = copy_store(source, target)
+        plan = {name: "copied" for name in sorted(files)}
+        place_files(files, plan, scratch)
+        summary["project_files"] = plan
         with fsio.guard("move the export into place"):
             if folder.is_dir():
                 fs.rmdir(folder)
