@@ -30,8 +30,8 @@ def test_cache_is_reused_and_follows_the_ledger(tmp_path: Path) -> None:
     cache = root / ".loopx/private/cache/scan/forbidden.json"
     assert cache.is_file()
     store = FileStore(root)
-    cached = scancache.load(root, scancache.key(store))
-    assert cached is not None and "Quietly renegotiate the vendor deal" in cached.texts
+    cached = scancache.load_forbidden(root)
+    assert cached is not None and "Quietly renegotiate the vendor deal" in cached[1].texts
 
     # A new team todo changes the ledger: the next scan looks for its text too.
     ctx = make_ctx(store, agent="maintainer")
@@ -61,7 +61,7 @@ def test_a_planted_fifo_never_hangs_the_scan(tmp_path: Path) -> None:
     os.mkfifo(cache)
     loaded: list[object] = []
     reader = threading.Thread(
-        target=lambda: loaded.append(scancache.load(root, scancache.key(FileStore(root)))),
+        target=lambda: loaded.append(scancache.load_forbidden(root)),
         daemon=True,
     )
     reader.start()

@@ -15,7 +15,14 @@ import orjson
 
 from loopx.build import outdir
 from loopx.build.artifacts import Artifact, Site
-from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
+from loopx.build.boundary import (
+    enforce,
+    non_public_strings,
+    project_names,
+    public_items,
+    scan_public,
+)
+from loopx.build.folderscan import record_build
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
@@ -246,6 +253,7 @@ def build(
             scan_cache = cache.scan if cache is not None else None
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)
+            record_build(root, store, goals, names, {a.sha256 for _, a in public_items(site)})
         trusted: set[str] = set()
         if cache is not None:
             trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}

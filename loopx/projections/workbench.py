@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from loopx.privacy.audience import Lens
+from loopx.projections.allowances import allowance_items
 from loopx.projections.base import (
     GENERATOR,
     gate_item,
@@ -86,6 +87,7 @@ def workbench(
             if n.kind in ("lesson", "decision")
         ],
         "corrections": corrections(state, lens),
+        "allowances": allowance_items(state, lens),
         "waiting_for": _waiting_for(open_todos, gates, lens),
         "omissions": lens.omissions(),
     }

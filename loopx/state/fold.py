@@ -346,6 +346,7 @@ def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
     )
 
 
+from loopx.state import allowances as _allowances  # noqa: E402,F401  (registers handlers)
 from loopx.state import handoff as _handoff  # noqa: E402,F401  (registers handlers)
 from loopx.state import monitors as _monitors  # noqa: E402  (registers handlers)
 from loopx.state import redactions as _redactions  # noqa: E402,F401  (registers handlers)
