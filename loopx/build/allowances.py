@@ -11,13 +11,13 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.rules import NON_PUBLIC_ID, NON_PUBLIC_TEXT
 from loopx.privacy.scanner import Scanner
 from loopx.state.allowances import created_seq, entries
 from loopx.state.entities import GoalState
+from loopx.state.redactions import entity_tables
 from loopx.store.base import Store
 
 
@@ -34,16 +34,7 @@ def command(goal_id: str, entity: str, seq: int, kind: str) -> str:
 
 def ids(state: GoalState) -> Iterator[tuple[str, str]]:
     """(entity, id) of every entity of the goal, the goal first."""
-    tables: list[tuple[str, dict[str, Any]]] = [
-        ("goal", {state.goal_id: state}),
-        ("todo", state.todos),
-        ("gate", state.gates),
-        ("evidence", state.evidence),
-        ("note", state.notes),
-        ("run", state.runs),
-        ("handoff", state.handoffs),
-    ]
-    for entity, table in tables:
+    for entity, table in entity_tables(state).items():
         for entity_id in sorted(table):
             yield entity, entity_id
 

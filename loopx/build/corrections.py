@@ -20,7 +20,7 @@ from loopx.build import allowances
 from loopx.model.events import REDACTABLE_FIELDS
 from loopx.privacy.scanner import Scanner
 from loopx.state.entities import GoalState
-from loopx.state.redactions import current, is_redacted
+from loopx.state.redactions import current, entity_tables, is_redacted
 
 MAX_COMMANDS = 3  # per finding: enough to act on, short enough to read
 _GOAL_PATH = re.compile(r"(?:^|/)goals/([^/]+)/")
@@ -28,16 +28,7 @@ _GOAL_PATH = re.compile(r"(?:^|/)goals/([^/]+)/")
 
 def fields(state: GoalState) -> Iterator[tuple[str, str, str, list[str]]]:
     """(entity, entity id, field, its texts) for every redactable field that holds text."""
-    tables: list[tuple[str, dict[str, Any]]] = [
-        ("goal", {state.goal_id: state}),
-        ("todo", state.todos),
-        ("gate", state.gates),
-        ("evidence", state.evidence),
-        ("note", state.notes),
-        ("run", state.runs),
-        ("handoff", state.handoffs),
-    ]
-    for entity, table in tables:
+    for entity, table in entity_tables(state).items():
         for entity_id, item in sorted(table.items()):
             for field in REDACTABLE_FIELDS[entity]:
                 value = current(item, entity, field)

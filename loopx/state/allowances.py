@@ -15,25 +15,15 @@ from typing import Any
 
 from loopx.state.entities import GoalState
 from loopx.state.fold import Event, handles
-from loopx.state.redactions import target
+from loopx.state.redactions import entity_tables, target
 
 
 def created_at_seq(state: GoalState, entity: str, seq: int) -> str | None:
     """The id of the `entity` created by the event at `seq`: how a printed command names an
     entity without printing an id that may itself hold the finding."""
-    if entity == "goal":
-        return state.goal_id if seq == 1 else None
-    if entity == "handoff":
-        found = [h for h, item in state.handoffs.items() if item.get("prepared_seq") == seq]
-        return found[0] if found else None
-    tables: dict[str, dict[str, Any]] = {
-        "todo": state.todos,
-        "gate": state.gates,
-        "evidence": state.evidence,
-        "note": state.notes,
-        "run": state.runs,
-    }
-    return next((k for k, item in tables[entity].items() if item.created_seq == seq), None)
+    return next(
+        (k for k in entity_tables(state)[entity] if created_seq(state, entity, k) == seq), None
+    )
 
 
 def created_seq(state: GoalState, entity: str, entity_id: str) -> int | None:

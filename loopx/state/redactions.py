@@ -23,11 +23,10 @@ REDACTED = "[redacted]"
 _ATTRIBUTES = {("goal", "reason"): "outcome_reason"}
 
 
-def target(state: GoalState, entity: str, entity_id: str) -> Any:
-    """The folded entity a redaction names, or None when there is none."""
-    if entity == "goal":
-        return state if entity_id == state.goal_id else None
-    tables: dict[str, dict[str, Any]] = {
+def entity_tables(state: GoalState) -> dict[str, dict[str, Any]]:
+    """Every kind of entity a correction may name → its entities by id (the goal first)."""
+    return {
+        "goal": {state.goal_id: state},
         "todo": state.todos,
         "gate": state.gates,
         "evidence": state.evidence,
@@ -35,7 +34,11 @@ def target(state: GoalState, entity: str, entity_id: str) -> Any:
         "run": state.runs,
         "handoff": state.handoffs,
     }
-    return tables[entity].get(entity_id)
+
+
+def target(state: GoalState, entity: str, entity_id: str) -> Any:
+    """The folded entity a redaction names, or None when there is none."""
+    return entity_tables(state)[entity].get(entity_id)
 
 
 def current(item: Any, entity: str, field: str) -> Any:
