@@ -253,7 +253,6 @@ def build(
             scan_cache = cache.scan if cache is not None else None
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)
-            record_build(root, store, goals, names, {a.sha256 for _, a in public_items(site)})
         trusted: set[str] = set()
         if cache is not None:
             trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
@@ -267,6 +266,8 @@ def build(
                 overwrite=overwrite,
                 layout=outdir.BUILD,
             )
+        if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
+            record_build(root, store, goals, names, {a.sha256 for _, a in public_items(site)})
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
