@@ -245,3 +245,23 @@ def test_the_entries_survive_the_snapshot_and_reach_the_forbidden_set(tmp_path: 
     expected = frozenset({Allowance("username", f"pair-with-{NAME}")})
     assert allowances_of(warm) == expected
     assert non_public_strings({"g": warm}).allowed == expected
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "loopx.state.redactions",
+        "loopx.state.allowances",
+        "loopx.privacy.audience",
+        "loopx.cli.allow",
+    ],
+)
+def test_each_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
+    """The fold registers its handlers by importing them: no order of first import may cycle."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr

@@ -17,7 +17,7 @@ from loopx.privacy.rules import NON_PUBLIC_ID, NON_PUBLIC_TEXT
 from loopx.privacy.scanner import Scanner
 from loopx.state.allowances import created_seq, entries
 from loopx.state.entities import GoalState
-from loopx.state.redactions import entity_tables
+from loopx.state.tables import entity_tables
 from loopx.store.base import Store
 
 

@@ -20,7 +20,8 @@ from loopx.build import allowances
 from loopx.model.events import REDACTABLE_FIELDS
 from loopx.privacy.scanner import Scanner
 from loopx.state.entities import GoalState
-from loopx.state.redactions import current, entity_tables, is_redacted
+from loopx.state.redactions import current, is_redacted
+from loopx.state.tables import entity_tables
 
 MAX_COMMANDS = 3  # per finding: enough to act on, short enough to read
 _GOAL_PATH = re.compile(r"(?:^|/)goals/([^/]+)/")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from loopx.engine import lookup
 from loopx.engine.core import Change, Context, Result, execute
@@ -54,6 +55,38 @@ def _check(entity: str, kind: str, entity_id: str | None, seq: int | None) -> No
         check_id(entity_id, "entity_id")
 
 
+def _entry(
+    state: GoalState,
+    request: dict[str, Any],
+    finds: Finds,
+    allowance_id: str | None,
+) -> dict[str, Any]:
+    """The event data for `request` on the folded goal, after its preconditions."""
+    entity, kind = request["entity"], request["kind"]
+    found_id = _resolve(state, entity, request["entity_id"], request["seq"])
+    for a in state.allowances.values():
+        if (a["entity"], a["entity_id"], a["kind"]) == (entity, found_id, kind):
+            raise Conflict(
+                "that finding is already allowed",
+                code="already_allowed",
+                allowance_id=a["allowance_id"],
+            )
+    if not finds(found_id, kind):
+        raise InvalidInput(
+            f"the boundary scan finds no {kind} in that {entity}'s id (user and host "
+            "names: this host's, $LOOPX_PRIVATE_NAMES and .loopx/names)",
+            code="no_such_finding",
+        )
+    return {
+        "allowance_id": lookup.new_id("allowance", state.allowances, allowance_id, "allowance_id"),
+        "entity": entity,
+        "entity_id": found_id,
+        "field": "id",
+        "kind": kind,
+        "reason": request["reason"],
+    }
+
+
 def allow_finding(
     ctx: Context,
     goal_id: str,
@@ -74,41 +107,18 @@ def allow_finding(
     if entity == "goal" and entity_id is None and seq is None:
         entity_id = goal_id
     _check(entity, kind, entity_id, seq)
-    reason = lookup.text(reason, "reason", limit=lookup.MAX_TITLE)
     request = {
         "cmd": "finding.allow",
         "entity": entity,
         "entity_id": entity_id,
         "seq": seq,
         "kind": kind,
-        "reason": reason,
+        "reason": lookup.text(reason, "reason", limit=lookup.MAX_TITLE),
         "allowance_id": allowance_id,
     }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        found_id = _resolve(st, entity, entity_id, seq)
-        for a in st.allowances.values():
-            if (a["entity"], a["entity_id"], a["kind"]) == (entity, found_id, kind):
-                raise Conflict(
-                    "that finding is already allowed",
-                    code="already_allowed",
-                    allowance_id=a["allowance_id"],
-                )
-        if not finds(found_id, kind):
-            raise InvalidInput(
-                f"the boundary scan finds no {kind} in that {entity}'s id (user and host "
-                "names: this host's, $LOOPX_PRIVATE_NAMES and .loopx/names)",
-                code="no_such_finding",
-            )
-        data = {
-            "allowance_id": lookup.new_id("allowance", st.allowances, allowance_id, "allowance_id"),
-            "entity": entity,
-            "entity_id": found_id,
-            "field": "id",
-            "kind": kind,
-            "reason": reason,
-        }
+        data = _entry(lookup.need_state(state), request, finds, allowance_id)
         return [Change("finding.allowed", data, "team")]
 
     return execute(

@@ -15,7 +15,7 @@ from typing import Any
 
 from loopx.state.entities import GoalState
 from loopx.state.fold import Event, handles
-from loopx.state.redactions import entity_tables, target
+from loopx.state.tables import entity_tables
 
 
 def created_at_seq(state: GoalState, entity: str, seq: int) -> str | None:
@@ -30,7 +30,7 @@ def created_seq(state: GoalState, entity: str, entity_id: str) -> int | None:
     """The seq of the event that created the entity (the inverse of `created_at_seq`)."""
     if entity == "goal":
         return 1 if entity_id == state.goal_id else None
-    item = target(state, entity, entity_id)
+    item = entity_tables(state)[entity].get(entity_id)
     if item is None:
         return None
     seq = item.get("prepared_seq") if isinstance(item, dict) else item.created_seq

@@ -15,25 +15,13 @@ from typing import Any
 
 from loopx.state.entities import GoalState
 from loopx.state.fold import Event, handles
+from loopx.state.tables import entity_tables
 
 #: What a redacted field shows, in every projection and audience.
 REDACTED = "[redacted]"
 
 # (entity, field) → the attribute of the folded entity that holds it.
 _ATTRIBUTES = {("goal", "reason"): "outcome_reason"}
-
-
-def entity_tables(state: GoalState) -> dict[str, dict[str, Any]]:
-    """Every kind of entity a correction may name → its entities by id (the goal first)."""
-    return {
-        "goal": {state.goal_id: state},
-        "todo": state.todos,
-        "gate": state.gates,
-        "evidence": state.evidence,
-        "note": state.notes,
-        "run": state.runs,
-        "handoff": state.handoffs,
-    }
 
 
 def target(state: GoalState, entity: str, entity_id: str) -> Any:
