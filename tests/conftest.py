@@ -135,3 +135,23 @@ def project(tmp_path: Path) -> Iterator[Path]:
     )
     assert created.exit_code == 0, created.stderr
     yield root
+
+
+@pytest.fixture(scope="session")
+def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo project (`loopx.engine.demo`), made once; never changed (see `demo`)."""
+    from loopx.engine.demo import create_demo
+
+    root = tmp_path_factory.mktemp("demo") / "proj"
+    create_demo(root)
+    return root
+
+
+@pytest.fixture
+def demo(tmp_path: Path, demo_root: Path) -> Path:
+    """A private copy of the demo project that a test may change."""
+    import shutil
+
+    root = tmp_path / "proj"
+    shutil.copytree(demo_root, root)
+    return root

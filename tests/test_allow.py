@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from loopx.build.allowances import allowances_of
+from loopx.build.allowances import allowances_of, confirm
 from loopx.build.boundary import non_public_strings
 from loopx.build.pipeline import build
 from loopx.engine import goals, todos
 from loopx.engine.allowances import allow_finding
+from loopx.engine.commands import AddTodo, AllowFinding, CancelTodo, CloseGoal, CreateGoal
 from loopx.engine.core import Context, load_state
 from loopx.model.errors import BoundaryViolation, Conflict, InvalidInput, NotFound
 from loopx.privacy.allowed import Allowance, Allowed
@@ -55,11 +56,18 @@ def _allow_commands(output: str) -> list[str]:
 
 def test_a_finding_in_an_id_of_a_closed_goal_is_cleared_by_an_allow_entry(tmp_path: Path) -> None:
     root, ctx = _project(tmp_path)
-    goals.create_goal(ctx, "launch", title="Launch", objective="Ship it", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="launch", title="Launch", objective="Ship it", visibility="public")
+    )
     todo_id = f"pair-with-{NAME}"
-    todos.add_todo(ctx, "launch", title="Pair on the release", todo_id=todo_id, visibility="public")
-    todos.cancel_todo(ctx, "launch", todo_id)
-    goals.close_goal(ctx, "launch", outcome="abandoned")
+    todos.add_todo(
+        ctx,
+        AddTodo(
+            goal_id="launch", title="Pair on the release", todo_id=todo_id, visibility="public"
+        ),
+    )
+    todos.cancel_todo(ctx, CancelTodo(goal_id="launch", todo_id=todo_id))
+    goals.close_goal(ctx, CloseGoal(goal_id="launch", outcome="abandoned"))
     out = tmp_path / "site"
 
     blocked = _cli(root, "build", "--out", str(out))
@@ -112,8 +120,13 @@ def test_a_finding_in_an_id_of_a_closed_goal_is_cleared_by_an_allow_entry(tmp_pa
     assert "allowance-1: username in todo" in text
 
     # A new, different finding still blocks: the same name in another public id …
-    goals.create_goal(ctx, "next", title="Next", objective="More", visibility="public")
-    todos.add_todo(ctx, "next", title="Ask about it", todo_id=f"ask-{NAME}", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="next", title="Next", objective="More", visibility="public")
+    )
+    todos.add_todo(
+        ctx,
+        AddTodo(goal_id="next", title="Ask about it", todo_id=f"ask-{NAME}", visibility="public"),
+    )
     again = _cli(root, "build", "--out", str(out))
     assert again.exit_code == 7
     assert "public/goals/next/" in again.stdout and "public/goals/launch/" not in again.stdout
@@ -124,39 +137,46 @@ def test_a_finding_in_an_id_of_a_closed_goal_is_cleared_by_an_allow_entry(tmp_pa
 
 def test_the_entry_covers_only_its_kind_and_its_place(tmp_path: Path) -> None:
     root, ctx = _project(tmp_path)
-    goals.create_goal(ctx, "g", title="Launch", objective="Ship it", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Launch", objective="Ship it", visibility="public")
+    )
     key_id = "key-" + "0123456789abcdef" * 2  # read as a Mailgun key
-    todos.add_todo(ctx, "g", title="Rotate the cache", todo_id=key_id, visibility="public")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Rotate the cache", todo_id=key_id, visibility="public")
+    )
     out = tmp_path / "site"
     with pytest.raises(BoundaryViolation) as first:
         build(root, out)
     assert {f["kind"] for f in first.value.details["findings"]} == {"mailgun-api-key"}
-    finds = _finds(root)
-    allow_finding(
-        ctx, "g", entity="todo", entity_id=key_id, kind="mailgun-api-key",
-        reason="a cache key, not a Mailgun key", finds=finds,
-    )  # fmt: skip
+    _allow(ctx, entity_id=key_id, kind="mailgun-api-key", reason="a cache key, not Mailgun's")
     build(root, out)  # passes
 
     # The same key in a public title is another finding (redacted there by layer 1), and the
     # same words in a longer id are another place: both still count.
-    todos.add_todo(ctx, "g", title="Follow-up", todo_id=key_id + "-2", visibility="public")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Follow-up", todo_id=key_id + "-2", visibility="public")
+    )
     with pytest.raises(BoundaryViolation) as second:
         build(root, out)
     assert {f["kind"] for f in second.value.details["findings"]} == {"mailgun-api-key"}
 
 
-def _finds(root: Path) -> Any:
-    from loopx.build.allowances import finder
-
-    store = FileStore(root)
-    return lambda text, kind: finder(root, store, kind)(text, kind)
+def _allow(ctx: Context, **fields: Any) -> Any:
+    """What `loopx allow finding` runs: the scan's confirmation, then the engine's write."""
+    cmd = AllowFinding(**{"goal_id": "g", "entity": "todo", "reason": "ok", **fields})
+    confirm(ctx.store, cmd)
+    return allow_finding(ctx, cmd)
 
 
 def test_a_finding_in_a_field_prints_the_redaction_not_an_allow_entry(tmp_path: Path) -> None:
     root, ctx = _project(tmp_path)
-    goals.create_goal(ctx, "g", title="Launch", objective="Ship it", visibility="public")
-    todos.add_todo(ctx, "g", title=f"Pair with {NAME} on it", todo_id="pair", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Launch", objective="Ship it", visibility="public")
+    )
+    todos.add_todo(
+        ctx,
+        AddTodo(goal_id="g", title=f"Pair with {NAME} on it", todo_id="pair", visibility="public"),
+    )
     blocked = _cli(root, "build", "--out", str(tmp_path / "site"))
     assert blocked.exit_code == 7
     assert "clear with: loopx redact field --goal-id g --entity todo --entity-id pair" in (
@@ -164,24 +184,24 @@ def test_a_finding_in_a_field_prints_the_redaction_not_an_allow_entry(tmp_path: 
     )
     assert _allow_commands(blocked.stdout) == []
     with pytest.raises(InvalidInput) as refused:
-        allow_finding(
-            ctx, "g", entity="todo", entity_id="pair", kind="username", reason="x",
-            finds=_finds(root),
-        )  # fmt: skip
+        _allow(ctx, entity_id="pair", kind="username")
     assert refused.value.code == "no_such_finding"  # the id holds no finding
 
 
 def test_refusals_write_nothing(tmp_path: Path) -> None:
     root, ctx = _project(tmp_path)
-    goals.create_goal(ctx, "g", title="Launch", objective="Ship it", visibility="public")
-    todos.add_todo(ctx, "g", title="Plain work", todo_id=f"pair-with-{NAME}", visibility="public")
-    finds = _finds(root)
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Launch", objective="Ship it", visibility="public")
+    )
+    todos.add_todo(
+        ctx,
+        AddTodo(goal_id="g", title="Plain work", todo_id=f"pair-with-{NAME}", visibility="public"),
+    )
     before = load_state(FileStore(root), "g").state
     assert before is not None
 
     def allow(**kwargs: Any) -> Any:
-        base = {"entity": "todo", "kind": "username", "reason": "ok"}
-        return allow_finding(ctx, "g", **{**base, "finds": finds, **kwargs})
+        return _allow(ctx, **{"kind": "username", **kwargs})
 
     with pytest.raises(InvalidInput) as kind:
         allow(seq=2, kind="private-ip")
@@ -232,12 +252,14 @@ def test_the_scanner_honours_entries_in_every_view() -> None:
 
 def test_the_entries_survive_the_snapshot_and_reach_the_forbidden_set(tmp_path: Path) -> None:
     root, ctx = _project(tmp_path)
-    goals.create_goal(ctx, "g", title="Launch", objective="Ship it", visibility="public")
-    todos.add_todo(ctx, "g", title="Plain work", todo_id=f"pair-with-{NAME}", visibility="public")
-    allow_finding(
-        ctx, "g", entity="todo", seq=2, kind="username", reason="ok",
-        finds=_finds(root),
-    )  # fmt: skip
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Launch", objective="Ship it", visibility="public")
+    )
+    todos.add_todo(
+        ctx,
+        AddTodo(goal_id="g", title="Plain work", todo_id=f"pair-with-{NAME}", visibility="public"),
+    )
+    _allow(ctx, seq=2, kind="username")
     cold = load_state(FileStore(root), "g", cache=False).state
     warm = load_state(FileStore(root), "g").state
     assert cold is not None and warm is not None

@@ -13,27 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from loopx.engine import demo as demo_mod
 from loopx.engine import todos
+from loopx.engine.commands import AddTodo, ClaimTodo, CreateGoal
 from loopx.engine.core import require_goal
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "proj"
-    demo_mod.create_demo(root)
-    return root
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_root: Path) -> Path:
-    root = tmp_path / "proj"
-    shutil.copytree(demo_root, root)
-    return root
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -185,9 +171,9 @@ def test_workspace_facts_come_from_the_work_tree_top_in_a_subfolder(tmp_path: Pa
     ctx = make_ctx(store, agent="agent-a")
     from loopx.engine import goals
 
-    goals.create_goal(ctx, "g", title="G", objective="O")
-    todos.add_todo(ctx, "g", title="T", todo_id="t")
-    todos.claim_todo(ctx, "g", "t")
+    goals.create_goal(ctx, CreateGoal(goal_id="g", title="G", objective="O"))
+    todos.add_todo(ctx, AddTodo(goal_id="g", title="T", todo_id="t"))
+    todos.claim_todo(ctx, ClaimTodo(goal_id="g", todo_id="t"))
     sub = repo / "src" / "pkg"
     prep = run_cli(
         [
@@ -242,7 +228,9 @@ def test_public_diff_of_two_build_folders_outside_a_project(demo: Path, tmp_path
     from loopx.build.pipeline import build
 
     build(demo, tmp_path / "old", audiences=("public",))
-    todos.add_todo(make_ctx(FileStore(demo)), "launch", title="Announce", visibility="public")
+    todos.add_todo(
+        make_ctx(FileStore(demo)), AddTodo(goal_id="launch", title="Announce", visibility="public")
+    )
     build(demo, tmp_path / "new", audiences=("public",))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

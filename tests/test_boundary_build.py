@@ -16,6 +16,18 @@ from hypothesis import strategies as st
 
 from loopx.build.pipeline import build
 from loopx.engine import evidence, gates, goals, todos
+from loopx.engine.commands import (
+    AddEvidence,
+    AddNote,
+    AddTodo,
+    BlockTodo,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    RecordRun,
+    ResolveGate,
+    UnblockTodo,
+)
 from loopx.engine.core import Context
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx
@@ -48,42 +60,60 @@ def _plant(ctx: Context, goal: str, tag: str) -> None:
                 n += 1
                 tid = f"{tag}-t{n}"
                 todos.add_todo(
-                    ctx, goal, title=f"Carrier {n}", todo_id=tid, visibility=vis, acceptance=text
+                    ctx,
+                    AddTodo(
+                        goal_id=goal,
+                        title=f"Carrier {n}",
+                        todo_id=tid,
+                        visibility=vis,
+                        acceptance=text,
+                    ),
                 )
-                todos.block_todo(ctx, goal, tid, reason=text)
-                todos.unblock_todo(ctx, goal, tid)
+                todos.block_todo(ctx, BlockTodo(goal_id=goal, todo_id=tid, reason=text))
+                todos.unblock_todo(ctx, UnblockTodo(goal_id=goal, todo_id=tid))
                 ev = evidence.add_evidence(
                     ctx,
-                    goal,
-                    kind="log",
-                    summary=f"Log {n}",
-                    refs=[text[:2000]],
-                    body=text.encode(),
-                    todo_id=tid,
-                    visibility=vis,
-                    evidence_id=f"{tag}-e{n}",
+                    AddEvidence(
+                        goal_id=goal,
+                        kind="log",
+                        summary=f"Log {n}",
+                        refs=[text[:2000]],
+                        body=text.encode(),
+                        todo_id=tid,
+                        visibility=vis,
+                        evidence_id=f"{tag}-e{n}",
+                    ),
                 ).receipt["subject"]
-                todos.complete_todo(ctx, goal, tid, summary=text, evidence_ids=[ev])
+                todos.complete_todo(
+                    ctx, CompleteTodo(goal_id=goal, todo_id=tid, summary=text, evidence_ids=[ev])
+                )
                 gid = f"{tag}-g{n}"
                 gates.open_gate(
                     ctx,
-                    goal,
-                    question=f"Decide {n}?",
-                    authority="maintainer",
-                    gate_id=gid,
-                    visibility=vis,
-                    blocks=[tid],
+                    OpenGate(
+                        goal_id=goal,
+                        question=f"Decide {n}?",
+                        authority="maintainer",
+                        gate_id=gid,
+                        visibility=vis,
+                        blocks=[tid],
+                    ),
                 )
-                gates.resolve_gate(ctx, goal, gid, resolution="approve", rationale=text)
-                goals.add_note(ctx, goal, kind="lesson", text=text, visibility=vis)
+                gates.resolve_gate(
+                    ctx,
+                    ResolveGate(goal_id=goal, gate_id=gid, resolution="approve", rationale=text),
+                )
+                goals.add_note(ctx, AddNote(goal_id=goal, kind="lesson", text=text, visibility=vis))
                 evidence.record_run(
                     ctx,
-                    goal,
-                    outcome="waiting",
-                    summary=text,
-                    wait=text,
-                    todo_id=tid,
-                    visibility=vis,
+                    RecordRun(
+                        goal_id=goal,
+                        outcome="waiting",
+                        summary=text,
+                        wait=text,
+                        todo_id=tid,
+                        visibility=vis,
+                    ),
                 )
 
 
@@ -93,24 +123,28 @@ def _plant_titles(ctx: Context, goal: str) -> None:
         for i, canary in enumerate(CANARIES):
             text = f"Item {i}: {canary.text}"
             tid = f"title-{vis}-{i}"
-            todos.add_todo(ctx, goal, title=text, todo_id=tid, visibility=vis)
+            todos.add_todo(ctx, AddTodo(goal_id=goal, title=text, todo_id=tid, visibility=vis))
             gates.open_gate(
                 ctx,
-                goal,
-                question=text,
-                authority="maintainer",
-                gate_id=f"q-{vis}-{i}",
-                visibility=vis,
-                blocks=[tid],
+                OpenGate(
+                    goal_id=goal,
+                    question=text,
+                    authority="maintainer",
+                    gate_id=f"q-{vis}-{i}",
+                    visibility=vis,
+                    blocks=[tid],
+                ),
             )
             evidence.add_evidence(
                 ctx,
-                goal,
-                kind="note",
-                summary=text,
-                todo_id=tid,
-                visibility=vis,
-                evidence_id=f"s-{vis}-{i}",
+                AddEvidence(
+                    goal_id=goal,
+                    kind="note",
+                    summary=text,
+                    todo_id=tid,
+                    visibility=vis,
+                    evidence_id=f"s-{vis}-{i}",
+                ),
             )
 
 
@@ -134,11 +168,13 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for vis in VISIBILITIES:
         goals.create_goal(
             ctx,
-            f"{vis}-goal",
-            title=f"Goal {CANARIES[0].text}",
-            objective=objective,
-            acceptance=_long_texts("url"),
-            visibility=vis,
+            CreateGoal(
+                goal_id=f"{vis}-goal",
+                title=f"Goal {CANARIES[0].text}",
+                objective=objective,
+                acceptance=_long_texts("url"),
+                visibility=vis,
+            ),
         )
         _plant(ctx, f"{vis}-goal", vis)
     _plant_titles(ctx, "public-goal")
@@ -225,24 +261,38 @@ def test_random_states_never_leak_non_public_text(
     store.init()
     ctx = make_ctx(store, agent="maintainer")
     goals.create_goal(
-        ctx, "g", title="Shared goal", objective="Objective text here", visibility=goal_vis
+        ctx,
+        CreateGoal(
+            goal_id="g", title="Shared goal", objective="Objective text here", visibility=goal_vis
+        ),
     )
     secrets: list[str] = []
     for i, (vis, words) in enumerate(items):
         text = "zq " + " ".join(words) + f" marker{i}"
         kind = kinds[i % len(kinds)]
         if kind == "todo":
-            todos.add_todo(ctx, "g", title=text, visibility=vis, todo_id=f"t{i}")
+            todos.add_todo(ctx, AddTodo(goal_id="g", title=text, visibility=vis, todo_id=f"t{i}"))
         elif kind == "gate":
             gates.open_gate(
-                ctx, "g", question=text, authority="maintainer", visibility=vis, gate_id=f"q{i}"
+                ctx,
+                OpenGate(
+                    goal_id="g",
+                    question=text,
+                    authority="maintainer",
+                    visibility=vis,
+                    gate_id=f"q{i}",
+                ),
             )
         elif kind == "evidence":
-            evidence.add_evidence(ctx, "g", kind="note", summary=text, visibility=vis)
+            evidence.add_evidence(
+                ctx, AddEvidence(goal_id="g", kind="note", summary=text, visibility=vis)
+            )
         elif kind == "note":
-            goals.add_note(ctx, "g", text=text, kind="decision", visibility=vis)
+            goals.add_note(ctx, AddNote(goal_id="g", text=text, kind="decision", visibility=vis))
         else:
-            evidence.record_run(ctx, "g", outcome="progress", summary=text, visibility=vis)
+            evidence.record_run(
+                ctx, RecordRun(goal_id="g", outcome="progress", summary=text, visibility=vis)
+            )
         if vis != "public" or goal_vis != "public":
             secrets.append(text)
     out = root.parent / "site"

@@ -17,26 +17,12 @@ from loopx.build import writer
 from loopx.build.pipeline import build, check
 from loopx.build.validate import problems
 from loopx.engine import evidence, gates, goals, todos
-from loopx.engine.demo import REV_NEW, create_demo
+from loopx.engine.commands import AddEvidence, AddTodo, CompleteTodo, CreateGoal, ResolveGate
+from loopx.engine.demo import REV_NEW
 from loopx.model.errors import BoundaryViolation, LoopxError
 from loopx.store import fsio
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
-
-
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "proj"
-    create_demo(root)
-    return root
-
-
-@pytest.fixture
-def demo(tmp_path: Path, demo_root: Path) -> Path:
-    """A private copy of the demo project that a test may change."""
-    root = tmp_path / "proj"
-    shutil.copytree(demo_root, root)
-    return root
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -113,7 +99,7 @@ def test_one_event_rewrites_only_what_changed(demo: Path, tmp_path: Path) -> Non
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW)
     ctx = make_ctx(FileStore(demo), agent="maintainer")
-    todos.add_todo(ctx, "docs", title="Changelog", todo_id="changelog")
+    todos.add_todo(ctx, AddTodo(goal_id="docs", title="Changelog", todo_id="changelog"))
     result = build(demo, out, head=REV_NEW)
     assert result.report is not None
     written = result.report.written
@@ -131,7 +117,9 @@ def test_check_reports_stale_and_hand_edited_files(demo: Path, tmp_path: Path) -
     result = check(demo, out, head=REV_NEW)
     assert result.stale == ["team/goals/launch/workbench.md"]
     ctx = make_ctx(FileStore(demo), agent="maintainer")
-    todos.add_todo(ctx, "launch", title="Announce", todo_id="announce", visibility="public")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="launch", title="Announce", todo_id="announce", visibility="public")
+    )
     result = check(demo, out, head=REV_NEW)
     assert "public/goals/launch/status.json" in result.stale
     assert "public/goals/launch/todos/announce.html" in result.missing
@@ -175,11 +163,15 @@ def test_counts_come_from_the_full_state_not_a_truncated_list(tmp_path: Path) ->
     store = FileStore(tmp_path / "p")
     store.init()
     ctx = make_ctx(store, agent="maintainer", step=0)
-    goals.create_goal(ctx, "big", title="Big", objective="Many todos", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="big", title="Big", objective="Many todos", visibility="public")
+    )
     for i in range(1005):
-        todos.add_todo(ctx, "big", title=f"Todo {i}", todo_id=f"t{i}", visibility="public")
+        todos.add_todo(
+            ctx, AddTodo(goal_id="big", title=f"Todo {i}", todo_id=f"t{i}", visibility="public")
+        )
     for i in range(10):
-        todos.complete_todo(ctx, "big", f"t{i}")
+        todos.complete_todo(ctx, CompleteTodo(goal_id="big", todo_id=f"t{i}"))
     build(tmp_path / "p", tmp_path / "site", audiences=("public",), head=None)
     status = json.loads((tmp_path / "site/public/goals/big/status.json").read_text())
     assert status["progress"]["total"] == 1005
@@ -195,17 +187,24 @@ def test_diff_of_two_builds_speaks_domain_terms(demo: Path, tmp_path: Path) -> N
     store = FileStore(demo)
     me = make_ctx(store, agent="maintainer")
     codex = make_ctx(store, agent="agent-codex", session="codex-2")
-    todos.add_todo(me, "launch", title="Announce", todo_id="announce", visibility="public")
-    todos.complete_todo(codex, "launch", "cli")
-    gates.resolve_gate(me, "launch", "grant-design", resolution="approve", rationale="ok")
+    todos.add_todo(
+        me, AddTodo(goal_id="launch", title="Announce", todo_id="announce", visibility="public")
+    )
+    todos.complete_todo(codex, CompleteTodo(goal_id="launch", todo_id="cli"))
+    gates.resolve_gate(
+        me,
+        ResolveGate(goal_id="launch", gate_id="grant-design", resolution="approve", rationale="ok"),
+    )
     evidence.add_evidence(
         codex,
-        "launch",
-        kind="pr",
-        summary="PR merged",
-        todo_id="cli",
-        visibility="team",
-        evidence_id="ev-pr",
+        AddEvidence(
+            goal_id="launch",
+            kind="pr",
+            summary="PR merged",
+            todo_id="cli",
+            visibility="team",
+            evidence_id="ev-pr",
+        ),
     )
     build(demo, tmp_path / "new", head=REV_NEW)
     result = run_cli(["diff", str(tmp_path / "old"), str(tmp_path / "new"), "--format", "json"])
@@ -340,10 +339,17 @@ def test_public_text_is_redacted_and_a_leak_stops_the_build(
     store = FileStore(tmp_path / "p")
     store.init()
     ctx = make_ctx(store, agent="maintainer")
-    goals.create_goal(ctx, "g", title="Public goal", objective="Ship", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Public goal", objective="Ship", visibility="public")
+    )
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    todos.add_todo(ctx, "g", title=f"Rotate {token} today", todo_id="rotate", visibility="public")
-    todos.add_todo(ctx, "g", title="Quietly renegotiate the vendor contract", todo_id="vendor")
+    todos.add_todo(
+        ctx,
+        AddTodo(goal_id="g", title=f"Rotate {token} today", todo_id="rotate", visibility="public"),
+    )
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Quietly renegotiate the vendor contract", todo_id="vendor")
+    )
     out = tmp_path / "site"
     build(tmp_path / "p", out, audiences=("public",), head=None)
     status = (out / "public/goals/g/status.json").read_text()
@@ -397,7 +403,9 @@ def test_a_failed_write_leaves_the_folder_all_old_or_all_new(
     build(demo, out, head=REV_NEW)
     old = _tree(out)
     ctx = make_ctx(FileStore(demo), agent="maintainer")
-    todos.add_todo(ctx, "launch", title="Announce", todo_id="announce", visibility="public")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="launch", title="Announce", todo_id="announce", visibility="public")
+    )
     previous = fsio.install(_FailOn(op, n))
     try:
         with pytest.raises(LoopxError) as err:
@@ -442,7 +450,7 @@ def test_workbench_write_and_check(demo: Path, tmp_path: Path) -> None:
     assert edited.exit_code == 6 and edited.json()["error"]["code"] == "workbench_edited"
     path.write_text(text)
     ctx = make_ctx(FileStore(demo), agent="maintainer")
-    todos.add_todo(ctx, "launch", title="Announce", todo_id="announce")
+    todos.add_todo(ctx, AddTodo(goal_id="launch", title="Announce", todo_id="announce"))
     stale = run_cli([*args, "--check", str(path), "--format", "json"])
     assert stale.exit_code == 6 and stale.json()["error"]["code"] == "workbench_stale"
     missing = run_cli([*args, "--check", str(tmp_path / "nope.md")])
@@ -546,7 +554,7 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
         page = urllib.request.urlopen(f"{base}/team/goals/docs/index.html").read().decode()
         assert "Documentation pass" in page and "/__loopx__/build" in page
         ctx = make_ctx(FileStore(demo), agent="maintainer")
-        todos.add_todo(ctx, "docs", title="Glossary of terms", todo_id="glossary")
+        todos.add_todo(ctx, AddTodo(goal_id="docs", title="Glossary of terms", todo_id="glossary"))
         deadline = time.monotonic() + 10
         while builder.number < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -577,7 +585,13 @@ def test_private_ids_that_are_common_words_do_not_cry_wolf(demo: Path, tmp_path:
     ctx = make_ctx(FileStore(demo), agent="maintainer")
     for todo_id in ("index", "status", "graph", "prototype"):
         todos.add_todo(
-            ctx, "launch", title=f"Private work on {todo_id}", todo_id=todo_id, visibility="private"
+            ctx,
+            AddTodo(
+                goal_id="launch",
+                title=f"Private work on {todo_id}",
+                todo_id=todo_id,
+                visibility="private",
+            ),
         )
     result = build(demo, tmp_path / "site", head=REV_NEW)
     assert result.findings == []
@@ -596,7 +610,9 @@ def test_the_incremental_scan_still_catches_a_leak_of_new_text(
     covered = cache.scan.covered
     assert covered is not None and cache.scan.clean
     ctx = make_ctx(FileStore(demo), agent="maintainer")
-    todos.add_todo(ctx, "docs", title="Negotiate the quiet acquisition", todo_id="deal")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="docs", title="Negotiate the quiet acquisition", todo_id="deal")
+    )
     build(demo, out, head=REV_NEW, cache=cache)  # grows the covered set, no leak
     assert cache.scan.covered is not None
     assert "Negotiate the quiet acquisition" in cache.scan.covered.texts
@@ -614,7 +630,10 @@ def test_the_incremental_scan_still_catches_a_leak_of_new_text(
 
     monkeypatch.setattr("loopx.projections.status.todo_card", leaky)
     todos.add_todo(
-        ctx, "launch", title="Touch the public goal", todo_id="touch", visibility="public"
+        ctx,
+        AddTodo(
+            goal_id="launch", title="Touch the public goal", todo_id="touch", visibility="public"
+        ),
     )
     with pytest.raises(BoundaryViolation) as err:
         build(demo, out, head=REV_NEW, cache=cache)
@@ -684,7 +703,7 @@ def test_a_fresh_build_process_carries_over_unchanged_goals(
     result = build(demo, out, head=REV_NEW, reuse=True)
     assert rendered == [] and result.report is not None and result.report.written == []
     ctx = make_ctx(FileStore(demo), agent="maintainer")
-    todos.add_todo(ctx, "docs", title="Changelog", todo_id="changelog")
+    todos.add_todo(ctx, AddTodo(goal_id="docs", title="Changelog", todo_id="changelog"))
     result = build(demo, out, head=REV_NEW, reuse=True)
     assert rendered == [("team", "docs")]
     assert (

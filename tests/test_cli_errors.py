@@ -382,7 +382,7 @@ def test_an_unexpected_exception_is_exit_1_without_traceback(
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise ZeroDivisionError(SECRET)
 
-    monkeypatch.setattr(todos, "add_todo", boom)
+    monkeypatch.setattr(todos, "execute", boom)  # deep in the write path
     text = loopx(proj, "todo", "add", "--goal-id", G, "--title", "T")
     check_error(text, "internal_error", 1, json_mode=False)
     assert "ZeroDivisionError" in text.stderr and "--debug" in text.stderr

@@ -11,6 +11,21 @@ from typing import Any
 import pytest
 
 from loopx.engine import evidence, gates, goals, todos
+from loopx.engine.commands import (
+    AddEvidence,
+    AddNote,
+    AddTodo,
+    BlockTodo,
+    CloseGoal,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    RecordRun,
+    ReopenTodo,
+    ResolveGate,
+    UnblockTodo,
+    UpdateTodo,
+)
 from loopx.engine.core import require_goal
 from loopx.engine.git import head_and_dirty, head_revision, is_ancestor
 from loopx.model.errors import InvalidInput, LoopxError, NotFound
@@ -24,8 +39,8 @@ SECRET = "s3cr3t-canary-7f1e9a"
 @pytest.fixture
 def goal(store: Any) -> Any:
     ctx = make_ctx(store)
-    goals.create_goal(ctx, G, title="Launch", objective="Ship", quota=3)
-    todos.add_todo(ctx, G, title="Build", todo_id="build")
+    goals.create_goal(ctx, CreateGoal(goal_id=G, title="Launch", objective="Ship", quota=3))
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="Build", todo_id="build"))
     return store
 
 
@@ -69,7 +84,8 @@ def repo(tmp_path: Path) -> Path:
 def test_evidence_is_bound_to_the_checkout_head(goal: Any, repo: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
     result = evidence.add_evidence(
-        make_ctx(goal), G, kind="test", summary="212 passed", workspace=repo, todo_id="build"
+        make_ctx(goal),
+        AddEvidence(goal_id=G, kind="test", summary="212 passed", workspace=repo, todo_id="build"),
     )
     ev = require_goal(goal, G).evidence[result.receipt["subject"]]
     assert ev.revision == head and len(head) == 40
@@ -77,7 +93,9 @@ def test_evidence_is_bound_to_the_checkout_head(goal: Any, repo: Path) -> None:
     # A later commit: new evidence binds to the new HEAD, the old keeps its revision.
     (repo / "a.txt").write_text("two\n")
     git(repo, "commit", "-q", "-am", "second")
-    newer = evidence.add_evidence(make_ctx(goal), G, kind="ci", summary="green", workspace=repo)
+    newer = evidence.add_evidence(
+        make_ctx(goal), AddEvidence(goal_id=G, kind="ci", summary="green", workspace=repo)
+    )
     state = require_goal(goal, G)
     assert state.evidence[newer.receipt["subject"]].revision == git(repo, "rev-parse", "HEAD")
     assert state.evidence[result.receipt["subject"]].revision == head
@@ -86,7 +104,8 @@ def test_evidence_is_bound_to_the_checkout_head(goal: Any, repo: Path) -> None:
 
 def test_revision_overrides_the_checkout(goal: Any, repo: Path) -> None:
     result = evidence.add_evidence(
-        make_ctx(goal), G, kind="pr", summary="PR merged", revision="abc1234", workspace=repo
+        make_ctx(goal),
+        AddEvidence(goal_id=G, kind="pr", summary="PR merged", revision="abc1234", workspace=repo),
     )
     assert require_goal(goal, G).evidence[result.receipt["subject"]].revision == "abc1234"
 
@@ -95,7 +114,9 @@ def test_outside_a_checkout_evidence_is_unbound(goal: Any, tmp_path: Path) -> No
     plain = tmp_path / "plain"
     plain.mkdir()
     assert head_revision(plain) is None and head_and_dirty(plain) == (None, None)
-    result = evidence.add_evidence(make_ctx(goal), G, kind="log", summary="x", workspace=plain)
+    result = evidence.add_evidence(
+        make_ctx(goal), AddEvidence(goal_id=G, kind="log", summary="x", workspace=plain)
+    )
     assert require_goal(goal, G).evidence[result.receipt["subject"]].revision is None
 
 
@@ -125,16 +146,20 @@ def test_head_and_dirty_sees_uncommitted_changes(repo: Path) -> None:
 )
 def test_evidence_refusals(goal: Any, kwargs: dict[str, Any], code: str) -> None:
     args: dict[str, Any] = {"kind": "test", "summary": "ok", **kwargs}
-    refused(goal, code, lambda: evidence.add_evidence(make_ctx(goal), G, **args))
+    refused(
+        goal, code, lambda: evidence.add_evidence(make_ctx(goal), AddEvidence(goal_id=G, **args))
+    )
 
 
 def test_evidence_ids_are_unique(goal: Any) -> None:
     ctx = make_ctx(goal)
-    evidence.add_evidence(ctx, G, kind="test", summary="a", evidence_id="ev-a")
+    evidence.add_evidence(ctx, AddEvidence(goal_id=G, kind="test", summary="a", evidence_id="ev-a"))
     refused(
         goal,
         "evidence_exists",
-        lambda: evidence.add_evidence(ctx, G, kind="test", summary="b", evidence_id="ev-a"),
+        lambda: evidence.add_evidence(
+            ctx, AddEvidence(goal_id=G, kind="test", summary="b", evidence_id="ev-a")
+        ),
     )
 
 
@@ -161,30 +186,47 @@ def test_private_text_goes_to_the_blob_store_and_never_into_the_ledger(store: An
     s = SECRET
     goals.create_goal(
         ctx,
-        G,
-        title=f"Goal {s}",
-        objective=f"Objective {s}",
-        acceptance=[f"A {s}"],
-        visibility="private",
+        CreateGoal(
+            goal_id=G,
+            title=f"Goal {s}",
+            objective=f"Objective {s}",
+            acceptance=[f"A {s}"],
+            visibility="private",
+        ),
     )
     todos.add_todo(
-        ctx, G, title=f"Todo {s}", todo_id="t", acceptance=f"Acc {s}", visibility="private"
+        ctx,
+        AddTodo(
+            goal_id=G, title=f"Todo {s}", todo_id="t", acceptance=f"Acc {s}", visibility="private"
+        ),
     )
-    todos.update_todo(ctx, G, "t", title=f"Renamed {s}")
+    todos.update_todo(ctx, UpdateTodo(goal_id=G, todo_id="t", title=f"Renamed {s}"))
     ev = evidence.add_evidence(
-        ctx, G, kind="log", summary=f"Summary {s}", body=f"Body {s}".encode()
+        ctx, AddEvidence(goal_id=G, kind="log", summary=f"Summary {s}", body=f"Body {s}".encode())
     )
-    gates.open_gate(ctx, G, question=f"Q {s}?", authority="agent-a", visibility="private")
-    gates.resolve_gate(ctx, G, "gate-1", resolution="approve", rationale=f"Why {s}")
-    goals.add_note(ctx, G, text=f"Note {s}")
+    gates.open_gate(
+        ctx, OpenGate(goal_id=G, question=f"Q {s}?", authority="agent-a", visibility="private")
+    )
+    gates.resolve_gate(
+        ctx, ResolveGate(goal_id=G, gate_id="gate-1", resolution="approve", rationale=f"Why {s}")
+    )
+    goals.add_note(ctx, AddNote(goal_id=G, text=f"Note {s}"))
     evidence.record_run(
-        ctx, G, outcome="waiting", summary=f"Run {s}", wait=f"Wait {s}", visibility="private"
+        ctx,
+        RecordRun(
+            goal_id=G, outcome="waiting", summary=f"Run {s}", wait=f"Wait {s}", visibility="private"
+        ),
     )
-    todos.block_todo(ctx, G, "t", reason=f"Blocked {s}")
-    todos.unblock_todo(ctx, G, "t", reason=f"Unblocked {s}")
-    todos.complete_todo(ctx, G, "t", summary=f"Done {s}", evidence_ids=[ev.receipt["subject"]])
-    todos.reopen_todo(ctx, G, "t", reason=f"Reopened {s}")
-    goals.close_goal(ctx, G, outcome="abandoned", reason=f"Closed {s}")
+    todos.block_todo(ctx, BlockTodo(goal_id=G, todo_id="t", reason=f"Blocked {s}"))
+    todos.unblock_todo(ctx, UnblockTodo(goal_id=G, todo_id="t", reason=f"Unblocked {s}"))
+    todos.complete_todo(
+        ctx,
+        CompleteTodo(
+            goal_id=G, todo_id="t", summary=f"Done {s}", evidence_ids=[ev.receipt["subject"]]
+        ),
+    )
+    todos.reopen_todo(ctx, ReopenTodo(goal_id=G, todo_id="t", reason=f"Reopened {s}"))
+    goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="abandoned", reason=f"Closed {s}"))
     data = store.raw(G)
     assert s.encode() not in data
     assert len(store.read(G).events) == 13
@@ -206,7 +248,14 @@ def test_private_text_goes_to_the_blob_store_and_never_into_the_ledger(store: An
 def test_team_evidence_keeps_its_summary_inline_but_the_body_private(goal: Any) -> None:
     ctx = make_ctx(goal)
     result = evidence.add_evidence(
-        ctx, G, kind="test", summary="Suite green", body=f"log {SECRET}".encode(), visibility="team"
+        ctx,
+        AddEvidence(
+            goal_id=G,
+            kind="test",
+            summary="Suite green",
+            body=f"log {SECRET}".encode(),
+            visibility="team",
+        ),
     )
     ev = require_goal(goal, G).evidence[result.receipt["subject"]]
     assert ev.summary == "Suite green" and ev.visibility == "team"
@@ -216,7 +265,7 @@ def test_team_evidence_keeps_its_summary_inline_but_the_body_private(goal: Any) 
 
 def test_evidence_and_notes_default_to_private(goal: Any) -> None:
     ctx = make_ctx(goal)
-    ev = evidence.add_evidence(ctx, G, kind="test", summary=f"x {SECRET}")
+    ev = evidence.add_evidence(ctx, AddEvidence(goal_id=G, kind="test", summary=f"x {SECRET}"))
     assert require_goal(goal, G).evidence[ev.receipt["subject"]].visibility == "private"
     assert require_goal(goal, G).visibility == "team"
     assert require_goal(goal, G).todos["build"].visibility == "team"
@@ -228,22 +277,29 @@ def test_evidence_and_notes_default_to_private(goal: Any) -> None:
 
 def test_record_run_and_spend_quota(goal: Any) -> None:
     ctx = make_ctx(goal, agent="agent-a", session="s9")
-    ev = evidence.add_evidence(ctx, G, kind="test", summary="ok", visibility="team")
-    todos.add_todo(ctx, G, title="Next", todo_id="next")
+    ev = evidence.add_evidence(
+        ctx, AddEvidence(goal_id=G, kind="test", summary="ok", visibility="team")
+    )
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="Next", todo_id="next"))
     result = evidence.record_run(
         ctx,
-        G,
-        outcome="completed",
-        todo_id="build",
-        summary="Built it",
-        evidence_ids=[ev.receipt["subject"]],
-        successor="next",
-        quota_spent=2,
+        RecordRun(
+            goal_id=G,
+            outcome="completed",
+            todo_id="build",
+            summary="Built it",
+            evidence_ids=[ev.receipt["subject"]],
+            successor="next",
+            quota_spent=2,
+        ),
     )
     run = require_goal(goal, G).runs[result.receipt["subject"]]
     assert (run.agent_id, run.session_id, run.outcome) == ("agent-a", "s9", "completed")
     assert run.evidence_ids == ["ev-1"] and run.successor == "next" and run.quota_spent == 2
-    evidence.record_run(ctx, G, outcome="no_op", quota_spent=1, agent_id="agent-b", session_id="t")
+    evidence.record_run(
+        ctx,
+        RecordRun(goal_id=G, outcome="no_op", quota_spent=1, agent_id="agent-b", session_id="t"),
+    )
     state = require_goal(goal, G)
     assert state.runs["run-2"].agent_id == "agent-b"
     assert quota_view(state) == {
@@ -271,29 +327,38 @@ def test_record_run_and_spend_quota(goal: Any) -> None:
 def test_run_refusals(goal: Any, kwargs: dict[str, Any], code: str | None) -> None:
     args: dict[str, Any] = {"outcome": "progress", **kwargs}
     if code is None:
-        evidence.record_run(make_ctx(goal), G, **args)
-        refused(goal, "run_exists", lambda: evidence.record_run(make_ctx(goal), G, **args))
+        evidence.record_run(make_ctx(goal), RecordRun(goal_id=G, **args))
+        refused(
+            goal,
+            "run_exists",
+            lambda: evidence.record_run(make_ctx(goal), RecordRun(goal_id=G, **args)),
+        )
         return
-    refused(goal, code, lambda: evidence.record_run(make_ctx(goal), G, **args))
+    refused(goal, code, lambda: evidence.record_run(make_ctx(goal), RecordRun(goal_id=G, **args)))
 
 
 def test_private_evidence_refs_live_in_the_blob_store(file_store: Any) -> None:
     from loopx.engine.core import load_state
 
     ctx = make_ctx(file_store)
-    goals.create_goal(ctx, "g", title="Goal", objective="Objective")
+    goals.create_goal(ctx, CreateGoal(goal_id="g", title="Goal", objective="Objective"))
     ref = "https://internal.example.net/incident/4711?token-free"
     evidence.add_evidence(
-        ctx, "g", kind="log", summary="Incident log", refs=[ref], evidence_id="ev-private"
+        ctx,
+        AddEvidence(
+            goal_id="g", kind="log", summary="Incident log", refs=[ref], evidence_id="ev-private"
+        ),
     )
     evidence.add_evidence(
         ctx,
-        "g",
-        kind="pr",
-        summary="Team PR",
-        refs=[ref + "-pr"],
-        visibility="team",
-        evidence_id="ev-team",
+        AddEvidence(
+            goal_id="g",
+            kind="pr",
+            summary="Team PR",
+            refs=[ref + "-pr"],
+            visibility="team",
+            evidence_id="ev-team",
+        ),
     )
     ledger = file_store.ledger_path("g").read_bytes()
     assert ref.encode() not in ledger.replace((ref + "-pr").encode(), b"")

@@ -8,6 +8,20 @@ import pytest
 
 from loopx.engine import evidence, gates, goals, todos
 from loopx.engine.clock import FixedClock, add_seconds
+from loopx.engine.commands import (
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    ClaimTodo,
+    CloseGoal,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    RecordRun,
+    ReleaseTodo,
+    ResolveGate,
+    SetQuota,
+)
 from loopx.engine.core import Context, require_goal
 from loopx.state.frontier import attention, frontier, lease_live, readiness
 from loopx.state.views import next_view, status_view
@@ -20,13 +34,17 @@ class World:
     def __init__(self, store: Any):
         self.store = store
         self.clock = FixedClock(T0, 60)
-        goals.create_goal(self.ctx(), G, title="Launch", objective="Ship", lease_seconds=3600)
+        goals.create_goal(
+            self.ctx(), CreateGoal(goal_id=G, title="Launch", objective="Ship", lease_seconds=3600)
+        )
 
     def ctx(self, agent: str = "maintainer") -> Context:
         return Context(self.store, self.clock, agent_id=agent, session_id="s1")
 
     def add(self, todo_id: str, **kwargs: Any) -> None:
-        todos.add_todo(self.ctx(), G, title=f"Todo {todo_id}", todo_id=todo_id, **kwargs)
+        todos.add_todo(
+            self.ctx(), AddTodo(goal_id=G, title=f"Todo {todo_id}", todo_id=todo_id, **kwargs)
+        )
 
     def state(self) -> Any:
         return require_goal(self.store, G)
@@ -63,9 +81,11 @@ def test_each_reason_a_todo_is_not_ready(w: World) -> None:
     w.add("stuck")
     w.add("taken")
     w.add("free")
-    gates.open_gate(w.ctx(), G, question="Q?", authority="boss", blocks=["held"], gate_id="g")
-    todos.block_todo(w.ctx(), G, "stuck", reason="Upstream")
-    todos.claim_todo(w.ctx("agent-a"), G, "taken")
+    gates.open_gate(
+        w.ctx(), OpenGate(goal_id=G, question="Q?", authority="boss", blocks=["held"], gate_id="g")
+    )
+    todos.block_todo(w.ctx(), BlockTodo(goal_id=G, todo_id="stuck", reason="Upstream"))
+    todos.claim_todo(w.ctx("agent-a"), ClaimTodo(goal_id=G, todo_id="taken"))
     state, now = w.state(), w.now(3600)
     why = reasons(state, now, "agent-b")
     assert why == {
@@ -87,7 +107,7 @@ def test_each_reason_a_todo_is_not_ready(w: World) -> None:
 
 def test_an_expired_lease_puts_the_todo_back_in_the_frontier(w: World) -> None:
     w.add("a")
-    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    todos.claim_todo(w.ctx("agent-a"), ClaimTodo(goal_id=G, todo_id="a"))
     item = w.state().todos["a"]
     expiry = item.claim["lease_expires_at"]
     assert lease_live(item, add_seconds(expiry, -1))
@@ -99,7 +119,9 @@ def test_an_expired_lease_puts_the_todo_back_in_the_frontier(w: World) -> None:
 def test_a_goal_wide_gate_holds_everything(w: World) -> None:
     w.add("a")
     w.add("b")
-    gates.open_gate(w.ctx(), G, question="Freeze?", authority="boss", gate_id="freeze")
+    gates.open_gate(
+        w.ctx(), OpenGate(goal_id=G, question="Freeze?", authority="boss", gate_id="freeze")
+    )
     assert frontier(w.state(), w.now()) == []
     assert {c for r in reasons(w.state(), w.now()).values() for c in r} == {"gate_pending"}
 
@@ -107,8 +129,8 @@ def test_a_goal_wide_gate_holds_everything(w: World) -> None:
 def test_done_and_cancelled_todos_are_neither_ready_nor_explained(w: World) -> None:
     w.add("a")
     w.add("b")
-    todos.complete_todo(w.ctx(), G, "a")
-    todos.cancel_todo(w.ctx(), G, "b")
+    todos.complete_todo(w.ctx(), CompleteTodo(goal_id=G, todo_id="a"))
+    todos.cancel_todo(w.ctx(), CancelTodo(goal_id=G, todo_id="b"))
     assert frontier(w.state(), w.now()) == [] and readiness(w.state(), w.now()) == []
 
 
@@ -161,10 +183,12 @@ def test_attention_ready_for_agent(w: World) -> None:
 
 def test_attention_needs_user_for_a_pending_gate_or_a_ready_user_todo(w: World) -> None:
     w.add("a")
-    gates.open_gate(w.ctx(), G, question="Q?", authority="boss", blocks=["a"], gate_id="g")
+    gates.open_gate(
+        w.ctx(), OpenGate(goal_id=G, question="Q?", authority="boss", blocks=["a"], gate_id="g")
+    )
     att = attention(w.state(), w.now())
     assert att["state"] == "needs_user" and att["gate_ids"] == ["g"]
-    gates.resolve_gate(w.ctx("boss"), G, "g", resolution="approve")
+    gates.resolve_gate(w.ctx("boss"), ResolveGate(goal_id=G, gate_id="g", resolution="approve"))
     w.add("choose", role="user")
     att = attention(w.state(), w.now())
     assert att["state"] == "needs_user" and att["todo_ids"] == ["choose"]
@@ -172,13 +196,15 @@ def test_attention_needs_user_for_a_pending_gate_or_a_ready_user_todo(w: World) 
 
 def test_attention_waiting_while_work_is_claimed_or_a_run_waits(w: World) -> None:
     w.add("a")
-    todos.claim_todo(w.ctx("agent-a"), G, "a")
+    todos.claim_todo(w.ctx("agent-a"), ClaimTodo(goal_id=G, todo_id="a"))
     assert attention(w.state(), w.now(60))["state"] == "waiting"
     w.add("b", depends_on=["a"])
-    todos.release_todo(w.ctx("agent-a"), G, "a")
-    todos.block_todo(w.ctx(), G, "a", reason="CI is down")
+    todos.release_todo(w.ctx("agent-a"), ReleaseTodo(goal_id=G, todo_id="a"))
+    todos.block_todo(w.ctx(), BlockTodo(goal_id=G, todo_id="a", reason="CI is down"))
     assert attention(w.state(), w.now())["state"] == "blocked"
-    evidence.record_run(w.ctx("agent-a"), G, outcome="waiting", wait="CI to come back")
+    evidence.record_run(
+        w.ctx("agent-a"), RecordRun(goal_id=G, outcome="waiting", wait="CI to come back")
+    )
     att = attention(w.state(), w.now())
     assert att["state"] == "waiting"
 
@@ -186,23 +212,23 @@ def test_attention_waiting_while_work_is_claimed_or_a_run_waits(w: World) -> Non
 def test_attention_blocked_when_open_todos_wait_on_each_other(w: World) -> None:
     w.add("a")
     w.add("b", depends_on=["a"])
-    todos.block_todo(w.ctx(), G, "a", reason="stuck")
+    todos.block_todo(w.ctx(), BlockTodo(goal_id=G, todo_id="a", reason="stuck"))
     att = attention(w.state(), w.now())
     assert att["state"] == "blocked"
 
 
 def test_attention_done_only_for_a_closed_goal(w: World) -> None:
     w.add("a")
-    todos.complete_todo(w.ctx(), G, "a")
+    todos.complete_todo(w.ctx(), CompleteTodo(goal_id=G, todo_id="a"))
     att = attention(w.state(), w.now())
     assert att["state"] == "needs_user" and "close the goal" in att["reason"]
-    goals.close_goal(w.ctx(), G, outcome="achieved")
+    goals.close_goal(w.ctx(), CloseGoal(goal_id=G, outcome="achieved"))
     assert attention(w.state(), w.now()) == {"state": "done", "reason": "goal achieved"}
 
 
 def test_an_abandoned_goal_explains_its_open_todos(w: World) -> None:
     w.add("a")
-    goals.close_goal(w.ctx(), G, outcome="abandoned")
+    goals.close_goal(w.ctx(), CloseGoal(goal_id=G, outcome="abandoned"))
     assert reasons(w.state(), w.now()) == {"a": ["goal_terminal"]}
     assert frontier(w.state(), w.now()) == []
     assert attention(w.state(), w.now())["state"] == "done"
@@ -211,10 +237,14 @@ def test_an_abandoned_goal_explains_its_open_todos(w: World) -> None:
 def test_status_view_gathers_leases_gates_counts_and_quota(w: World) -> None:
     w.add("a")
     w.add("b")
-    todos.claim_todo(w.ctx("agent-a"), G, "a")
-    gates.open_gate(w.ctx(), G, question="Q?", authority="boss", blocks=["b"], gate_id="g")
-    goals.set_quota(w.ctx(), G, quota=10)
-    evidence.record_run(w.ctx("agent-a"), G, outcome="progress", todo_id="a", quota_spent=4)
+    todos.claim_todo(w.ctx("agent-a"), ClaimTodo(goal_id=G, todo_id="a"))
+    gates.open_gate(
+        w.ctx(), OpenGate(goal_id=G, question="Q?", authority="boss", blocks=["b"], gate_id="g")
+    )
+    goals.set_quota(w.ctx(), SetQuota(goal_id=G, quota=10))
+    evidence.record_run(
+        w.ctx("agent-a"), RecordRun(goal_id=G, outcome="progress", todo_id="a", quota_spent=4)
+    )
     view = status_view(w.state(), w.now(120), str)
     assert view["counts"] == {
         "open": 1,

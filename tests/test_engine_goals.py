@@ -9,6 +9,24 @@ from typing import Any
 import pytest
 
 from loopx.engine import evidence, gates, goals, todos
+from loopx.engine.commands import (
+    AddEvidence,
+    AddNote,
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    ClaimTodo,
+    CloseGoal,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    RecordRun,
+    RegisterAgent,
+    ReopenTodo,
+    ResolveGate,
+    SetQuota,
+    UpdateTodo,
+)
 from loopx.engine.core import load_state, require_goal
 from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
 from tests.conftest import make_ctx
@@ -35,7 +53,7 @@ def refused(
 
 @pytest.fixture
 def goal(store: Any) -> Any:
-    goals.create_goal(make_ctx(store), G, title="Launch", objective="Ship 0.1")
+    goals.create_goal(make_ctx(store), CreateGoal(goal_id=G, title="Launch", objective="Ship 0.1"))
     return store
 
 
@@ -45,14 +63,16 @@ def goal(store: Any) -> Any:
 def test_create_writes_goal_created_and_returns_a_receipt(store: Any) -> None:
     result = goals.create_goal(
         make_ctx(store),
-        G,
-        title="Launch",
-        objective="Ship 0.1",
-        acceptance=["CI green", "Page published"],
-        repository="https://example.com/repo.git",
-        lease_seconds=600,
-        quota=10,
-        operation_id="create-1",
+        CreateGoal(
+            goal_id=G,
+            title="Launch",
+            objective="Ship 0.1",
+            acceptance=["CI green", "Page published"],
+            repository="https://example.com/repo.git",
+            lease_seconds=600,
+            quota=10,
+            operation_id="create-1",
+        ),
     )
     assert result.status == "applied"
     r = result.receipt
@@ -71,7 +91,9 @@ def test_create_twice_is_goal_exists(goal: Any) -> None:
     refused(
         goal,
         "goal_exists",
-        lambda: goals.create_goal(make_ctx(goal), G, title="Again", objective="x"),
+        lambda: goals.create_goal(
+            make_ctx(goal), CreateGoal(goal_id=G, title="Again", objective="x")
+        ),
         Conflict,
     )
 
@@ -81,7 +103,9 @@ def test_create_refuses_a_bad_goal_id(store: Any, bad: str) -> None:
     err = refused(
         store,
         "invalid_id",
-        lambda: goals.create_goal(make_ctx(store), bad, title="T", objective="O"),
+        lambda: goals.create_goal(
+            make_ctx(store), CreateGoal(goal_id=bad, title="T", objective="O")
+        ),
         InvalidInput,
     )
     assert bad not in err.message or not bad
@@ -101,7 +125,9 @@ def test_create_refuses_a_bad_goal_id(store: Any, bad: str) -> None:
 )
 def test_create_refuses_bad_fields(store: Any, field: str, value: str, code: str) -> None:
     kwargs: dict[str, Any] = {"title": "Title", "objective": "Objective", field: value}
-    err = refused(store, code, lambda: goals.create_goal(make_ctx(store), G, **kwargs))
+    err = refused(
+        store, code, lambda: goals.create_goal(make_ctx(store), CreateGoal(goal_id=G, **kwargs))
+    )
     assert err.exit_code == 2
     assert value.strip() == "" or value not in err.message
     assert not store.exists(G)
@@ -112,7 +138,7 @@ def test_create_refuses_empty_acceptance_criteria(store: Any) -> None:
         store,
         "empty_text",
         lambda: goals.create_goal(
-            make_ctx(store), G, title="T", objective="O", acceptance=["ok", " "]
+            make_ctx(store), CreateGoal(goal_id=G, title="T", objective="O", acceptance=["ok", " "])
         ),
     )
 
@@ -122,20 +148,26 @@ def test_create_refuses_an_unknown_predecessor_or_itself(goal: Any) -> None:
     refused(
         goal,
         "goal_not_found",
-        lambda: goals.create_goal(ctx, "next", title="N", objective="O", predecessor="nope"),
+        lambda: goals.create_goal(
+            ctx, CreateGoal(goal_id="next", title="N", objective="O", predecessor="nope")
+        ),
         NotFound,
     )
     refused(
         goal,
         "goal_not_found",
-        lambda: goals.create_goal(ctx, "self", title="N", objective="O", predecessor="self"),
+        lambda: goals.create_goal(
+            ctx, CreateGoal(goal_id="self", title="N", objective="O", predecessor="self")
+        ),
     )
 
 
 def test_a_later_goal_may_name_a_closed_goal_as_predecessor(goal: Any) -> None:
     ctx = make_ctx(goal)
-    goals.close_goal(ctx, G, outcome="abandoned", reason="Replanned")
-    goals.create_goal(ctx, "launch-2", title="Launch again", objective="O", predecessor=G)
+    goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="abandoned", reason="Replanned"))
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="launch-2", title="Launch again", objective="O", predecessor=G)
+    )
     assert require_goal(goal, "launch-2").predecessor == G
 
 
@@ -143,12 +175,16 @@ def test_quota_and_lease_bounds_are_checked_by_the_model(store: Any) -> None:
     refused(
         store,
         "invalid_input",
-        lambda: goals.create_goal(make_ctx(store), G, title="T", objective="O", lease_seconds=0),
+        lambda: goals.create_goal(
+            make_ctx(store), CreateGoal(goal_id=G, title="T", objective="O", lease_seconds=0)
+        ),
     )
     refused(
         store,
         "invalid_input",
-        lambda: goals.create_goal(make_ctx(store), G, title="T", objective="O", quota=-1),
+        lambda: goals.create_goal(
+            make_ctx(store), CreateGoal(goal_id=G, title="T", objective="O", quota=-1)
+        ),
     )
 
 
@@ -157,23 +193,26 @@ def test_quota_and_lease_bounds_are_checked_by_the_model(store: Any) -> None:
 
 def test_close_achieved_refuses_while_todos_are_open(goal: Any) -> None:
     ctx = make_ctx(goal)
-    todos.add_todo(ctx, G, title="A", todo_id="a")
-    todos.add_todo(ctx, G, title="B", todo_id="b")
-    todos.complete_todo(ctx, G, "a")
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="A", todo_id="a"))
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="B", todo_id="b"))
+    todos.complete_todo(ctx, CompleteTodo(goal_id=G, todo_id="a"))
     err = refused(
-        goal, "todos_open", lambda: goals.close_goal(ctx, G, outcome="achieved"), Conflict
+        goal,
+        "todos_open",
+        lambda: goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="achieved")),
+        Conflict,
     )
     assert err.details["todo_ids"] == ["b"]
-    todos.cancel_todo(ctx, G, "b")
-    result = goals.close_goal(ctx, G, outcome="achieved")
+    todos.cancel_todo(ctx, CancelTodo(goal_id=G, todo_id="b"))
+    result = goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="achieved"))
     assert require_goal(goal, G).status == "achieved"
     assert result.receipt["revision"] == require_goal(goal, G).revision
 
 
 def test_close_abandoned_is_allowed_with_open_todos(goal: Any) -> None:
     ctx = make_ctx(goal)
-    todos.add_todo(ctx, G, title="A")
-    goals.close_goal(ctx, G, outcome="abandoned", reason="Out of budget")
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="A"))
+    goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="abandoned", reason="Out of budget"))
     state = require_goal(goal, G)
     assert state.status == "abandoned" and state.outcome_reason == "Out of budget"
     assert state.closed_at
@@ -183,29 +222,39 @@ def test_close_refuses_an_unknown_outcome(goal: Any) -> None:
     refused(
         goal,
         "invalid_outcome",
-        lambda: goals.close_goal(make_ctx(goal), G, outcome="done"),
+        lambda: goals.close_goal(make_ctx(goal), CloseGoal(goal_id=G, outcome="done")),
         InvalidInput,
     )
 
 
 WRITES: dict[str, Callable[[Any], Any]] = {
-    "todo.add": lambda ctx: todos.add_todo(ctx, G, title="Later"),
-    "todo.claim": lambda ctx: todos.claim_todo(ctx, G, "t"),
-    "todo.complete": lambda ctx: todos.complete_todo(ctx, G, "t"),
-    "todo.update": lambda ctx: todos.update_todo(ctx, G, "t", priority=0),
-    "todo.block": lambda ctx: todos.block_todo(ctx, G, "t", reason="r"),
-    "todo.cancel": lambda ctx: todos.cancel_todo(ctx, G, "t"),
-    "todo.reopen": lambda ctx: todos.reopen_todo(ctx, G, "t", reason="r"),
-    "gate.open": lambda ctx: gates.open_gate(ctx, G, question="Q?", authority="maintainer"),
-    "gate.resolve": lambda ctx: gates.resolve_gate(
-        ctx, G, "g", resolution="approve", by="maintainer"
+    "todo.add": lambda ctx: todos.add_todo(ctx, AddTodo(goal_id=G, title="Later")),
+    "todo.claim": lambda ctx: todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id="t")),
+    "todo.complete": lambda ctx: todos.complete_todo(ctx, CompleteTodo(goal_id=G, todo_id="t")),
+    "todo.update": lambda ctx: todos.update_todo(
+        ctx, UpdateTodo(goal_id=G, todo_id="t", priority=0)
     ),
-    "evidence.add": lambda ctx: evidence.add_evidence(ctx, G, kind="test", summary="ok"),
-    "run.record": lambda ctx: evidence.record_run(ctx, G, outcome="progress"),
-    "agent.register": lambda ctx: goals.register_agent(ctx, G, "agent-z"),
-    "quota.set": lambda ctx: goals.set_quota(ctx, G, quota=5),
-    "note.add": lambda ctx: goals.add_note(ctx, G, text="hello"),
-    "goal.close": lambda ctx: goals.close_goal(ctx, G, outcome="abandoned"),
+    "todo.block": lambda ctx: todos.block_todo(ctx, BlockTodo(goal_id=G, todo_id="t", reason="r")),
+    "todo.cancel": lambda ctx: todos.cancel_todo(ctx, CancelTodo(goal_id=G, todo_id="t")),
+    "todo.reopen": lambda ctx: todos.reopen_todo(
+        ctx, ReopenTodo(goal_id=G, todo_id="t", reason="r")
+    ),
+    "gate.open": lambda ctx: gates.open_gate(
+        ctx, OpenGate(goal_id=G, question="Q?", authority="maintainer")
+    ),
+    "gate.resolve": lambda ctx: gates.resolve_gate(
+        ctx, ResolveGate(goal_id=G, gate_id="g", resolution="approve", by="maintainer")
+    ),
+    "evidence.add": lambda ctx: evidence.add_evidence(
+        ctx, AddEvidence(goal_id=G, kind="test", summary="ok")
+    ),
+    "run.record": lambda ctx: evidence.record_run(ctx, RecordRun(goal_id=G, outcome="progress")),
+    "agent.register": lambda ctx: goals.register_agent(
+        ctx, RegisterAgent(goal_id=G, agent_id="agent-z")
+    ),
+    "quota.set": lambda ctx: goals.set_quota(ctx, SetQuota(goal_id=G, quota=5)),
+    "note.add": lambda ctx: goals.add_note(ctx, AddNote(goal_id=G, text="hello")),
+    "goal.close": lambda ctx: goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="abandoned")),
 }
 
 
@@ -213,12 +262,16 @@ WRITES: dict[str, Callable[[Any], Any]] = {
 @pytest.mark.parametrize("write", sorted(WRITES))
 def test_a_closed_goal_refuses_every_later_write(store: Any, outcome: str, write: str) -> None:
     ctx = make_ctx(store)
-    goals.create_goal(ctx, G, title="Launch", objective="Ship")
-    todos.add_todo(ctx, G, title="T", todo_id="t")
-    gates.open_gate(ctx, G, question="Q?", authority="maintainer", gate_id="g", blocks=["t"])
-    gates.resolve_gate(ctx, G, "g", resolution="approve", by="maintainer")
-    todos.complete_todo(ctx, G, "t")
-    goals.close_goal(ctx, G, outcome=outcome)
+    goals.create_goal(ctx, CreateGoal(goal_id=G, title="Launch", objective="Ship"))
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="T", todo_id="t"))
+    gates.open_gate(
+        ctx, OpenGate(goal_id=G, question="Q?", authority="maintainer", gate_id="g", blocks=["t"])
+    )
+    gates.resolve_gate(
+        ctx, ResolveGate(goal_id=G, gate_id="g", resolution="approve", by="maintainer")
+    )
+    todos.complete_todo(ctx, CompleteTodo(goal_id=G, todo_id="t"))
+    goals.close_goal(ctx, CloseGoal(goal_id=G, outcome=outcome))
     err = refused(store, "goal_terminal", lambda: WRITES[write](ctx), Conflict)
     assert err.details["status"] == outcome
     assert err.exit_code == 4
@@ -226,7 +279,7 @@ def test_a_closed_goal_refuses_every_later_write(store: Any, outcome: str, write
 
 @pytest.mark.parametrize("write", sorted(WRITES))
 def test_every_write_on_an_unknown_goal_is_goal_not_found(store: Any, write: str) -> None:
-    goals.create_goal(make_ctx(store), "other", title="Other", objective="O")
+    goals.create_goal(make_ctx(store), CreateGoal(goal_id="other", title="Other", objective="O"))
     err = refused(store, "goal_not_found", lambda: WRITES[write](make_ctx(store)), NotFound)
     assert err.exit_code == 3
     assert not store.exists(G)
@@ -237,37 +290,65 @@ def test_every_write_on_an_unknown_goal_is_goal_not_found(store: Any, write: str
 
 def test_register_agent_once(goal: Any) -> None:
     ctx = make_ctx(goal)
-    goals.register_agent(ctx, G, "agent-b", name="Codex", kind="coding-agent")
+    goals.register_agent(
+        ctx, RegisterAgent(goal_id=G, agent_id="agent-b", name="Codex", kind="coding-agent")
+    )
     state = require_goal(goal, G)
     assert state.agents["agent-b"]["name"] == "Codex"
     assert state.agents["agent-b"]["kind"] == "coding-agent"
-    refused(goal, "agent_exists", lambda: goals.register_agent(ctx, G, "agent-b"), Conflict)
-    refused(goal, "invalid_id", lambda: goals.register_agent(ctx, G, "Bad Agent"))
+    refused(
+        goal,
+        "agent_exists",
+        lambda: goals.register_agent(ctx, RegisterAgent(goal_id=G, agent_id="agent-b")),
+        Conflict,
+    )
+    refused(
+        goal,
+        "invalid_id",
+        lambda: goals.register_agent(ctx, RegisterAgent(goal_id=G, agent_id="Bad Agent")),
+    )
 
 
 def test_set_quota_and_clear_it(goal: Any) -> None:
     ctx = make_ctx(goal)
-    goals.set_quota(ctx, G, quota=3, unit="turns")
+    goals.set_quota(ctx, SetQuota(goal_id=G, quota=3, unit="turns"))
     state = require_goal(goal, G)
     assert state.policy["quota"] == 3 and state.policy["quota_unit"] == "turns"
-    goals.set_quota(ctx, G, quota=None)
+    goals.set_quota(ctx, SetQuota(goal_id=G, quota=None))
     assert require_goal(goal, G).policy["quota"] is None
-    refused(goal, "invalid_quota", lambda: goals.set_quota(ctx, G, quota=-1), InvalidInput)
+    refused(
+        goal,
+        "invalid_quota",
+        lambda: goals.set_quota(ctx, SetQuota(goal_id=G, quota=-1)),
+        InvalidInput,
+    )
 
 
 def test_notes_are_private_by_default_and_checked(goal: Any) -> None:
     ctx = make_ctx(goal)
-    result = goals.add_note(ctx, G, text="Remember the staging password rotation")
+    result = goals.add_note(ctx, AddNote(goal_id=G, text="Remember the staging password rotation"))
     note = require_goal(goal, G).notes[result.receipt["subject"]]
     assert note.visibility == "private"
     assert isinstance(note.text, dict) and note.text["blob"].startswith("sha256:")
     assert b"staging password" not in ledger(goal)
-    public = goals.add_note(ctx, G, text="Use ruff", kind="lesson", visibility="public")
+    public = goals.add_note(
+        ctx, AddNote(goal_id=G, text="Use ruff", kind="lesson", visibility="public")
+    )
     assert require_goal(goal, G).notes[public.receipt["subject"]].text == "Use ruff"
-    refused(goal, "invalid_kind", lambda: goals.add_note(ctx, G, text="x", kind="rant"))
-    refused(goal, "empty_text", lambda: goals.add_note(ctx, G, text=" "))
-    refused(goal, "todo_not_found", lambda: goals.add_note(ctx, G, text="x", todo_id="nope"))
-    refused(goal, "note_exists", lambda: goals.add_note(ctx, G, text="x", note_id="note-1"))
+    refused(
+        goal, "invalid_kind", lambda: goals.add_note(ctx, AddNote(goal_id=G, text="x", kind="rant"))
+    )
+    refused(goal, "empty_text", lambda: goals.add_note(ctx, AddNote(goal_id=G, text=" ")))
+    refused(
+        goal,
+        "todo_not_found",
+        lambda: goals.add_note(ctx, AddNote(goal_id=G, text="x", todo_id="nope")),
+    )
+    refused(
+        goal,
+        "note_exists",
+        lambda: goals.add_note(ctx, AddNote(goal_id=G, text="x", note_id="note-1")),
+    )
 
 
 def test_unknown_goal_reads_are_goal_not_found(store: Any) -> None:

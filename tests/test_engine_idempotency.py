@@ -21,6 +21,21 @@ from typing import Any
 import pytest
 
 from loopx.engine import gates, goals, todos
+from loopx.engine.commands import (
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    ClaimTodo,
+    CloseGoal,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    ReleaseTodo,
+    RenewTodo,
+    ResolveGate,
+    SetQuota,
+    UpdateTodo,
+)
 from loopx.engine.core import load_state, require_goal
 from loopx.model.errors import Conflict, LoopxError
 from loopx.store.filestore import FileStore
@@ -31,7 +46,9 @@ G = "launch"
 
 @pytest.fixture
 def goal(store: Any) -> Any:
-    goals.create_goal(make_ctx(store), G, title="Launch", objective="Ship", operation_id="g-1")
+    goals.create_goal(
+        make_ctx(store), CreateGoal(goal_id=G, title="Launch", objective="Ship", operation_id="g-1")
+    )
     return store
 
 
@@ -70,9 +87,9 @@ def refused(store: Any, code: str, call: Any) -> LoopxError:
 
 def test_a_retry_returns_the_original_receipt_and_appends_nothing(goal: Any) -> None:
     ctx = make_ctx(goal)
-    first = todos.add_todo(ctx, G, title="Write docs", operation_id="add-docs")
+    first = todos.add_todo(ctx, AddTodo(goal_id=G, title="Write docs", operation_id="add-docs"))
     before = goal.raw(G)
-    again = todos.add_todo(ctx, G, title="Write docs", operation_id="add-docs")
+    again = todos.add_todo(ctx, AddTodo(goal_id=G, title="Write docs", operation_id="add-docs"))
     assert first.status == "applied" and again.status == "replayed"
     assert again.receipt == first.receipt
     assert goal.raw(G) == before
@@ -81,24 +98,29 @@ def test_a_retry_returns_the_original_receipt_and_appends_nothing(goal: Any) -> 
 
 def test_a_different_payload_under_the_same_id_is_refused(goal: Any) -> None:
     ctx = make_ctx(goal)
-    todos.add_todo(ctx, G, title="Write docs", operation_id="add-docs")
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="Write docs", operation_id="add-docs"))
     err = refused(
         goal,
         "operation_id_reused",
-        lambda: todos.add_todo(ctx, G, title="Write other docs", operation_id="add-docs"),
+        lambda: todos.add_todo(
+            ctx, AddTodo(goal_id=G, title="Write other docs", operation_id="add-docs")
+        ),
     )
     assert isinstance(err, Conflict) and err.details["operation_id"] == "add-docs"
     # Another command, or another agent, under that id is a different request too.
     refused(
         goal,
         "operation_id_reused",
-        lambda: todos.claim_todo(ctx, G, "todo-1", operation_id="add-docs"),
+        lambda: todos.claim_todo(
+            ctx, ClaimTodo(goal_id=G, todo_id="todo-1", operation_id="add-docs")
+        ),
     )
     refused(
         goal,
         "operation_id_reused",
         lambda: todos.add_todo(
-            make_ctx(goal, agent="agent-b"), G, title="Write docs", operation_id="add-docs"
+            make_ctx(goal, agent="agent-b"),
+            AddTodo(goal_id=G, title="Write docs", operation_id="add-docs"),
         ),
     )
 
@@ -106,31 +128,41 @@ def test_a_different_payload_under_the_same_id_is_refused(goal: Any) -> None:
 def test_a_replay_wins_over_later_preconditions(goal: Any) -> None:
     """The original receipt comes back even when the write would now be refused."""
     ctx = make_ctx(goal)
-    todos.add_todo(ctx, G, title="A", todo_id="a")
-    claim = todos.claim_todo(ctx, G, "a", operation_id="claim-a")
-    todos.complete_todo(ctx, G, "a")
-    goals.close_goal(ctx, G, outcome="achieved")
-    again = todos.claim_todo(ctx, G, "a", operation_id="claim-a")
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="A", todo_id="a"))
+    claim = todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id="a", operation_id="claim-a"))
+    todos.complete_todo(ctx, CompleteTodo(goal_id=G, todo_id="a"))
+    goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="achieved"))
+    again = todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id="a", operation_id="claim-a"))
     assert again.status == "replayed" and again.receipt == claim.receipt
 
 
 def test_a_goal_creation_replays_too(store: Any) -> None:
     ctx = make_ctx(store)
-    first = goals.create_goal(ctx, G, title="Launch", objective="Ship", operation_id="create")
-    again = goals.create_goal(ctx, G, title="Launch", objective="Ship", operation_id="create")
+    first = goals.create_goal(
+        ctx, CreateGoal(goal_id=G, title="Launch", objective="Ship", operation_id="create")
+    )
+    again = goals.create_goal(
+        ctx, CreateGoal(goal_id=G, title="Launch", objective="Ship", operation_id="create")
+    )
     assert again.status == "replayed" and again.receipt == first.receipt
     refused(
         store,
         "operation_id_reused",
-        lambda: goals.create_goal(ctx, G, title="Launch!", objective="Ship", operation_id="create"),
+        lambda: goals.create_goal(
+            ctx, CreateGoal(goal_id=G, title="Launch!", objective="Ship", operation_id="create")
+        ),
     )
-    refused(store, "goal_exists", lambda: goals.create_goal(ctx, G, title="Launch", objective="S"))
+    refused(
+        store,
+        "goal_exists",
+        lambda: goals.create_goal(ctx, CreateGoal(goal_id=G, title="Launch", objective="S")),
+    )
 
 
 @pytest.mark.parametrize("cache", ["snapshot", "no-snapshot", "stale-snapshot"])
 def test_a_replay_after_2000_later_events(goal: Any, cache: str) -> None:
     ctx = make_ctx(goal)
-    first = todos.add_todo(ctx, G, title="Early", operation_id="early-op")
+    first = todos.add_todo(ctx, AddTodo(goal_id=G, title="Early", operation_id="early-op"))
     bulk_notes(goal, 2000)
     assert load_state(goal, G).state is not None  # folds the 2,000 and snapshots them
     if cache == "no-snapshot":
@@ -138,13 +170,13 @@ def test_a_replay_after_2000_later_events(goal: Any, cache: str) -> None:
     elif cache == "stale-snapshot":
         goal.save_snapshot(G, goal.load_snapshot(G).replace(b'"seq":2002', b'"seq":1999'))
     before = goal.raw(G)
-    again = todos.add_todo(ctx, G, title="Early", operation_id="early-op")
+    again = todos.add_todo(ctx, AddTodo(goal_id=G, title="Early", operation_id="early-op"))
     assert again.status == "replayed" and again.receipt == first.receipt
     assert goal.raw(G) == before
     refused(
         goal,
         "operation_id_reused",
-        lambda: todos.add_todo(ctx, G, title="Late", operation_id="early-op"),
+        lambda: todos.add_todo(ctx, AddTodo(goal_id=G, title="Late", operation_id="early-op")),
     )
     # A bulk operation id (never seen by this process) replays from the index as well.
     state = require_goal(goal, G)
@@ -205,8 +237,10 @@ def test_a_replay_from_another_process_gives_the_byte_identical_receipt(tmp_path
     store = FileStore(tmp_path)
     store.init()
     ctx = make_ctx(store)
-    goals.create_goal(ctx, G, title="Launch", objective="Ship")
-    first = todos.add_todo(ctx, G, title="Docs", todo_id="docs", operation_id="op-docs")
+    goals.create_goal(ctx, CreateGoal(goal_id=G, title="Launch", objective="Ship"))
+    first = todos.add_todo(
+        ctx, AddTodo(goal_id=G, title="Docs", todo_id="docs", operation_id="op-docs")
+    )
     bulk_notes(store, 2000)
     before = store.raw(G)
     args = ["todo", "add", "--goal-id", G, "--title", "Docs", "--todo-id", "docs"]
@@ -235,59 +269,83 @@ def test_a_replay_from_another_process_gives_the_byte_identical_receipt(tmp_path
 
 def test_a_goal_level_write_checks_the_goal_revision(goal: Any) -> None:
     ctx = make_ctx(goal)
-    todos.add_todo(ctx, G, title="A", expected_revision=1)
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="A", expected_revision=1))
     err = refused(
-        goal, "revision_conflict", lambda: todos.add_todo(ctx, G, title="B", expected_revision=1)
+        goal,
+        "revision_conflict",
+        lambda: todos.add_todo(ctx, AddTodo(goal_id=G, title="B", expected_revision=1)),
     )
     assert err.details == {"expected_revision": 1, "current_revision": 2}
     assert err.exit_code == 4
     refused(
         goal,
         "revision_conflict",
-        lambda: gates.open_gate(ctx, G, question="Q?", authority="m", expected_revision=7),
-    )
-    refused(
-        goal, "revision_conflict", lambda: goals.set_quota(ctx, G, quota=1, expected_revision=0)
+        lambda: gates.open_gate(
+            ctx, OpenGate(goal_id=G, question="Q?", authority="m", expected_revision=7)
+        ),
     )
     refused(
         goal,
         "revision_conflict",
-        lambda: goals.close_goal(ctx, G, outcome="abandoned", expected_revision=1),
+        lambda: goals.set_quota(ctx, SetQuota(goal_id=G, quota=1, expected_revision=0)),
     )
-    goals.close_goal(ctx, G, outcome="abandoned", expected_revision=2)
+    refused(
+        goal,
+        "revision_conflict",
+        lambda: goals.close_goal(
+            ctx, CloseGoal(goal_id=G, outcome="abandoned", expected_revision=1)
+        ),
+    )
+    goals.close_goal(ctx, CloseGoal(goal_id=G, outcome="abandoned", expected_revision=2))
 
 
 def test_an_entity_write_checks_the_entity_revision(goal: Any) -> None:
     ctx = make_ctx(goal)
-    todos.add_todo(ctx, G, title="A", todo_id="a")  # seq 2: a's revision
-    todos.add_todo(ctx, G, title="B", todo_id="b")  # seq 3: the goal moves on, a does not
-    todos.claim_todo(ctx, G, "a", expected_revision=2)  # seq 4
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="A", todo_id="a"))  # seq 2: a's revision
+    todos.add_todo(
+        ctx, AddTodo(goal_id=G, title="B", todo_id="b")
+    )  # seq 3: the goal moves on, a does not
+    todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id="a", expected_revision=2))  # seq 4
     err = refused(
-        goal, "revision_conflict", lambda: todos.complete_todo(ctx, G, "a", expected_revision=2)
+        goal,
+        "revision_conflict",
+        lambda: todos.complete_todo(ctx, CompleteTodo(goal_id=G, todo_id="a", expected_revision=2)),
     )
     assert err.details["current_revision"] == 4
     for call in (
-        lambda: todos.update_todo(ctx, G, "a", priority=1, expected_revision=3),
-        lambda: todos.renew_todo(ctx, G, "a", expected_revision=3),
-        lambda: todos.release_todo(ctx, G, "a", expected_revision=3),
-        lambda: todos.block_todo(ctx, G, "a", reason="r", expected_revision=3),
-        lambda: todos.cancel_todo(ctx, G, "a", expected_revision=3),
+        lambda: todos.update_todo(
+            ctx, UpdateTodo(goal_id=G, todo_id="a", priority=1, expected_revision=3)
+        ),
+        lambda: todos.renew_todo(ctx, RenewTodo(goal_id=G, todo_id="a", expected_revision=3)),
+        lambda: todos.release_todo(ctx, ReleaseTodo(goal_id=G, todo_id="a", expected_revision=3)),
+        lambda: todos.block_todo(
+            ctx, BlockTodo(goal_id=G, todo_id="a", reason="r", expected_revision=3)
+        ),
+        lambda: todos.cancel_todo(ctx, CancelTodo(goal_id=G, todo_id="a", expected_revision=3)),
     ):
         refused(goal, "revision_conflict", call)
-    todos.complete_todo(ctx, G, "a", expected_revision=4)
-    gates.open_gate(ctx, G, question="Q?", authority="agent-a", gate_id="g")  # seq 6
-    todos.add_todo(ctx, G, title="C")  # seq 7
+    todos.complete_todo(ctx, CompleteTodo(goal_id=G, todo_id="a", expected_revision=4))
+    gates.open_gate(
+        ctx, OpenGate(goal_id=G, question="Q?", authority="agent-a", gate_id="g")
+    )  # seq 6
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="C"))  # seq 7
     refused(
         goal,
         "revision_conflict",
-        lambda: gates.resolve_gate(ctx, G, "g", resolution="approve", expected_revision=7),
+        lambda: gates.resolve_gate(
+            ctx, ResolveGate(goal_id=G, gate_id="g", resolution="approve", expected_revision=7)
+        ),
     )
-    gates.resolve_gate(ctx, G, "g", resolution="approve", expected_revision=6)
+    gates.resolve_gate(
+        ctx, ResolveGate(goal_id=G, gate_id="g", resolution="approve", expected_revision=6)
+    )
 
 
 def test_the_revision_guard_is_checked_before_preconditions(goal: Any) -> None:
     ctx = make_ctx(goal)
     err = refused(
-        goal, "revision_conflict", lambda: todos.claim_todo(ctx, G, "a", expected_revision=5)
+        goal,
+        "revision_conflict",
+        lambda: todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id="a", expected_revision=5)),
     )
     assert err.details["current_revision"] == 0  # an unknown todo has no revision yet

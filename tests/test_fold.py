@@ -13,6 +13,7 @@ import pytest
 from benchmarks.synth import make_goal
 from loopx.engine import goals, todos
 from loopx.engine.clock import add_seconds
+from loopx.engine.commands import AddTodo, ClaimTodo, CreateGoal
 from loopx.engine.core import (
     SNAPSHOT_FORMAT,
     load_state,
@@ -76,10 +77,10 @@ def test_an_unknown_event_type_is_carried_not_fatal(demo: FileStore) -> None:
 
 def test_entity_revisions_are_the_seq_of_their_last_change(store: Any) -> None:
     ctx = make_ctx(store)
-    goals.create_goal(ctx, "g", title="G", objective="O")
-    todos.add_todo(ctx, "g", title="A", todo_id="a")  # 2
-    todos.add_todo(ctx, "g", title="B", todo_id="b")  # 3
-    todos.claim_todo(ctx, "g", "a")  # 4
+    goals.create_goal(ctx, CreateGoal(goal_id="g", title="G", objective="O"))
+    todos.add_todo(ctx, AddTodo(goal_id="g", title="A", todo_id="a"))  # 2
+    todos.add_todo(ctx, AddTodo(goal_id="g", title="B", todo_id="b"))  # 3
+    todos.claim_todo(ctx, ClaimTodo(goal_id="g", todo_id="a"))  # 4
     state = load_state(store, "g").state
     assert state is not None
     assert (state.revision, state.todos["a"].revision, state.todos["b"].revision) == (4, 4, 3)
@@ -127,20 +128,20 @@ def test_load_state_from_a_snapshot_equals_a_cold_replay(tmp_path: Path) -> None
     # A few writes later (tail folded onto the snapshot) it still agrees with a cold replay.
     ctx = make_ctx(store)
     for i in range(5):
-        todos.add_todo(ctx, "synth", title=f"extra {i}")
+        todos.add_todo(ctx, AddTodo(goal_id="synth", title=f"extra {i}"))
     assert load_state(store, "synth").state == load_state(store, "synth", cache=False).state
 
 
 def test_a_corrupt_or_foreign_snapshot_is_ignored(store: Any) -> None:
     ctx = make_ctx(store)
-    goals.create_goal(ctx, "g", title="G", objective="O")
-    todos.add_todo(ctx, "g", title="A")
+    goals.create_goal(ctx, CreateGoal(goal_id="g", title="G", objective="O"))
+    todos.add_todo(ctx, AddTodo(goal_id="g", title="A"))
     truth = load_state(store, "g", cache=False).state
     for junk in (b"not json", b"{}\n{}\n", b'{"format":"other"}\n{}\n', b"\xff" * 100):
         store.save_snapshot("g", junk)
         assert load_state(store, "g").state == truth
     # A well-formed snapshot of another goal is not taken for this one.
-    goals.create_goal(ctx, "h", title="H", objective="O")
+    goals.create_goal(ctx, CreateGoal(goal_id="h", title="H", objective="O"))
     store.save_snapshot("g", store.load_snapshot("h"))
     assert load_state(store, "g").state == truth
 
@@ -150,7 +151,7 @@ def test_snapshots_are_rewritten_in_proportion_to_the_goal(store: Any) -> None:
     assert not snapshot_due(49, 50_000) and snapshot_due(50, 50_000)
     assert not snapshot_due(255, 10_000_000) and snapshot_due(256, 10_000_000)
     ctx = make_ctx(store)
-    goals.create_goal(ctx, "g", title="G", objective="O")
+    goals.create_goal(ctx, CreateGoal(goal_id="g", title="G", objective="O"))
     state = load_state(store, "g").state
     assert state is not None
     save_snapshot(store, state, load_state(store, "g").cursor)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 from loopx.render.graph import to_dot, to_mermaid
 from loopx.render.svg import FONT, to_svg
+from tests.conftest import run_cli
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -62,3 +64,21 @@ def test_edges_into_one_node_end_at_distinct_points() -> None:
             ends.append((float(numbers[-2]), float(numbers[-1])))
     assert len(ends) == 5
     assert len(set(ends)) == 5  # no two arrowheads on one point (three meet node d)
+
+
+def test_ids_that_sanitise_alike_stay_distinct_nodes_and_edges(project: Path) -> None:
+    """`a-b`, `a.b` and `a_b` all sanitise to `t_a_b`: each keeps a node of its own (in order
+    of the todos, one `_` more each), and every edge names the node of its own entity."""
+    r = ["--root", str(project), "--goal-id", "demo"]
+    for tid in ("a-b", "a.b", "a_b"):
+        assert run_cli(["todo", "add", *r, "--todo-id", tid, "--title", tid]).exit_code == 0
+    assert run_cli(["todo", "update", *r, "--todo-id", "a_b", "--depends-on", "a.b"]).exit_code == 0
+    gate = ["gate", "open", *r, "--gate-id", "a-b", "--question", "Q?", "--authority", "m"]
+    assert run_cli([*gate, "--blocks", "a-b"]).exit_code == 0
+    graph = run_cli(["graph", *r, "--format", "json"]).json()
+    ids = {n["ref"] if n["kind"] == "todo" else "gate": n["id"] for n in graph["nodes"]}
+    assert ids == {"a-b": "t_a_b", "a.b": "t_a_b_", "a_b": "t_a_b__", "gate": "g_a_b"}
+    assert sorted((e["from"], e["to"], e["kind"]) for e in graph["edges"]) == [
+        ("g_a_b", "t_a_b", "gates"),
+        ("t_a_b_", "t_a_b__", "depends_on"),
+    ]

@@ -10,6 +10,15 @@ import pytest
 
 from loopx.engine import todos
 from loopx.engine.clock import FixedClock
+from loopx.engine.commands import (
+    AddTodo,
+    AdoptHandoff,
+    ClaimTodo,
+    CompleteTodo,
+    CreateGoal,
+    PrepareHandoff,
+    RenewTodo,
+)
 from loopx.engine.core import Context, load_state, require_goal
 from loopx.engine.goals import create_goal
 from loopx.engine.handoff import (
@@ -47,8 +56,12 @@ class World:
     def __init__(self, store: Any, step: int = 60):
         self.store = store
         self.clock = FixedClock(T0, step)
-        create_goal(self.ctx("maintainer"), "demo", title="Demo", objective="Ship it")
-        todos.add_todo(self.ctx("maintainer"), "demo", todo_id="todo_a", title="Parser")
+        create_goal(
+            self.ctx("maintainer"), CreateGoal(goal_id="demo", title="Demo", objective="Ship it")
+        )
+        todos.add_todo(
+            self.ctx("maintainer"), AddTodo(goal_id="demo", todo_id="todo_a", title="Parser")
+        )
 
     def ctx(self, agent: str, session: str | None = None) -> Context:
         return Context(self.store, self.clock, agent_id=agent, session_id=session or f"{agent}-s")
@@ -60,15 +73,19 @@ class World:
         return self.state().todos["todo_a"]
 
     def claim(self, agent: str = "agent-a", lease: int | None = None) -> None:
-        todos.claim_todo(self.ctx(agent), "demo", "todo_a", lease_seconds=lease)
+        todos.claim_todo(
+            self.ctx(agent), ClaimTodo(goal_id="demo", todo_id="todo_a", lease_seconds=lease)
+        )
 
     def prepare(self, agent: str = "agent-a", **kw: Any) -> Any:
         kw.setdefault("note", NOTE)
         kw.setdefault("git_revision", REV)
-        return prepare_handoff(self.ctx(agent), "demo", "todo_a", **kw)
+        return prepare_handoff(
+            self.ctx(agent), PrepareHandoff(goal_id="demo", todo_id="todo_a", **kw)
+        )
 
     def adopt(self, agent: str = "agent-b", **kw: Any) -> Any:
-        return adopt_handoff(self.ctx(agent), "demo", "todo_a", **kw)
+        return adopt_handoff(self.ctx(agent), AdoptHandoff(goal_id="demo", todo_id="todo_a", **kw))
 
 
 @pytest.fixture
@@ -122,7 +139,7 @@ def test_prepare_refuses_an_expired_lease(store: Any) -> None:
 
 def test_prepare_refuses_a_closed_todo(world: World) -> None:
     world.claim()
-    todos.complete_todo(world.ctx("agent-a"), "demo", "todo_a")
+    todos.complete_todo(world.ctx("agent-a"), CompleteTodo(goal_id="demo", todo_id="todo_a"))
     with pytest.raises(Conflict) as exc:
         world.prepare()
     assert _code(exc) == "todo_closed"
@@ -132,7 +149,9 @@ def test_prepare_is_guarded_by_the_todo_revision(world: World) -> None:
     world.claim()
     current = world.todo().revision
     goal_head = world.state().revision
-    todos.add_todo(world.ctx("maintainer"), "demo", todo_id="other", title="Unrelated")
+    todos.add_todo(
+        world.ctx("maintainer"), AddTodo(goal_id="demo", todo_id="other", title="Unrelated")
+    )
     with pytest.raises(Conflict) as exc:
         world.prepare(expected_revision=current - 1)
     assert _code(exc) == "revision_conflict"
@@ -181,10 +200,13 @@ def test_a_refused_private_prepare_stores_no_blob(world: World) -> None:
 
 def test_a_private_todo_gets_a_private_note_by_default(world: World) -> None:
     todos.add_todo(
-        world.ctx("maintainer"), "demo", todo_id="secret", title="Secret", visibility="private"
+        world.ctx("maintainer"),
+        AddTodo(goal_id="demo", todo_id="secret", title="Secret", visibility="private"),
     )
-    todos.claim_todo(world.ctx("agent-a"), "demo", "secret")
-    prepare_handoff(world.ctx("agent-a"), "demo", "secret", note=NOTE)
+    todos.claim_todo(world.ctx("agent-a"), ClaimTodo(goal_id="demo", todo_id="secret"))
+    prepare_handoff(
+        world.ctx("agent-a"), PrepareHandoff(goal_id="demo", todo_id="secret", note=NOTE)
+    )
     handoff = latest_handoff(world.state(), "secret")
     assert handoff is not None and handoff["visibility"] == "private"
     assert "blob" in handoff["note"]
@@ -248,7 +270,7 @@ def test_adopt_retry_replays_the_identical_receipt(world: World) -> None:
 def test_adopt_refuses_a_closed_todo(world: World) -> None:
     world.claim()
     world.prepare()
-    todos.complete_todo(world.ctx("agent-a"), "demo", "todo_a")
+    todos.complete_todo(world.ctx("agent-a"), CompleteTodo(goal_id="demo", todo_id="todo_a"))
     with pytest.raises(Conflict) as exc:
         world.adopt()
     assert _code(exc) == "todo_closed"
@@ -269,7 +291,9 @@ def test_adopt_refuses_without_a_pending_note(world: World) -> None:
 def test_adopt_refuses_a_stale_note(world: World) -> None:
     world.claim()
     world.prepare()
-    todos.renew_todo(world.ctx("agent-a"), "demo", "todo_a")  # the todo moved after the note
+    todos.renew_todo(
+        world.ctx("agent-a"), RenewTodo(goal_id="demo", todo_id="todo_a")
+    )  # the todo moved after the note
     with pytest.raises(Conflict) as exc:
         world.adopt(expected_revision=world.todo().revision)
     assert _code(exc) == "handoff_stale"

@@ -11,6 +11,18 @@ import pytest
 
 from loopx.engine import evidence, gates, todos
 from loopx.engine.clock import FixedClock
+from loopx.engine.commands import (
+    AddEvidence,
+    AddTodo,
+    AdoptHandoff,
+    ClaimTodo,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    PrepareHandoff,
+    RenewTodo,
+    UpdateTodo,
+)
 from loopx.engine.core import Context, require_goal
 from loopx.engine.goals import create_goal
 from loopx.engine.handoff import adopt_handoff, prepare_handoff
@@ -64,44 +76,68 @@ class Goal:
         self.clock = FixedClock(T0, 60)
         me = self.ctx("maintainer")
         create_goal(
-            me, "demo", title="Demo", objective="Ship the parser", acceptance=["Tests green"]
+            me,
+            CreateGoal(
+                goal_id="demo",
+                title="Demo",
+                objective="Ship the parser",
+                acceptance=["Tests green"],
+            ),
         )
-        todos.add_todo(me, "demo", todo_id="dep", title="Groundwork")
-        todos.add_todo(me, "demo", todo_id="secret-dep", title="Hidden", visibility="private")
+        todos.add_todo(me, AddTodo(goal_id="demo", todo_id="dep", title="Groundwork"))
         todos.add_todo(
-            me, "demo", todo_id="todo_a", title="Parser", acceptance="Nested lists parse"
+            me, AddTodo(goal_id="demo", todo_id="secret-dep", title="Hidden", visibility="private")
+        )
+        todos.add_todo(
+            me,
+            AddTodo(
+                goal_id="demo", todo_id="todo_a", title="Parser", acceptance="Nested lists parse"
+            ),
         )
         agent = self.ctx("agent-a")
-        todos.claim_todo(agent, "demo", "todo_a")
+        todos.claim_todo(agent, ClaimTodo(goal_id="demo", todo_id="todo_a"))
         # Dependencies and a gate that arrived after the claim (claiming would refuse them).
-        todos.update_todo(me, "demo", "todo_a", depends_on=["dep", "secret-dep"])
-        todos.add_todo(me, "demo", todo_id="ready-1", title="Something else ready")
+        todos.update_todo(
+            me, UpdateTodo(goal_id="demo", todo_id="todo_a", depends_on=["dep", "secret-dep"])
+        )
+        todos.add_todo(me, AddTodo(goal_id="demo", todo_id="ready-1", title="Something else ready"))
         for i, (rev, vis) in enumerate(
             [(OLD, "team"), (NEW, "team"), (None, "team"), (NEW, "private")]
         ):
             evidence.add_evidence(
                 me,
-                "demo",
-                kind="test",
-                summary=f"Run {i} of the suite",
-                refs=[f"https://ci.example.com/{i}"],
-                revision=rev,
-                todo_id="todo_a",
-                evidence_id=f"ev-{i}",
-                visibility=vis,
+                AddEvidence(
+                    goal_id="demo",
+                    kind="test",
+                    summary=f"Run {i} of the suite",
+                    refs=[f"https://ci.example.com/{i}"],
+                    revision=rev,
+                    todo_id="todo_a",
+                    evidence_id=f"ev-{i}",
+                    visibility=vis,
+                ),
             )
         gates.open_gate(
-            me, "demo", gate_id="g1", authority="maintainer", question="Merge?", blocks=["todo_a"]
+            me,
+            OpenGate(
+                goal_id="demo",
+                gate_id="g1",
+                authority="maintainer",
+                question="Merge?",
+                blocks=["todo_a"],
+            ),
         )
         prepare_handoff(
             agent,
-            "demo",
-            "todo_a",
-            note=NOTE,
-            git_revision=OLD,
-            workspace_dirty=True,
-            visibility=note_visibility,
-            target_agent_id="agent-b",
+            PrepareHandoff(
+                goal_id="demo",
+                todo_id="todo_a",
+                note=NOTE,
+                git_revision=OLD,
+                workspace_dirty=True,
+                visibility=note_visibility,
+                target_agent_id="agent-b",
+            ),
         )
 
     def ctx(self, agent: str) -> Context:
@@ -110,18 +146,12 @@ class Goal:
     def state(self) -> Any:
         return require_goal(self.store, "demo")
 
-    def text(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            data = self.store.get_blob(value["blob"])
-            return "[private content not on this host]" if data is None else data.decode()
-        return value
-
     def digest(self, audience: str = "private", facts: Any = None, **kw: Any) -> dict[str, Any]:
         return handoff_digest(
             self.state(),
             "todo_a",
             audience=audience,
-            text=self.text,
+            read_blob=self.store.get_blob,
             workspace_facts=facts,
             **kw,
         )
@@ -226,7 +256,7 @@ def test_a_private_note_missing_on_this_host_is_said_so(schema: Any) -> None:
         goal.state(),
         "todo_a",
         audience="private",
-        text=lambda v: "[private content not on this host]" if isinstance(v, dict) else v,
+        read_blob=lambda ref: None,  # this host does not hold the note
         workspace_facts=None,
     )
     _valid(schema, d)
@@ -237,7 +267,7 @@ def test_a_private_note_missing_on_this_host_is_said_so(schema: Any) -> None:
 
 def test_stale_and_adopted_notes() -> None:
     goal = Goal()
-    todos.renew_todo(goal.ctx("agent-a"), "demo", "todo_a")
+    todos.renew_todo(goal.ctx("agent-a"), RenewTodo(goal_id="demo", todo_id="todo_a"))
     d = goal.digest()
     assert d["handoff"]["stale"] is True and "note_stale" in _codes(d)
     assert d["adoption"] == {
@@ -248,7 +278,7 @@ def test_stale_and_adopted_notes() -> None:
         "command": None,
     }
     fresh = Goal()
-    adopt_handoff(fresh.ctx("agent-b"), "demo", "todo_a")
+    adopt_handoff(fresh.ctx("agent-b"), AdoptHandoff(goal_id="demo", todo_id="todo_a"))
     done = fresh.digest()
     assert done["handoff"]["status"] == "adopted" and done["handoff"]["stale"] is False
     assert done["handoff"]["adopted"]["agent_id"] == "agent-b"
@@ -259,17 +289,19 @@ def test_stale_and_adopted_notes() -> None:
 def test_unknown_or_hidden_todos_have_no_digest() -> None:
     goal = Goal()
     with pytest.raises(NotFound):
-        handoff_digest(goal.state(), "dep", audience="team", text=None, workspace_facts=None)
+        handoff_digest(goal.state(), "dep", audience="team", read_blob=None, workspace_facts=None)
     with pytest.raises(NotFound):
-        handoff_digest(goal.state(), "nope", audience="team", text=None, workspace_facts=None)
+        handoff_digest(goal.state(), "nope", audience="team", read_blob=None, workspace_facts=None)
     with pytest.raises(ValueError):
-        handoff_digest(goal.state(), "todo_a", audience="public", text=None, workspace_facts=None)
+        handoff_digest(
+            goal.state(), "todo_a", audience="public", read_blob=None, workspace_facts=None
+        )
 
 
 def test_digests_for_the_build_are_deterministic_and_per_audience(schema: Any) -> None:
     goal = Goal()
-    a = handoff_digests(goal.state(), audience="team", text=goal.text)
-    b = handoff_digests(goal.state(), audience="team", text=goal.text)
+    a = handoff_digests(goal.state(), audience="team", read_blob=goal.store.get_blob)
+    b = handoff_digests(goal.state(), audience="team", read_blob=goal.store.get_blob)
     assert list(a) == ["todo_a"]
     assert render_digest_json(a["todo_a"]) == render_digest_json(b["todo_a"])
     assert render_digest_markdown(a["todo_a"]) == render_digest_markdown(b["todo_a"])
@@ -343,23 +375,26 @@ def test_budget_too_small_is_refused_with_the_minimum() -> None:
 def test_pending_handoffs_newest_first_and_filtered() -> None:
     goal = Goal()
     me = goal.ctx("maintainer")
-    todos.add_todo(me, "demo", todo_id="todo_b", title="Second")
-    todos.claim_todo(goal.ctx("agent-c"), "demo", "todo_b")
-    prepare_handoff(goal.ctx("agent-c"), "demo", "todo_b", note={"work_summary": "B\nnext"})
+    todos.add_todo(me, AddTodo(goal_id="demo", todo_id="todo_b", title="Second"))
+    todos.claim_todo(goal.ctx("agent-c"), ClaimTodo(goal_id="demo", todo_id="todo_b"))
+    prepare_handoff(
+        goal.ctx("agent-c"),
+        PrepareHandoff(goal_id="demo", todo_id="todo_b", note={"work_summary": "B\nnext"}),
+    )
     items = pending_handoffs(goal.state())
     assert [h["todo_id"] for h in items] == ["todo_b", "todo_a"]
     assert items[0]["summary"] == "B next"
     assert items[1]["target_agent_id"] == "agent-b" and items[1]["stale"] is False
     assert pending_handoffs(goal.state(), audience="public") == []  # a team goal
-    adopt_handoff(goal.ctx("agent-b"), "demo", "todo_a")
-    todos.complete_todo(goal.ctx("agent-c"), "demo", "todo_b")
+    adopt_handoff(goal.ctx("agent-b"), AdoptHandoff(goal_id="demo", todo_id="todo_a"))
+    todos.complete_todo(goal.ctx("agent-c"), CompleteTodo(goal_id="demo", todo_id="todo_b"))
     assert pending_handoffs(goal.state()) == []
 
 
 def test_pending_handoffs_hide_private_notes_from_the_team() -> None:
     goal = Goal(note_visibility="private")
-    [team] = pending_handoffs(goal.state(), audience="team", text=goal.text)
-    [private] = pending_handoffs(goal.state(), audience="private", text=goal.text)
+    [team] = pending_handoffs(goal.state(), audience="team", read_blob=goal.store.get_blob)
+    [private] = pending_handoffs(goal.state(), audience="private", read_blob=goal.store.get_blob)
     assert team["summary"] is None
     assert private["summary"] is not None and private["summary"].startswith("Tokenizer")
 
@@ -374,7 +409,7 @@ def test_demo_digest_is_schema_valid(tmp_path: Path, schema: Any) -> None:
     assert pending["todo_id"] == "handoff" and pending["source_agent_id"] == "agent-claude"
     assert pending["target_agent_id"] == "agent-codex" and pending["stale"] is False
     for audience in ("team", "private"):
-        digests = handoff_digests(state, audience=audience, text=None)
+        digests = handoff_digests(state, audience=audience, read_blob=None)
         _valid(schema, digests["handoff"])
         note = digests["handoff"]["handoff"]["note"]
         assert any(f["path"] == "loopx/engine/handoff.py" for f in note["files_touched"])

@@ -24,6 +24,16 @@ from loopx.build.diffing import render_markdown
 from loopx.build.single import review, workbench_markdown
 from loopx.engine import evidence, gates, todos
 from loopx.engine.clock import FixedClock
+from loopx.engine.commands import (
+    AddEvidence,
+    AddNote,
+    AddTodo,
+    ClaimTodo,
+    CreateGoal,
+    OpenGate,
+    PrepareHandoff,
+    UpdateTodo,
+)
 from loopx.engine.core import Context, require_goal
 from loopx.engine.goals import add_note, create_goal
 from loopx.engine.handoff import prepare_handoff
@@ -76,27 +86,40 @@ def _write(corpus: Corpus) -> Written:
 
     me, agent = ctx("maintainer"), ctx("agent_a")
     t = corpus.text
-    create_goal(me, "demo", title=t(0)[:200], objective=t(1), acceptance=[t(2), t(3)])
-    todos.add_todo(me, "demo", todo_id=IDS["dep"], title=t(4)[:200])
-    todos.add_todo(me, "demo", todo_id=IDS["ready"], title=t(5)[:200], role="user")
-    todos.add_todo(me, "demo", todo_id=IDS["todo"], title=t(6)[:200], acceptance=t(7))
-    todos.claim_todo(agent, "demo", IDS["todo"])
-    todos.update_todo(me, "demo", IDS["todo"], depends_on=[IDS["dep"]])
+    create_goal(
+        me, CreateGoal(goal_id="demo", title=t(0)[:200], objective=t(1), acceptance=[t(2), t(3)])
+    )
+    todos.add_todo(me, AddTodo(goal_id="demo", todo_id=IDS["dep"], title=t(4)[:200]))
+    todos.add_todo(me, AddTodo(goal_id="demo", todo_id=IDS["ready"], title=t(5)[:200], role="user"))
+    todos.add_todo(
+        me, AddTodo(goal_id="demo", todo_id=IDS["todo"], title=t(6)[:200], acceptance=t(7))
+    )
+    todos.claim_todo(agent, ClaimTodo(goal_id="demo", todo_id=IDS["todo"]))
+    todos.update_todo(me, UpdateTodo(goal_id="demo", todo_id=IDS["todo"], depends_on=[IDS["dep"]]))
     evidence.add_evidence(
         me,
-        "demo",
-        kind="test",
-        summary=t(8),
-        refs=corpus.refs,
-        revision=REV,
-        todo_id=IDS["todo"],
-        evidence_id=IDS["ev"],
-        visibility="team",
+        AddEvidence(
+            goal_id="demo",
+            kind="test",
+            summary=t(8),
+            refs=corpus.refs,
+            revision=REV,
+            todo_id=IDS["todo"],
+            evidence_id=IDS["ev"],
+            visibility="team",
+        ),
     )
     gates.open_gate(
-        me, "demo", gate_id=IDS["gate"], authority="maintainer", question=t(9), blocks=[IDS["todo"]]
+        me,
+        OpenGate(
+            goal_id="demo",
+            gate_id=IDS["gate"],
+            authority="maintainer",
+            question=t(9),
+            blocks=[IDS["todo"]],
+        ),
     )
-    add_note(me, "demo", text=t(10), kind="lesson", visibility="team")
+    add_note(me, AddNote(goal_id="demo", text=t(10), kind="lesson", visibility="team"))
     note = {
         "work_summary": t(11),
         "approaches_tried": [{"approach": t(12), "outcome": t(13)[:200], "reason": t(14)}],
@@ -109,7 +132,12 @@ def _write(corpus: Corpus) -> Written:
         "open_questions": [t(21)],
         "source_refs": corpus.refs,
     }
-    prepare_handoff(agent, "demo", IDS["todo"], note=note, git_revision=REV, visibility="team")
+    prepare_handoff(
+        agent,
+        PrepareHandoff(
+            goal_id="demo", todo_id=IDS["todo"], note=note, git_revision=REV, visibility="team"
+        ),
+    )
     files = [t(17 + i) for i in range(len(corpus.paths))]
     goal = [t(0)[:200], t(1), t(2), t(3)]
     handoff = [
@@ -149,7 +177,9 @@ def _write(corpus: Corpus) -> Written:
 
 def _render(written: Written) -> dict[str, str]:
     state = require_goal(written.store, "demo")
-    digest = handoff_digest(state, IDS["todo"], audience="team", text=None, workspace_facts=None)
+    digest = handoff_digest(
+        state, IDS["todo"], audience="team", read_blob=None, workspace_facts=None
+    )
     events = written.store.read("demo").events
     before = replay(events[:1])
     assert before is not None

@@ -4,6 +4,7 @@ observation is evidence plus, when something changed, a typed transition. The go
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,17 @@ import pytest
 
 from loopx.engine import goals, monitors, todos
 from loopx.engine.clock import FixedClock
+from loopx.engine.commands import (
+    AddMonitor,
+    AddTodo,
+    Backoff,
+    BlockTodo,
+    ClaimTodo,
+    CreateGoal,
+    ObserveMonitor,
+    OpenGate,
+    ResolveGate,
+)
 from loopx.engine.core import Context, require_goal
 from loopx.model.errors import Conflict, InvalidInput, LoopxError
 from loopx.state.frontier import attention, frontier, readiness
@@ -27,7 +39,7 @@ def at(store: Any, now: str, agent: str = "agent-a") -> Context:
 
 @pytest.fixture
 def goal(store: Any) -> Any:
-    goals.create_goal(at(store, T0), G, title="Ship", objective="Ship it")
+    goals.create_goal(at(store, T0), CreateGoal(goal_id=G, title="Ship", objective="Ship it"))
     return store
 
 
@@ -41,7 +53,8 @@ def watch_ci(store: Any, **kw: Any) -> Any:
         "todo_id": "ci",
     }
     args.update(kw)
-    return monitors.add_monitor(at(store, T0), G, **args)
+    backoff = Backoff(kind=args.pop("backoff"), seconds=args.pop("every"), cap=args.pop("cap"))
+    return monitors.add_monitor(at(store, T0), AddMonitor(goal_id=G, backoff=backoff, **args))
 
 
 def refused(store: Any, code: str, call: Any) -> LoopxError:
@@ -78,9 +91,9 @@ def test_watch_refs_are_typed_by_prefix(watch: str, kind: str) -> None:
 
 
 def test_backoff_fixed_and_exponential_with_a_cap() -> None:
-    fixed = monitors.backoff_policy("fixed", 300, None)
+    fixed = asdict(monitors.check_backoff(Backoff("fixed", 300)))
     assert [monitors.delay(fixed, n) for n in (1, 2, 5)] == [300, 300, 300]
-    grow = monitors.backoff_policy("exponential", 600, 1800)
+    grow = asdict(monitors.check_backoff(Backoff("exponential", 600, 1800)))
     assert [monitors.delay(grow, n) for n in (1, 2, 3, 4, 100)] == [600, 1200, 1800, 1800, 1800]
 
 
@@ -89,7 +102,8 @@ def test_unchanged_twice_moves_the_next_wake_by_the_backoff_then_changed_complet
 ) -> None:
     watch_ci(goal)
     first = monitors.observe(
-        at(goal, "2026-03-02T00:00:00Z"), G, "ci", result="unchanged", summary="queued"
+        at(goal, "2026-03-02T00:00:00Z"),
+        ObserveMonitor(goal_id=G, todo_id="ci", result="unchanged", summary="queued"),
     )
     assert first.receipt["subject"] == "ci"
     state = require_goal(goal, G)
@@ -101,19 +115,22 @@ def test_unchanged_twice_moves_the_next_wake_by_the_backoff_then_changed_complet
     assert ev.kind == "ci" and ev.todo_id == "ci" and ev.visibility == "private"
 
     monitors.observe(
-        at(goal, "2026-03-02T00:10:00Z"), G, "ci", result="unchanged", summary="running"
+        at(goal, "2026-03-02T00:10:00Z"),
+        ObserveMonitor(goal_id=G, todo_id="ci", result="unchanged", summary="running"),
     )
     record = require_goal(goal, G).todos["ci"].monitor
     assert record is not None and record["next_at"] == "2026-03-02T00:30:00Z"  # doubled
 
     monitors.observe(
         at(goal, "2026-03-02T00:31:00Z"),
-        G,
-        "ci",
-        result="changed",
-        summary="passed",
-        then="complete",
-        revision="abc1234",
+        ObserveMonitor(
+            goal_id=G,
+            todo_id="ci",
+            result="changed",
+            summary="passed",
+            then="complete",
+            revision="abc1234",
+        ),
     )
     state = require_goal(goal, G)
     todo = state.todos["ci"]
@@ -129,17 +146,27 @@ def test_changed_can_block_or_create_a_successor(goal: Any) -> None:
     watch_ci(goal, todo_id="review", watch="pr:octo/repo#7", title="Review")
     ctx = at(goal, "2026-03-02T00:00:00Z")
     monitors.observe(
-        ctx, G, "ci", result="changed", summary="red", then="block", reason="tests fail on main"
+        ctx,
+        ObserveMonitor(
+            goal_id=G,
+            todo_id="ci",
+            result="changed",
+            summary="red",
+            then="block",
+            reason="tests fail on main",
+        ),
     )
     monitors.observe(
         ctx,
-        G,
-        "review",
-        result="changed",
-        summary="approved",
-        then="successor",
-        successor_title="Merge the pull request",
-        successor_id="merge",
+        ObserveMonitor(
+            goal_id=G,
+            todo_id="review",
+            result="changed",
+            summary="approved",
+            then="successor",
+            successor_title="Merge the pull request",
+            successor_id="merge",
+        ),
     )
     state = require_goal(goal, G)
     assert state.todos["ci"].status == "blocked"
@@ -152,7 +179,10 @@ def test_changed_can_block_or_create_a_successor(goal: Any) -> None:
 
 def test_failed_observation_backs_off_like_unchanged(goal: Any) -> None:
     watch_ci(goal, backoff="fixed", cap=None, every=120)
-    monitors.observe(at(goal, "2026-03-02T00:00:00Z"), G, "ci", result="failed", summary="503")
+    monitors.observe(
+        at(goal, "2026-03-02T00:00:00Z"),
+        ObserveMonitor(goal_id=G, todo_id="ci", result="failed", summary="503"),
+    )
     record = require_goal(goal, G).todos["ci"].monitor
     assert record is not None
     assert record["last_result"] == "failed" and record["next_at"] == "2026-03-02T00:02:00Z"
@@ -187,20 +217,20 @@ def test_a_goal_of_sleeping_monitors_waits_with_its_next_wake(goal: Any) -> None
 
 def test_other_open_work_keeps_the_goal_out_of_waiting(goal: Any) -> None:
     watch_ci(goal, first_at="2026-03-02T01:00:00Z")
-    todos.add_todo(at(goal, T0), G, title="Write docs", todo_id="docs")
-    todos.block_todo(at(goal, T0), G, "docs", reason="needs a design")
+    todos.add_todo(at(goal, T0), AddTodo(goal_id=G, title="Write docs", todo_id="docs"))
+    todos.block_todo(at(goal, T0), BlockTodo(goal_id=G, todo_id="docs", reason="needs a design"))
     att = attention(require_goal(goal, G), "2026-03-02T00:00:00Z")
     assert att["state"] == "blocked"
 
 
 def test_observation_refusals_write_nothing(goal: Any) -> None:
     watch_ci(goal)
-    todos.add_todo(at(goal, T0), G, title="Plain", todo_id="plain")
+    todos.add_todo(at(goal, T0), AddTodo(goal_id=G, title="Plain", todo_id="plain"))
     ctx = at(goal, "2026-03-02T00:00:00Z")
 
     def obs(todo_id: str = "ci", **kw: Any) -> Any:
         args = {"result": "unchanged", "summary": "seen", **kw}
-        return lambda: monitors.observe(ctx, G, todo_id, **args)
+        return lambda: monitors.observe(ctx, ObserveMonitor(goal_id=G, todo_id=todo_id, **args))
 
     refused(goal, "not_a_monitor", obs("plain"))
     refused(goal, "todo_not_found", obs("ghost"))
@@ -212,17 +242,22 @@ def test_observation_refusals_write_nothing(goal: Any) -> None:
     refused(goal, "invalid_result", obs(result="maybe"))
     refused(goal, "invalid_revision", obs(revision="HEAD"))
     refused(goal, "empty_text", obs(summary="  "))
-    monitors.observe(ctx, G, "ci", result="changed", summary="ok", then="complete")
+    monitors.observe(
+        ctx,
+        ObserveMonitor(goal_id=G, todo_id="ci", result="changed", summary="ok", then="complete"),
+    )
     refused(goal, "todo_closed", obs())
 
 
 def test_another_agents_live_claim_refuses_an_observation(goal: Any) -> None:
     watch_ci(goal)
-    todos.claim_todo(at(goal, T0, "agent-b"), G, "ci")
+    todos.claim_todo(at(goal, T0, "agent-b"), ClaimTodo(goal_id=G, todo_id="ci"))
     err = refused(
         goal,
         "claim_owner_mismatch",
-        lambda: monitors.observe(at(goal, T0), G, "ci", result="unchanged", summary="x"),
+        lambda: monitors.observe(
+            at(goal, T0), ObserveMonitor(goal_id=G, todo_id="ci", result="unchanged", summary="x")
+        ),
     )
     assert isinstance(err, Conflict)
 
@@ -247,8 +282,18 @@ def test_add_refusals(goal: Any, kw: dict[str, Any], code: str) -> None:
 def test_observe_is_idempotent_by_operation_id(goal: Any) -> None:
     watch_ci(goal)
     ctx = at(goal, "2026-03-02T00:00:00Z")
-    first = monitors.observe(ctx, G, "ci", result="unchanged", summary="q", operation_id="obs-1")
-    again = monitors.observe(ctx, G, "ci", result="unchanged", summary="q", operation_id="obs-1")
+    first = monitors.observe(
+        ctx,
+        ObserveMonitor(
+            goal_id=G, todo_id="ci", result="unchanged", summary="q", operation_id="obs-1"
+        ),
+    )
+    again = monitors.observe(
+        ctx,
+        ObserveMonitor(
+            goal_id=G, todo_id="ci", result="unchanged", summary="q", operation_id="obs-1"
+        ),
+    )
     assert again.status == "replayed" and again.receipt == first.receipt
     record = require_goal(goal, G).todos["ci"].monitor
     assert record is not None and record["observations"] == 1
@@ -341,11 +386,13 @@ def test_a_gate_asks_again_on_its_time(goal: Any) -> None:
     ctx = at(goal, T0, "maintainer")
     gates.open_gate(
         ctx,
-        G,
-        question="Is error_code a stable field?",
-        authority="maintainer",
-        gate_id="stable",
-        ask_again_at="2026-03-03T09:00:00Z",
+        OpenGate(
+            goal_id=G,
+            question="Is error_code a stable field?",
+            authority="maintainer",
+            gate_id="stable",
+            ask_again_at="2026-03-03T09:00:00Z",
+        ),
     )
     state = require_goal(goal, G)
     assert state.gates["stable"].ask_again_at == "2026-03-03T09:00:00Z"
@@ -355,22 +402,35 @@ def test_a_gate_asks_again_on_its_time(goal: Any) -> None:
     view = wake_view(state, "2026-03-03T09:00:00Z", lambda v: v)
     assert [g["gate_id"] for g in view["gates_due"]] == ["stable"]
     # Deferred: ask again later; decided: never again.
-    gates.resolve_gate(ctx, G, "stable", resolution="defer", ask_again_at="2026-03-10T09:00:00Z")
+    gates.resolve_gate(
+        ctx,
+        ResolveGate(
+            goal_id=G, gate_id="stable", resolution="defer", ask_again_at="2026-03-10T09:00:00Z"
+        ),
+    )
     view = wake_view(require_goal(goal, G), "2026-03-04T00:00:00Z", lambda v: v)
     assert view["next_wake"] == {"at": "2026-03-10T09:00:00Z", "gate_id": "stable"}
     refused(
         goal,
         "ask_again_not_deferred",
         lambda: gates.resolve_gate(
-            ctx, G, "stable", resolution="approve", ask_again_at="2026-03-10T09:00:00Z"
+            ctx,
+            ResolveGate(
+                goal_id=G,
+                gate_id="stable",
+                resolution="approve",
+                ask_again_at="2026-03-10T09:00:00Z",
+            ),
         ),
     )
     refused(
         goal,
         "invalid_time",
-        lambda: gates.resolve_gate(ctx, G, "stable", resolution="defer", ask_again_at="soon"),
+        lambda: gates.resolve_gate(
+            ctx, ResolveGate(goal_id=G, gate_id="stable", resolution="defer", ask_again_at="soon")
+        ),
     )
-    gates.resolve_gate(ctx, G, "stable", resolution="approve")
+    gates.resolve_gate(ctx, ResolveGate(goal_id=G, gate_id="stable", resolution="approve"))
     state = require_goal(goal, G)
     assert state.gates["stable"].ask_again_at is None
     assert wake_view(state, "2026-03-11T00:00:00Z", lambda v: v)["next_wake"] is None

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.engine.core import load_state
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
@@ -66,10 +67,12 @@ def test_a_connection_killed_at_each_step_is_never_lost_nor_doubled(
     store: PostgresStore, pg_url: str, step: str
 ) -> None:
     ctx = make_ctx(store)
-    create_goal(ctx, G, title="Goal", objective="Objective")
+    create_goal(ctx, CreateGoal(goal_id=G, title="Goal", objective="Objective"))
     store.fault = killer(pg_url, step)
     try:
-        result = add_todo(ctx, G, title="first", todo_id="first", operation_id="op-first")
+        result = add_todo(
+            ctx, AddTodo(goal_id=G, title="first", todo_id="first", operation_id="op-first")
+        )
     except StoreUnavailable as err:
         assert err.code == "store_unavailable" and err.exit_code == 8
         acknowledged = False
@@ -81,7 +84,9 @@ def test_a_connection_killed_at_each_step_is_never_lost_nor_doubled(
     assert len(landed) == (1 if acknowledged else 0), "acknowledged ⇔ in the ledger"
     assert acknowledged == (step == "committed")
 
-    retry = add_todo(ctx, G, title="first", todo_id="first", operation_id="op-first")
+    retry = add_todo(
+        ctx, AddTodo(goal_id=G, title="first", todo_id="first", operation_id="op-first")
+    )
     assert retry.status == ("replayed" if acknowledged else "applied")
     assert len(added(store, "op-first")) == 1, "exactly one copy after the retry"
     assert retry.receipt["seq_first"] == 2
@@ -107,7 +112,7 @@ def test_pooled_connections_dropped_while_idle_are_replaced(
     store: PostgresStore, pg_url: str
 ) -> None:
     ctx = make_ctx(store)
-    create_goal(ctx, G, title="Goal", objective="Objective")
+    create_goal(ctx, CreateGoal(goal_id=G, title="Goal", objective="Objective"))
     rows = (
         pg.admin(pg_url)
         .execute(
@@ -120,7 +125,7 @@ def test_pooled_connections_dropped_while_idle_are_replaced(
     for (pid,) in rows:
         kill(pg_url, pid)
     assert store.read(G).events, "a read after the server dropped the pool still works"
-    assert add_todo(ctx, G, title="after").status == "applied"
+    assert add_todo(ctx, AddTodo(goal_id=G, title="after")).status == "applied"
 
 
 def test_schema_version_is_recorded_and_a_newer_one_refused(pg_url: str) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from loopx.build.artifacts import Artifact, Site
 from loopx.build.boundary import Forbidden, scan_public
+from loopx.engine.commands import AddTodo
 from loopx.engine.demo import REV_NEW, create_demo
 from loopx.store.filestore import FileStore
 from tests.conftest import T0, make_ctx, run_cli
@@ -186,7 +187,9 @@ def test_a_later_publish_has_the_previous_publish_as_its_only_parent(repo: Path)
     ctx = make_ctx(FileStore(repo))
     from loopx.engine import todos
 
-    todos.add_todo(ctx, "launch", title="Announce the release", visibility="public")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="launch", title="Announce the release", visibility="public")
+    )
     before = snapshot(repo)
     second = published(repo, "--git-branch", "gh-pages")
     assert second["changed"] and second["parent"] == first
@@ -326,7 +329,7 @@ def test_an_existing_pages_site_is_kept_with_prefix_and_refused_without(repo: Pa
     ctx = make_ctx(FileStore(repo))
     from loopx.engine import todos
 
-    todos.add_todo(ctx, "launch", title="Write the changelog", visibility="public")
+    todos.add_todo(ctx, AddTodo(goal_id="launch", title="Write the changelog", visibility="public"))
     before = snapshot(repo)
     second = published(repo, "--git-branch", "gh-pages", "--prefix", "status/")
     assert second["parent"] == first["commit"]
@@ -415,7 +418,9 @@ def test_push_lands_in_a_bare_remote_and_nothing_private_goes_with_it(
     git(repo, "branch", "-D", "gh-pages")
     from loopx.engine import todos
 
-    todos.add_todo(make_ctx(FileStore(repo)), "launch", title="Tweet it", visibility="public")
+    todos.add_todo(
+        make_ctx(FileStore(repo)), AddTodo(goal_id="launch", title="Tweet it", visibility="public")
+    )
     data = published(repo, "--git-branch", "gh-pages", "--push")
     assert data["parent"] == local and git(remote, "rev-parse", "gh-pages") == data["commit"]
 

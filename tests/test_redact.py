@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from loopx.engine import evidence, gates, goals, todos
+from loopx.engine.commands import AddEvidence, AddTodo, CloseGoal, CreateGoal, OpenGate, RedactField
 from loopx.engine.redactions import redact_field
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.privacy.scanner import name_hash
@@ -125,8 +126,13 @@ def test_scan_prints_the_clearing_command(tmp_path: Path) -> None:
     root.mkdir()
     assert run_cli(["init", "--root", str(root)]).exit_code == 0
     ctx = make_ctx(FileStore(root), agent="maintainer")
-    goals.create_goal(ctx, "g", title="Public goal", objective="Ship it", visibility="public")
-    todos.add_todo(ctx, "g", title=f"Pair with {NAME} on it", todo_id="pair", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Public goal", objective="Ship it", visibility="public")
+    )
+    todos.add_todo(
+        ctx,
+        AddTodo(goal_id="g", title=f"Pair with {NAME} on it", todo_id="pair", visibility="public"),
+    )
     folder = tmp_path / "copy"
     folder.mkdir()
     (folder / "page.html").write_text(f"<p>Pair with {NAME} on it</p>\n")
@@ -194,15 +200,30 @@ def test_names_file_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
 @pytest.fixture
 def closed(store: Any) -> Any:
     ctx = make_ctx(store, agent="maintainer")
-    goals.create_goal(ctx, "g", title="Goal", objective="Objective text", visibility="public")
-    todos.add_todo(ctx, "g", title="Public todo title", todo_id="t1", visibility="public")
-    todos.add_todo(ctx, "g", title="Private todo title", todo_id="t2", visibility="private")
-    gates.open_gate(ctx, "g", question="Ship it?", authority="maintainer", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Goal", objective="Objective text", visibility="public")
+    )
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Public todo title", todo_id="t1", visibility="public")
+    )
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Private todo title", todo_id="t2", visibility="private")
+    )
+    gates.open_gate(
+        ctx, OpenGate(goal_id="g", question="Ship it?", authority="maintainer", visibility="public")
+    )
     evidence.add_evidence(
-        ctx, "g", kind="log", summary="Ran it", refs=["https://ci.example.com/1"],
-        body=b"the whole log", visibility="team",
-    )  # fmt: skip
-    goals.close_goal(ctx, "g", outcome="abandoned")
+        ctx,
+        AddEvidence(
+            goal_id="g",
+            kind="log",
+            summary="Ran it",
+            refs=["https://ci.example.com/1"],
+            body=b"the whole log",
+            visibility="team",
+        ),
+    )
+    goals.close_goal(ctx, CloseGoal(goal_id="g", outcome="abandoned"))
     return ctx
 
 
@@ -214,10 +235,13 @@ def _state(ctx: Any) -> Any:
 
 def test_redaction_reaches_a_closed_goal_and_nothing_else_does(closed: Any) -> None:
     with pytest.raises(Conflict) as err:
-        todos.add_todo(closed, "g", title="More", todo_id="t3")
+        todos.add_todo(closed, AddTodo(goal_id="g", title="More", todo_id="t3"))
     assert err.value.code == "goal_terminal"
     result = redact_field(
-        closed, "g", entity="todo", entity_id="t1", field="title", reason="typo'd a secret"
+        closed,
+        RedactField(
+            goal_id="g", entity="todo", entity_id="t1", field="title", reason="typo'd a secret"
+        ),
     )
     assert result.status == "applied"
     state = _state(closed)
@@ -242,10 +266,18 @@ def test_each_field_kind_is_blanked(
 ) -> None:
     if entity == "goal" and field == "acceptance":
         with pytest.raises(InvalidInput) as err:
-            redact_field(closed, "g", entity=entity, entity_id=entity_id, field=field, reason="r")
+            redact_field(
+                closed,
+                RedactField(
+                    goal_id="g", entity=entity, entity_id=entity_id, field=field, reason="r"
+                ),
+            )
         assert err.value.code == "nothing_to_redact"
         return
-    redact_field(closed, "g", entity=entity, entity_id=entity_id, field=field, reason="why")
+    redact_field(
+        closed,
+        RedactField(goal_id="g", entity=entity, entity_id=entity_id, field=field, reason="why"),
+    )
     assert check(_state(closed))
 
 
@@ -261,20 +293,23 @@ def test_refusals_write_nothing(closed: Any) -> None:
     ]
     for kwargs, error, code in cases:
         with pytest.raises(error) as err:
-            redact_field(closed, "g", reason="why", **kwargs)
+            redact_field(closed, RedactField(goal_id="g", reason="why", **kwargs))
         assert err.value.code == code
     with pytest.raises(InvalidInput):
-        redact_field(closed, "g", entity="todo", entity_id="t1", field="title", reason=" ")
+        redact_field(
+            closed,
+            RedactField(goal_id="g", entity="todo", entity_id="t1", field="title", reason=" "),
+        )
     assert _state(closed).revision == head
 
 
 def test_twice_is_a_conflict_and_a_retry_replays(closed: Any) -> None:
     args = {"entity": "todo", "entity_id": "t1", "field": "title", "reason": "why"}
-    first = redact_field(closed, "g", operation_id="red-1", **args)
-    again = redact_field(closed, "g", operation_id="red-1", **args)
+    first = redact_field(closed, RedactField(goal_id="g", operation_id="red-1", **args))
+    again = redact_field(closed, RedactField(goal_id="g", operation_id="red-1", **args))
     assert again.status == "replayed" and again.receipt == first.receipt
     with pytest.raises(Conflict) as err:
-        redact_field(closed, "g", **args)
+        redact_field(closed, RedactField(goal_id="g", **args))
     assert err.value.code == "already_redacted"
 
 

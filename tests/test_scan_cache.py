@@ -17,6 +17,7 @@ from loopx.build import folderscan, scancache
 from loopx.build.pipeline import build
 from loopx.engine import goals, todos
 from loopx.engine.allowances import allow_finding
+from loopx.engine.commands import AddNote, AddTodo, AllowFinding, CreateGoal
 from loopx.engine.goals import add_note
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
@@ -27,7 +28,10 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     root.mkdir()
     assert run_cli(["init", "--root", str(root)]).exit_code == 0
     ctx = make_ctx(FileStore(root), agent="maintainer")
-    goals.create_goal(ctx, "g", title="Team goal", objective="Quietly renegotiate the vendor deal")
+    goals.create_goal(
+        ctx,
+        CreateGoal(goal_id="g", title="Team goal", objective="Quietly renegotiate the vendor deal"),
+    )
     folder = tmp_path / "pages"
     folder.mkdir()
     (folder / "a.html").write_text("<p>Nothing to see here.</p>\n")
@@ -45,7 +49,9 @@ def test_cache_is_reused_and_follows_the_ledger(tmp_path: Path) -> None:
 
     # A new team todo changes the ledger: the next scan looks for its text too.
     ctx = make_ctx(store, agent="maintainer")
-    todos.add_todo(ctx, "g", title="Sign the exclusive supplier contract", todo_id="deal")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Sign the exclusive supplier contract", todo_id="deal")
+    )
     (folder / "b.html").write_text("<p>Sign the exclusive supplier contract</p>\n")
     found = run_cli(["scan", str(folder), "--root", str(root)])
     assert found.exit_code == 7 and "non-public-text" in found.stdout
@@ -91,10 +97,21 @@ def _public_project(tmp_path: Path) -> tuple[Path, Any]:
     root.mkdir()
     assert run_cli(["init", "--root", str(root)]).exit_code == 0
     ctx = make_ctx(FileStore(root), agent="maintainer")
-    goals.create_goal(ctx, "g", title="Launch", objective="Ship the site", visibility="public")
-    todos.add_todo(ctx, "g", title="Write the docs", todo_id="docs", visibility="public")
-    add_note(ctx, "g", text="The vendor asked us to keep the price private", visibility="private")
-    goals.create_goal(ctx, "h", title="Other work", objective="Elsewhere", visibility="public")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Launch", objective="Ship the site", visibility="public")
+    )
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Write the docs", todo_id="docs", visibility="public")
+    )
+    add_note(
+        ctx,
+        AddNote(
+            goal_id="g", text="The vendor asked us to keep the price private", visibility="private"
+        ),
+    )
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="h", title="Other work", objective="Elsewhere", visibility="public")
+    )
     build(root, tmp_path / "site", audiences=("public",))
     return root, ctx
 
@@ -182,7 +199,9 @@ def test_a_record_holds_only_for_the_ledger_it_was_made_for(
     public = tmp_path / "site" / "public"
     assert _scan(root, public) == []
     counting = _Counting(monkeypatch)
-    todos.add_todo(ctx, "g", title="Another public todo", todo_id="more", visibility="public")
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Another public todo", todo_id="more", visibility="public")
+    )
     assert _scan(root, public) == []
     # The ledger changed: no record holds, and only the goal that changed was folded again.
     assert counting.built == ["full"] and counting.folded == ["g"]
@@ -204,9 +223,11 @@ def test_an_allow_entry_reaches_the_scan(tmp_path: Path) -> None:
     (folder / "a.txt").write_text("see key-" + "0123456789abcdef" * 2 + "\n")
     assert [f.kind for f in _scan(root, folder)] == ["mailgun-api-key"]
     todo_id = "key-" + "0123456789abcdef" * 2
-    todos.add_todo(ctx, "g", title="Cache", todo_id=todo_id, visibility="public")
+    todos.add_todo(ctx, AddTodo(goal_id="g", title="Cache", todo_id=todo_id, visibility="public"))
     allow_finding(
-        ctx, "g", entity="todo", entity_id=todo_id, kind="mailgun-api-key", reason="a cache key",
-        finds=lambda text, kind: True,
-    )  # fmt: skip
+        ctx,
+        AllowFinding(
+            goal_id="g", entity="todo", entity_id=todo_id, kind="mailgun-api-key", reason="a key"
+        ),
+    )
     assert _scan(root, folder) == []

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.engine.core import load_state
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
@@ -183,16 +184,16 @@ def test_a_cursor_that_no_longer_matches_is_stale(store: Any) -> None:
 
 def test_a_stale_snapshot_triggers_a_full_replay(store: Any) -> None:
     ctx = make_ctx(store)
-    create_goal(ctx, G, title="Goal", objective="Objective")
-    add_todo(ctx, G, title="first", todo_id="first")
+    create_goal(ctx, CreateGoal(goal_id=G, title="Goal", objective="Objective"))
+    add_todo(ctx, AddTodo(goal_id=G, title="first", todo_id="first"))
     assert load_state(store, G).state is not None
     assert store.load_snapshot(G), "a snapshot now exists"
     # Another history for the same goal id, longer than the first, replaces the ledger.
     other = MemoryStore()
     octx = make_ctx(other, agent="agent-b")
-    create_goal(octx, G, title="Other", objective="Another objective")
+    create_goal(octx, CreateGoal(goal_id=G, title="Other", objective="Another objective"))
     for name in ("second", "third", "fourth"):
-        add_todo(octx, G, title=name, todo_id=name)
+        add_todo(octx, AddTodo(goal_id=G, title=name, todo_id=name))
     overwrite(store, other.raw(G))
     loaded = load_state(store, G)
     assert loaded.state is not None
@@ -200,7 +201,7 @@ def test_a_stale_snapshot_triggers_a_full_replay(store: Any) -> None:
     assert loaded.state.title == "Other"
     assert loaded.state.revision == 4
     # ... and a write folds the new history too, not the cached one.
-    add_todo(ctx, G, title="fifth", todo_id="fifth")
+    add_todo(ctx, AddTodo(goal_id=G, title="fifth", todo_id="fifth"))
     state = load_state(store, G, cache=False).state
     assert state is not None and sorted(state.todos) == ["fifth", "fourth", "second", "third"]
 
@@ -260,10 +261,10 @@ def test_a_checksum_failing_last_line_is_quarantined_too(store: Any) -> None:
 
 def test_the_engine_reports_the_repair_in_its_result(store: Any) -> None:
     ctx = make_ctx(store)
-    create_goal(ctx, G, title="Goal", objective="Objective")
+    create_goal(ctx, CreateGoal(goal_id=G, title="Goal", objective="Objective"))
     good = raw(store)
     overwrite(store, good + TORN)
-    result = add_todo(ctx, G, title="after the tear")
+    result = add_todo(ctx, AddTodo(goal_id=G, title="after the tear"))
     assert result.status == "applied"
     assert result.repair is not None
     assert result.repair["offset"] == len(good)
@@ -276,15 +277,15 @@ def test_the_engine_reports_the_repair_in_its_result(store: Any) -> None:
 def test_the_engine_quarantines_a_damaged_last_line_its_snapshot_covers(store: Any) -> None:
     """A snapshot taken after the last line must not hide that line's later damage."""
     ctx = make_ctx(store)
-    create_goal(ctx, G, title="Goal", objective="Objective")
-    add_todo(ctx, G, title="one", todo_id="one")
+    create_goal(ctx, CreateGoal(goal_id=G, title="Goal", objective="Objective"))
+    add_todo(ctx, AddTodo(goal_id=G, title="one", todo_id="one"))
     assert store.load_snapshot(G)
     good = raw(store)
     last = line_starts(good)[-1]
     bad = bytearray(good)
     bad[last + 30] ^= 0x01
     overwrite(store, bytes(bad))
-    result = add_todo(ctx, G, title="two", todo_id="two")
+    result = add_todo(ctx, AddTodo(goal_id=G, title="two", todo_id="two"))
     assert result.repair is not None and result.repair["offset"] == last
     assert store.verify(G).ok
     state = load_state(store, G).state

@@ -17,6 +17,17 @@ from typing import Any
 import pytest
 
 from loopx.engine import evidence, goals, handoff, todos, turns
+from loopx.engine.commands import (
+    AddTodo,
+    AdoptHandoff,
+    BeginTurn,
+    ClaimTodo,
+    CreateGoal,
+    EndTurn,
+    PrepareHandoff,
+    RecordPhase,
+    RecordRun,
+)
 from loopx.engine.core import require_goal
 from loopx.model.errors import LoopxError
 from loopx.store.filestore import FileStore
@@ -28,9 +39,9 @@ G = "ship"
 @pytest.fixture
 def goal(store: Any) -> Any:
     ctx = make_ctx(store)
-    goals.create_goal(ctx, G, title="Ship", objective="Ship it")
-    todos.add_todo(ctx, G, title="Add --format json", todo_id="json")
-    todos.claim_todo(ctx, G, "json")
+    goals.create_goal(ctx, CreateGoal(goal_id=G, title="Ship", objective="Ship it"))
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="Add --format json", todo_id="json"))
+    todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id="json"))
     return store
 
 
@@ -45,17 +56,25 @@ def refused(store: Any, code: str, call: Any) -> LoopxError:
 
 def test_a_turn_walks_its_phases_and_settles_once(goal: Any) -> None:
     ctx = make_ctx(goal)
-    assert turns.begin_turn(ctx, G, "json").receipt["subject"] == "turn-1"
-    turns.record_phase(ctx, G, "turn-1", phase="execute")
-    turns.record_phase(ctx, G, "turn-1", phase="validate", ref="pytest: 12 passed")
-    turns.record_phase(ctx, G, "turn-1", phase="write_back", ref="pushed origin/json")
+    assert (
+        turns.begin_turn(ctx, BeginTurn(goal_id=G, todo_id="json")).receipt["subject"] == "turn-1"
+    )
+    turns.record_phase(ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="execute"))
+    turns.record_phase(
+        ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="validate", ref="pytest: 12 passed")
+    )
+    turns.record_phase(
+        ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="write_back", ref="pushed origin/json")
+    )
     state = require_goal(goal, G)
     entry = state.turns["turn-1"]
     assert entry["status"] == "open" and entry["phase"] == "write_back"
     assert [p["phase"] for p in entry["phases"]] == ["claim", "execute", "validate", "write_back"]
     assert state.quota_spent == 0 and not state.runs
 
-    settled = turns.end_turn(ctx, G, "turn-1", outcome="progress", quota_spent=2)
+    settled = turns.end_turn(
+        ctx, EndTurn(goal_id=G, turn_id="turn-1", outcome="progress", quota_spent=2)
+    )
     assert settled.receipt["subject"] == "turn-1"
     state = require_goal(goal, G)
     entry = state.turns["turn-1"]
@@ -64,28 +83,56 @@ def test_a_turn_walks_its_phases_and_settles_once(goal: Any) -> None:
     assert [p["phase"] for p in entry["phases"]][-2:] == ["spend", "settle"]
     assert state.quota_spent == 2
 
-    refused(goal, "turn_settled", lambda: turns.end_turn(ctx, G, "turn-1", outcome="progress"))
-    refused(goal, "turn_settled", lambda: turns.record_phase(ctx, G, "turn-1", phase="execute"))
+    refused(
+        goal,
+        "turn_settled",
+        lambda: turns.end_turn(ctx, EndTurn(goal_id=G, turn_id="turn-1", outcome="progress")),
+    )
+    refused(
+        goal,
+        "turn_settled",
+        lambda: turns.record_phase(ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="execute")),
+    )
     assert require_goal(goal, G).quota_spent == 2
 
 
 def test_the_journal_authorises_nothing_and_keeps_its_order(goal: Any) -> None:
     ctx = make_ctx(goal)
-    todos.add_todo(ctx, G, title="Unclaimed", todo_id="free")
-    refused(goal, "not_claimed", lambda: turns.begin_turn(ctx, G, "free"))
-    refused(goal, "todo_not_found", lambda: turns.begin_turn(ctx, G, "ghost"))
-    turns.begin_turn(ctx, G, "json")
-    refused(goal, "turn_open", lambda: turns.begin_turn(ctx, G, "json"))
-    turns.record_phase(ctx, G, "turn-1", phase="validate")
-    refused(goal, "turn_phase_order", lambda: turns.record_phase(ctx, G, "turn-1", phase="execute"))
-    refused(goal, "invalid_phase", lambda: turns.record_phase(ctx, G, "turn-1", phase="settle"))
-    refused(goal, "turn_not_found", lambda: turns.record_phase(ctx, G, "nope", phase="execute"))
-    refused(goal, "invalid_outcome", lambda: turns.end_turn(ctx, G, "turn-1", outcome="great"))
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="Unclaimed", todo_id="free"))
+    refused(
+        goal, "not_claimed", lambda: turns.begin_turn(ctx, BeginTurn(goal_id=G, todo_id="free"))
+    )
+    refused(
+        goal, "todo_not_found", lambda: turns.begin_turn(ctx, BeginTurn(goal_id=G, todo_id="ghost"))
+    )
+    turns.begin_turn(ctx, BeginTurn(goal_id=G, todo_id="json"))
+    refused(goal, "turn_open", lambda: turns.begin_turn(ctx, BeginTurn(goal_id=G, todo_id="json")))
+    turns.record_phase(ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="validate"))
+    refused(
+        goal,
+        "turn_phase_order",
+        lambda: turns.record_phase(ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="execute")),
+    )
+    refused(
+        goal,
+        "invalid_phase",
+        lambda: turns.record_phase(ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="settle")),
+    )
+    refused(
+        goal,
+        "turn_not_found",
+        lambda: turns.record_phase(ctx, RecordPhase(goal_id=G, turn_id="nope", phase="execute")),
+    )
+    refused(
+        goal,
+        "invalid_outcome",
+        lambda: turns.end_turn(ctx, EndTurn(goal_id=G, turn_id="turn-1", outcome="great")),
+    )
     # Spending outside the open turn would spend twice: refused with its own code.
     refused(
         goal,
         "turn_unsettled",
-        lambda: evidence.record_run(ctx, G, outcome="progress", todo_id="json"),
+        lambda: evidence.record_run(ctx, RecordRun(goal_id=G, outcome="progress", todo_id="json")),
     )
     # A phase reached changes no goal truth: the committed projections' time stays put.
     state = require_goal(goal, G)
@@ -94,18 +141,26 @@ def test_the_journal_authorises_nothing_and_keeps_its_order(goal: Any) -> None:
 
 def test_another_agent_settles_only_after_adopting_by_handoff(goal: Any) -> None:
     ctx_a, ctx_b = make_ctx(goal), make_ctx(goal, agent="agent-b", session="s9")
-    turns.begin_turn(ctx_a, G, "json")
-    turns.record_phase(ctx_a, G, "turn-1", phase="write_back", ref="pushed")
+    turns.begin_turn(ctx_a, BeginTurn(goal_id=G, todo_id="json"))
+    turns.record_phase(
+        ctx_a, RecordPhase(goal_id=G, turn_id="turn-1", phase="write_back", ref="pushed")
+    )
     refused(
         goal,
         "turn_owner_mismatch",
-        lambda: turns.end_turn(ctx_b, G, "turn-1", outcome="progress"),
+        lambda: turns.end_turn(ctx_b, EndTurn(goal_id=G, turn_id="turn-1", outcome="progress")),
     )
     handoff.prepare_handoff(
-        ctx_a, G, "json", note={"work_summary": "pushed, not recorded"}, target_agent_id="agent-b"
+        ctx_a,
+        PrepareHandoff(
+            goal_id=G,
+            todo_id="json",
+            note={"work_summary": "pushed, not recorded"},
+            target_agent_id="agent-b",
+        ),
     )
-    handoff.adopt_handoff(ctx_b, G, "json")
-    turns.end_turn(ctx_b, G, "turn-1", outcome="completed")
+    handoff.adopt_handoff(ctx_b, AdoptHandoff(goal_id=G, todo_id="json"))
+    turns.end_turn(ctx_b, EndTurn(goal_id=G, turn_id="turn-1", outcome="completed"))
     state = require_goal(goal, G)
     assert state.turns["turn-1"]["status"] == "settled" and state.quota_spent == 1
 
@@ -190,10 +245,13 @@ def test_sigkill_at_every_phase_boundary_resumes_and_never_spends_twice(tmp_path
     store = FileStore(root)
     store.init()
     ctx = make_ctx(store)
-    goals.create_goal(ctx, G, title="Ship", objective="Ship it")
+    goals.create_goal(ctx, CreateGoal(goal_id=G, title="Ship", objective="Ship it"))
     for boundary in BOUNDARIES:
         todos.add_todo(
-            ctx, G, title=f"killed at {boundary}", todo_id=f"at-{boundary}".replace("_", "-")
+            ctx,
+            AddTodo(
+                goal_id=G, title=f"killed at {boundary}", todo_id=f"at-{boundary}".replace("_", "-")
+            ),
         )
 
     for boundary in BOUNDARIES:
@@ -232,15 +290,15 @@ def test_sigkill_in_the_middle_of_settling_spends_at_most_once(tmp_path: Path) -
     store = FileStore(root)
     store.init()
     ctx = make_ctx(store)
-    goals.create_goal(ctx, G, title="Ship", objective="Ship it")
+    goals.create_goal(ctx, CreateGoal(goal_id=G, title="Ship", objective="Ship it"))
     rng = random.Random(16)
     rounds = 4
     for n in range(rounds):
         todo = f"mid-{n}"
-        todos.add_todo(ctx, G, title=todo, todo_id=todo)
-        todos.claim_todo(ctx, G, todo)
-        turns.begin_turn(ctx, G, todo, turn_id=f"t-{todo}")
-        turns.record_phase(ctx, G, f"t-{todo}", phase="write_back")
+        todos.add_todo(ctx, AddTodo(goal_id=G, title=todo, todo_id=todo))
+        todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id=todo))
+        turns.begin_turn(ctx, BeginTurn(goal_id=G, todo_id=todo, turn_id=f"t-{todo}"))
+        turns.record_phase(ctx, RecordPhase(goal_id=G, turn_id=f"t-{todo}", phase="write_back"))
         with subprocess.Popen(
             [sys.executable, "-m", "loopx", "turn", "end", "--goal-id", G, "--turn-id",
              f"t-{todo}", "--outcome", "progress", "--operation-id", f"end-{todo}",
@@ -274,12 +332,19 @@ def test_prime_and_the_handoff_digest_name_the_open_turn_and_what_to_re_inspect(
     store = FileStore(root)
     store.init()
     ctx = make_ctx(store)
-    goals.create_goal(ctx, G, title="Ship", objective="Ship it")
-    todos.add_todo(ctx, G, title="Add --format json", todo_id="json")
-    todos.claim_todo(ctx, G, "json")
-    turns.begin_turn(ctx, G, "json")
-    turns.record_phase(ctx, G, "turn-1", phase="write_back", ref="pushed origin/json")
-    handoff.prepare_handoff(ctx, G, "json", note={"work_summary": "pushed, not yet recorded"})
+    goals.create_goal(ctx, CreateGoal(goal_id=G, title="Ship", objective="Ship it"))
+    todos.add_todo(ctx, AddTodo(goal_id=G, title="Add --format json", todo_id="json"))
+    todos.claim_todo(ctx, ClaimTodo(goal_id=G, todo_id="json"))
+    turns.begin_turn(ctx, BeginTurn(goal_id=G, todo_id="json"))
+    turns.record_phase(
+        ctx, RecordPhase(goal_id=G, turn_id="turn-1", phase="write_back", ref="pushed origin/json")
+    )
+    handoff.prepare_handoff(
+        ctx,
+        PrepareHandoff(
+            goal_id=G, todo_id="json", note={"work_summary": "pushed, not yet recorded"}
+        ),
+    )
 
     def cli(*args: str) -> Any:
         return run_cli([*args, "--root", str(root)], env={"LOOPX_NOW": "2026-03-01T13:00:00Z"})

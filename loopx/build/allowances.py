@@ -12,6 +12,10 @@ import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from loopx.engine.allowances import checked, named_id
+from loopx.engine.commands import AllowFinding
+from loopx.engine.core import require_goal
+from loopx.model.errors import InvalidInput
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.rules import NON_PUBLIC_ID, NON_PUBLIC_TEXT
 from loopx.privacy.scanner import Scanner
@@ -52,20 +56,36 @@ def commands(state: GoalState, scanner: Scanner) -> dict[str, list[str]]:
     return found
 
 
-def finder(project: Path, store: Store, kind: str) -> Callable[[str, str], bool]:
-    """(text, kind) → whether the build's boundary scan finds `kind` in `text`: what `loopx
-    allow finding` checks before it records an entry. The ledger's non-public strings are
-    gathered only for the kinds that need them."""
+def finder(project: Path | None, store: Store, kind: str) -> Callable[[str, str], bool]:
+    """(text, kind) → whether the build's boundary scan finds `kind` in `text`, allow entries
+    aside. The ledger's non-public strings are gathered only for the kinds that need them."""
     from loopx.build.boundary import non_public_strings, project_names
     from loopx.build.pipeline import gather
 
-    names = project_names(project)
+    names = project_names(project) if project is not None else frozenset()
+    texts: list[str] = []
+    ids: list[str] = []
     if kind in (NON_PUBLIC_TEXT, NON_PUBLIC_ID):
-        scanner = non_public_strings(gather(store)).with_names(names).scanner()
-    else:
-        scanner = Scanner(name_hashes=names)
+        forbidden = non_public_strings(gather(store))
+        texts, ids = sorted(forbidden.texts), sorted(forbidden.ids)
+    scanner = Scanner(texts, forbidden_ids=ids, name_hashes=names)
 
     def finds(text: str, wanted: str) -> bool:
         return any(hit.kind == wanted for hit in scanner.hits(text))
 
     return finds
+
+
+def confirm(store: Store, cmd: AllowFinding) -> None:
+    """Refuse `cmd` (`no_such_finding`) unless the boundary scan finds its kind in the id it
+    names: an entry that covers nothing is a typo. Ids and the seq that created an entity
+    never change, so what this says still holds when the entry is written."""
+    cmd = checked(cmd)
+    entity_id = named_id(require_goal(store, cmd.goal_id), cmd)
+    project = getattr(store, "root", None)
+    if not finder(project, store, cmd.kind)(entity_id, cmd.kind):
+        raise InvalidInput(
+            f"the boundary scan finds no {cmd.kind} in that {cmd.entity}'s id (user and host "
+            "names: this host's, $LOOPX_PRIVATE_NAMES and .loopx/names)",
+            code="no_such_finding",
+        )

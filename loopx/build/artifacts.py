@@ -49,10 +49,12 @@ AnyArtifact = Artifact | DiskArtifact
 
 @dataclass
 class Site:
-    """Every artifact of one build, plus the sources it was built from."""
+    """Every artifact of one build, plus the sources it was built from and, per (audience,
+    goal), the key and index row of its files (what the build memo records)."""
 
     artifacts: dict[str, AnyArtifact] = field(default_factory=dict)
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    units: dict[tuple[str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     head: str | None = None
     validate: bool = False  # check every JSON artifact against its schema (tests, --validate)
 

@@ -19,28 +19,29 @@ from loopx.build.allowances import allowances_of
 from loopx.build.artifacts import Site
 from loopx.model.errors import BoundaryViolation, InvalidInput
 from loopx.privacy.allowed import Allowance
+from loopx.privacy.audience import BlobReader, BlobText
 from loopx.privacy.distinct import MIN_TEXT, distinctive_id, distinctive_text, found_in
 from loopx.privacy.scanner import Scanner
 from loopx.privacy.views import views
 from loopx.resources import resource_dir
-from loopx.state.entities import GoalState
+from loopx.state.entities import GoalState, private_ref
+from loopx.state.freetext import goal_texts
 
-BlobReader = Any
 
-
-def _texts(value: Any, read_blob: BlobReader | None, read: set[str]) -> list[str]:
-    """The strings a value stands for; text read from the blob store is also added to
-    `read` (what a build, which reads no blob, does not look for)."""
+def _texts(value: Any, blobs: BlobText, read: set[str]) -> list[str]:
+    """The strings one stored value stands for: its text, or a blob's hash (both spellings)
+    and, where this host holds it, the private text itself, which is also added to `read`
+    (what a build, which reads no blob, does not look for)."""
     if value is None:
         return []
-    if isinstance(value, dict) and "blob" in value:
-        out = [value["blob"], value["blob"].removeprefix("sha256:")]
-        data = read_blob(value["blob"]) if read_blob else None
-        if data is not None:
-            out.append(data.decode("utf-8", "replace"))
-            read.add(out[-1])
-        return out
-    return [str(value)]
+    ref = private_ref(value)
+    if ref is None:
+        return [str(value)]
+    text = blobs(ref)
+    if text is None:
+        return [ref, ref.removeprefix("sha256:")]
+    read.add(text)
+    return [ref, ref.removeprefix("sha256:"), text]
 
 
 @dataclass(frozen=True)
@@ -127,21 +128,6 @@ def project_names(root: Path) -> frozenset[str]:
     return frozenset(hashes)
 
 
-def _handoff_texts(record: dict[str, Any]) -> list[Any]:
-    """The free text of a handoff note (enums such as an approach's outcome left out)."""
-    note = record.get("note")
-    if not isinstance(note, dict) or "blob" in note:
-        return [note]
-    out: list[Any] = [note.get("work_summary")]
-    for key in ("next_steps", "key_decisions", "open_questions", "source_refs"):
-        out += list(note.get(key) or [])
-    for item in note.get("approaches_tried") or []:
-        out += [item.get("approach"), item.get("reason")]
-    for item in note.get("files_touched") or []:
-        out += [item.get("path"), item.get("summary")]
-    return out
-
-
 @dataclass(frozen=True)
 class GoalStrings:
     """One goal's contribution to the forbidden set (cached per goal head by the build)."""
@@ -166,35 +152,17 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
     public: set[str] = set()
     public_ids: set[str] = set() if state.visibility == "private" else {state.goal_id}
     goal_private = state.visibility != "public"
-    entities: list[tuple[str, list[Any], str]] = [
-        (
-            state.visibility,
-            [state.title, state.objective, *state.acceptance, state.outcome_reason],
-            state.goal_id,
-        )
-    ]
-    entities += [
-        (t.visibility, [t.title, t.acceptance, t.reason, t.summary], t.todo_id)
-        for t in state.todos.values()
-    ]
-    entities += [(g.visibility, [g.question, g.rationale], g.gate_id) for g in state.gates.values()]
-    entities += [
-        (e.visibility, [e.summary, *e.refs, e.body], e.evidence_id) for e in state.evidence.values()
-    ]
-    entities += [(n.visibility, [n.text], n.note_id) for n in state.notes.values()]
-    entities += [(r.visibility, [r.summary, r.wait], r.run_id) for r in state.runs.values()]
-    entities += [
-        (h.get("visibility", "team"), _handoff_texts(h), hid) for hid, h in state.handoffs.items()
-    ]
+    blobs = BlobText(read_blob)
     read: set[str] = set()
-    for visibility, values, entity_id in entities:
-        texts = [t for v in values for t in _texts(v, read_blob, read)]
+    for visibility, entity_id, values in goal_texts(state):
+        texts = [t for v in values for t in _texts(v, blobs, read)]
         if visibility == "public" and not goal_private:
             public.update(texts)
-            public_ids.add(entity_id)
+            if entity_id is not None:
+                public_ids.add(entity_id)
             continue
         found.update(t for t in texts if distinctive_text(t))
-        if visibility == "private" and distinctive_id(entity_id):
+        if visibility == "private" and entity_id is not None and distinctive_id(entity_id):
             ids.add(entity_id)
     if state.visibility == "private" and distinctive_id(state.goal_id):
         ids.add(state.goal_id)

@@ -497,26 +497,8 @@ def commit(
         args = ["commit-tree", "--no-gpg-sign", tree] + (["-p", parent] if parent else [])
         sha = git.text(*args, env=env, input=message.rstrip("\n").encode() + b"\n")
         changed = True
-    ref = f"refs/heads/{target.branch}"
     if sha != planned.local:
-        if ref in _checked_out(git):  # checked out while the site was being built
-            raise Conflict("the branch is checked out in a work tree", code="branch_checked_out")
-        update = git.run(
-            "update-ref",
-            "--no-deref",
-            "-m",
-            "loopx publish",
-            ref,
-            sha,
-            planned.local or "",
-            env=env,
-        )
-        if update.returncode != 0:
-            raise Conflict(
-                "git update-ref failed: the branch moved during the publish, or another git "
-                "process holds its lock; nothing was changed, run the publish again",
-                code="git_failed",
-            )
+        _move_branch(git, target.branch, sha, planned.local, env)
     result: dict[str, Any] = {
         "commit": sha,
         "branch": target.branch,
@@ -526,21 +508,40 @@ def commit(
         "replaced_history": planned.replaced_history,
         "pushed": False,
     }
-    remote = planned.remote
     if target.push:
-        assert remote is not None
-        _push(git, remote, target.branch, force=planned.replaced_history)
-        result.update(pushed=True, remote=remote)
+        assert planned.remote is not None
+        _push(git, planned.remote, target.branch, force=planned.replaced_history)
+        result.update(pushed=True, remote=planned.remote)
+    result["next"] = _next_step(target, planned.remote)
+    return result
+
+
+def _move_branch(git: _Git, branch: str, sha: str, old: str | None, env: dict[str, str]) -> None:
+    """Point the branch at `sha` if it still points at `old` (update-ref checks it)."""
+    ref = f"refs/heads/{branch}"
+    if ref in _checked_out(git):  # checked out while the site was being built
+        raise Conflict("the branch is checked out in a work tree", code="branch_checked_out")
+    args = ("--no-deref", "-m", "loopx publish", ref, sha, old or "")
+    update = git.run("update-ref", *args, env=env)
+    if update.returncode != 0:
+        raise Conflict(
+            "git update-ref failed: the branch moved during the publish, or another git "
+            "process holds its lock; nothing was changed, run the publish again",
+            code="git_failed",
+        )
+
+
+def _next_step(target: BranchTarget, remote: str | None) -> str:
+    """What the user does next: turn on Pages after a push, else push."""
+    if target.push:
         where = f"/{target.prefix}/" if target.prefix else "/"
-        result["next"] = (
+        return (
             f"on GitHub: Settings > Pages > Deploy from a branch: {target.branch}, folder / "
             f"(root); the pages are at {where}"
         )
-    elif remote is not None:
-        result["next"] = f"git push {remote} {target.branch}"
-    else:
-        result["next"] = f"git remote add origin URL && git push origin {target.branch}"
-    return result
+    if remote is not None:
+        return f"git push {remote} {target.branch}"
+    return f"git remote add origin URL && git push origin {target.branch}"
 
 
 def _push(git: _Git, remote: str, branch: str, *, force: bool) -> None:

@@ -26,15 +26,12 @@ from loopx.build.folderscan import record_build
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
-from loopx.build.work import BuildCache, run_units
+from loopx.build.work import BuildCache, Unit, UnitEntry, run_units
 from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
-from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR
-from loopx.projections.feed import goal_entries
-from loopx.projections.search import search_items
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
@@ -142,22 +139,8 @@ def make_site(
         project=project,
     )
     for audience in audiences:
-        rows = []
-        for unit in units:
-            if unit[0] == audience:
-                artifacts, row = results[unit]
-                for artifact in artifacts:
-                    site.add(artifact)
-                rows.append(row)
-        lens_blob = store.get_blob if audience == "private" else None
-        entries = [
-            e
-            for g in sorted(split[audience][0])
-            for e in goal_entries(goals[g], Lens(audience, lens_blob), f"goals/{g}/")
-        ]
-        lens = Lens(audience, lens_blob)
-        found = [i for g in sorted(split[audience][0]) for i in search_items(goals[g], lens)]
-        audience_artifacts(site, audience, rows, split[audience][1], project, entries, found)
+        visible, hidden = split[audience]
+        _add_audience(site, audience, sorted(visible), hidden, results, goals, project, store)
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]
@@ -166,11 +149,40 @@ def make_site(
         for g, s in sorted(goals.items())
         if g in widest
     }
+    _add_manifest(site, audiences, project)
+    return site, (goals, store)
+
+
+def _add_audience(
+    site: Site,
+    audience: str,
+    visible: list[str],
+    hidden: dict[str, int],
+    results: dict[Unit, UnitEntry],
+    goals: dict[str, GoalState],
+    project: ProjectConfig,
+    store: Store,
+) -> None:
+    """The files of every goal this audience may see, then the audience's own files (made
+    from those goals and their index rows)."""
+    rows = []
+    for goal_id in visible:
+        key, (artifacts, row) = results[(audience, goal_id)]
+        for artifact in artifacts:
+            site.add(artifact)
+        rows.append(row)
+        site.units[(audience, goal_id)] = (key, row)
+    shown = {g: goals[g] for g in visible}
+    audience_artifacts(site, audience, rows, hidden, project, shown, store.get_blob)
+
+
+def _add_manifest(site: Site, audiences: tuple[str, ...], project: ProjectConfig) -> None:
+    """`manifest.json`: every file with its hash, size, audience, schema and goal."""
     manifest = {
         "schema": "loopx.manifest/v1",
         "generator": GENERATOR,
         "audiences": list(audiences),
-        "checkout": {"head": head},
+        "checkout": {"head": site.head},
         "project": project.pages(),
         "sources": site.sources,
         "files": {
@@ -184,10 +196,9 @@ def make_site(
             for a in sorted(site.artifacts.values(), key=lambda a: a.path)
         },
     }
-    if validate:
+    if site.validate:
         check_schema("loopx.manifest/v1", manifest, MANIFEST)
     site.add(Artifact(MANIFEST, dumps(manifest), None, "loopx.manifest/v1"))
-    return site, (goals, store)
 
 
 def manifest_entries(folder: Folder, name: str = MANIFEST) -> dict[str, Entry]:
@@ -242,7 +253,7 @@ def build(
         with outdir.open_folder(out, root, create=False):
             pass  # a linked or misplaced folder is refused before any work; nothing is created
         if reuse and cache is None:
-            cache = reuse_mod.load(root, out, audiences, head, validate, project)
+            cache = reuse_mod.load(root, out)
         site, (goals, store) = make_site(
             root, audiences, head, validate=validate, cache=cache, project=project
         )
@@ -271,7 +282,7 @@ def build(
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
-            reuse_mod.save(root, out, sorted(site.artifacts), validate)
+            reuse_mod.save(root, out, site)
     return result
 
 

@@ -1,53 +1,99 @@
-"""Carry over what an earlier `loopx build` wrote, so a fresh process re-renders only the goals
+"""Carry over what an earlier `loopx build` made, so a fresh process re-renders only the goals
 whose ledger changed.
 
-The previous manifest says, per goal, the ledger head each file was built from; a memo in
-`.loopx/cache/build/` records each file's size and mtime right after it was written. A goal's
-files are carried over (not rendered, not read back, not rewritten) only when its ledger head,
-the checkout, the audiences it is seen by, the generator and validation are all unchanged and
-every one of its files still has the size and mtime the memo recorded; anything else is
-rendered again. `loopx build --check` never carries anything: it compares every byte.
+Everything carried over comes from the build memo in `.loopx/cache/build/`, never from the
+output folder: the ledger is the only authority, and a hand-edited `index.json` or page is
+not a fact. Per (audience, goal) the memo holds the key of its files (`work.unit_keys`), its
+index row, and each file's hash, size, schema and identity on disk (size, mtime, ctime,
+inode) right after it was written. A unit is carried over (not rendered, not read back, not
+rewritten) only when its key is unchanged and every one of its files is still that same file;
+an edit on disk changes its ctime, which no one can set back, so it is rendered again. Code,
+templates, schemas and the version are the memo's fingerprint: a memo of another loopx is
+ignored. `loopx build --check` never carries anything: it compares every byte.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
+import inspect
+import re
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from loopx.build import outdir
-from loopx.build.artifacts import AnyArtifact, DiskArtifact
-from loopx.build.work import BuildCache, project_key
-from loopx.model.config import ProjectConfig
+from loopx.build import outdir, registry
+from loopx.build.artifacts import AnyArtifact, DiskArtifact, Site
+from loopx.build.registry import Projection
+from loopx.build.work import BuildCache, UnitEntry
 from loopx.model.errors import LoopxError
-from loopx.model.ids import visible_to
 from loopx.projections.base import GENERATOR
+from loopx.resources import resource_dir
 from loopx.store import fsio
 
-MEMO_FORMAT = 1
+MEMO_FORMAT = 2
+AUDIENCES = ("public", "team", "private")
 _PACKAGE = Path(__file__).resolve().parent.parent
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def sources(registry: Iterable[Projection] = ()) -> Iterator[tuple[str, bytes]]:
+    """Everything besides the ledger that decides what the output holds, by name: every
+    module of the package (model, fold, privacy, projections, render, build …), the
+    templates, the schemas, and what `registry` adds (`_registered`)."""
+    folders = [("loopx", _PACKAGE, ".py")]
+    folders += [(name, resource_dir(name), "") for name in ("templates", "schemas")]
+    for label, folder, suffix in folders:
+        for file in sorted(folder.rglob(f"*{suffix}")):
+            if file.is_file() and file.suffix != ".pyc":
+                yield f"{label}/{file.relative_to(folder).as_posix()}", file.read_bytes()
+    yield from _registered(registry)
+
+
+def _registered(registry: Iterable[Projection]) -> Iterator[tuple[str, bytes]]:
+    """Each projection's declaration (scope, name, audiences, outputs), and the source of
+    every module outside this package that defines one of its steps (an extension)."""
+    outside: set[Path] = set()
+    for p in registry:
+        outputs = [[o.path, o.template, o.schema] for o in p.outputs]
+        yield f"registry/{p.scope}/{p.name}", orjson.dumps([sorted(p.audiences), outputs])
+        for step in (p.project, p.links, *(o.render for o in p.outputs)):
+            file = _defined_in(step)
+            if file is not None and _PACKAGE not in file.parents:
+                outside.add(file)
+    for file in sorted(outside):
+        yield f"extension/{file.as_posix()}", file.read_bytes()
+
+
+def _defined_in(step: Any) -> Path | None:
+    try:
+        name = inspect.getsourcefile(step) if step is not None else None
+    except TypeError:  # a builtin
+        return None
+    return Path(name).resolve() if name else None
+
+
+def digest(files: Iterable[tuple[str, bytes]], version: str = GENERATOR) -> str:
+    """A digest of the version and of each named file's bytes."""
+    h = hashlib.sha256(version.encode())
+    for name, data in files:
+        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0")
+        h.update(data)
+    return h.hexdigest()
+
+
+def fingerprint() -> str:
+    """The digest of this installation's `sources()` and of the projections registered: a
+    changed template, schema or module, another version or another set of projections never
+    carries over output the new code would not write."""
+    return _fingerprint(tuple(registry.projections()))
 
 
 @cache
-def fingerprint() -> str:
-    """A digest of everything that decides what a goal's files contain besides its ledger:
-    the templates and the code that projects and renders (so a changed template or an
-    upgraded loopx never carries over output the new code would not write)."""
-    from loopx.resources import resource_dir
-
-    h = hashlib.sha256(GENERATOR.encode())
-    folders = [resource_dir("templates")] + [
-        _PACKAGE / name for name in ("projections", "render", "privacy", "state", "build")
-    ]
-    for folder in folders:
-        for file in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix != ".pyc"):
-            h.update(file.relative_to(folder).as_posix().encode() + b"\0")
-            h.update(file.read_bytes())
-    return h.hexdigest()
+def _fingerprint(projections: tuple[Projection, ...]) -> str:
+    return digest(sources(projections))
 
 
 def memo_path(root: Path, out: Path) -> Path:
@@ -63,120 +109,87 @@ def _read(path: Path) -> Any:
         return None
 
 
-def load(
-    root: Path,
-    out: Path,
-    audiences: tuple[str, ...],
-    head: str | None,
-    validate: bool,
-    project: ProjectConfig | None = None,
-) -> BuildCache | None:
-    """A build cache holding the unchanged goals of the last build into `out`, or None (also
-    for a manifest or memo of the wrong shape: a forged one only costs a full render)."""
-    with outdir.Folder(out) as folder:
-        try:
-            return _load(root, out, folder, audiences, head, validate, project)
-        except (AttributeError, TypeError, KeyError, ValueError):
-            return None
-
-
-def _load(
-    root: Path,
-    out: Path,
-    folder: outdir.Folder,
-    audiences: tuple[str, ...],
-    head: str | None,
-    validate: bool,
-    project: ProjectConfig | None = None,
-) -> BuildCache | None:
-    memo = _read(memo_path(root, out))
-    manifest = _read(out / "manifest.json")
-    if not isinstance(memo, dict) or not isinstance(manifest, dict):
-        return None
-    if (
-        memo.get("format") != MEMO_FORMAT
-        or memo.get("validate") != validate
-        or memo.get("fingerprint") != fingerprint()
-        or manifest.get("generator") != GENERATOR
-        or manifest.get("audiences") != list(audiences)
-        or manifest.get("checkout", {}).get("head") != head
-        or manifest.get("project") != (project or ProjectConfig()).pages()
-    ):
-        return None
-    pages = project_key(project or ProjectConfig())
-    sources: dict[str, Any] = manifest.get("sources", {})
-    stats: dict[str, list[int]] = memo.get("files", {})
-    by_unit: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
-    for path, meta in manifest.get("files", {}).items():
-        if meta.get("goal_id") and meta.get("audience"):
-            by_unit.setdefault((meta["audience"], meta["goal_id"]), []).append((path, meta))
+def load(root: Path, out: Path) -> BuildCache:
+    """A build cache of the units the memo of `out` records whose files are still as written
+    (empty when there is no memo, or one of another loopx or of the wrong shape: a forged or
+    damaged memo only costs a full render)."""
     cache = BuildCache()
-    for audience in audiences:
-        visible = tuple(
-            sorted(g for g, s in sources.items() if visible_to(s["visibility"], audience))
-        )
-        rows = {
-            r["goal_id"]: r for r in (_read(out / audience / "index.json") or {}).get("goals", [])
-        }
-        for goal_id in visible:
-            files = by_unit.get((audience, goal_id))
-            if not files or goal_id not in rows:
+    memo = _read(memo_path(root, out))
+    if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT:
+        return cache
+    if memo.get("fingerprint") != fingerprint() or not isinstance(memo.get("units"), list):
+        return cache
+    with outdir.Folder(out) as folder:
+        for record in memo["units"]:
+            try:
+                unit, entry = _unit(folder, out, record)
+            except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
                 continue
-            artifacts: list[AnyArtifact] = []
-            for path, meta in sorted(files):
-                file = out / path
-                try:
-                    st = folder.stat(path)  # a link on the way: not carried over
-                except (OSError, LoopxError):
-                    break
-                if st is None:
-                    break
-                if stats.get(path) != [st.st_size, st.st_mtime_ns] or st.st_size != meta["bytes"]:
-                    break
-                artifacts.append(
-                    DiskArtifact(
-                        path,
-                        file,
-                        meta["sha256"],
-                        meta["bytes"],
-                        audience,
-                        meta.get("schema"),
-                        goal_id,
-                    )
-                )
-            else:
-                source = sources[goal_id]
-                key = (source["head"], source["revision"], head, visible, validate, pages)
-                cache.entries[(audience, goal_id)] = (key, (artifacts, rows[goal_id]))
-                cache.written.update((a.path, a.sha256) for a in artifacts)
+            cache.entries[unit] = entry
+            cache.written.update((a.path, a.sha256) for a in entry[1][0])
     return cache
 
 
-def save(root: Path, out: Path, paths: list[str], validate: bool) -> None:
-    """Record the size and mtime of every file just written or kept (best effort: the memo is
-    a cache, and without it the next build simply renders everything)."""
-    files = {}
-    for path in paths:
-        try:
-            st = os.lstat(out / path)
-        except OSError:
-            continue
-        files[path] = [st.st_size, st.st_mtime_ns]
+def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str], UnitEntry]:
+    """One recorded unit, when every file of it is still the file that was written; raises
+    ValueError (or a lookup error) otherwise."""
+    audience, goal_id, key, row = (record[k] for k in ("audience", "goal_id", "key", "row"))
+    if audience not in AUDIENCES or not isinstance(key, str) or row.get("goal_id") != goal_id:
+        raise ValueError("not a unit")
+    within = f"{audience}/goals/{goal_id}/"
+    artifacts: list[AnyArtifact] = []
+    for path, sha, size, schema, seen in record["files"]:
+        if not (path.startswith(within) and _SHA256.fullmatch(sha)):
+            raise ValueError("not a file of this unit")
+        if not isinstance(schema, (str, type(None))) or seen != _identity(folder, path):
+            raise ValueError("changed on disk")
+        if seen[0] != size:
+            raise ValueError("changed on disk")
+        artifacts.append(DiskArtifact(path, out / path, sha, size, audience, schema, goal_id))
+    if not artifacts:
+        raise ValueError("a unit without files")
+    return (audience, goal_id), (key, (artifacts, row))
+
+
+def _identity(folder: outdir.Folder, path: str) -> list[int] | None:
+    """What tells the file at `path` from any other: size, mtime, ctime and inode (a link on
+    the way is refused by `Folder.stat`)."""
+    st = folder.stat(path)
+    return None if st is None else [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def save(root: Path, out: Path, site: Site) -> None:
+    """Record every unit of the build just written (best effort: the memo is a cache, and
+    without it the next build simply renders everything)."""
+    files: dict[tuple[str, str], list[AnyArtifact]] = {}
+    for artifact in site.artifacts.values():
+        if artifact.audience is not None and artifact.goal_id is not None:
+            files.setdefault((artifact.audience, artifact.goal_id), []).append(artifact)
     target = memo_path(root, out)
     try:
+        with outdir.Folder(out) as folder:
+            units = [
+                _record(folder, unit, key, row, files.get(unit, []))
+                for unit, (key, row) in sorted(site.units.items())
+            ]
         outdir.cache_dir(root)  # each part a real folder, never a planted link
         if fsio.kind(target) not in ("missing", "file"):
             return
-        fsio.write_atomic_nofollow(
-            target,
-            orjson.dumps(
-                {
-                    "format": MEMO_FORMAT,
-                    "fingerprint": fingerprint(),
-                    "validate": validate,
-                    "files": files,
-                }
-            ),
-        )
+        memo = {"format": MEMO_FORMAT, "fingerprint": fingerprint(), "units": units}
+        fsio.write_atomic_nofollow(target, orjson.dumps(memo))
     except (OSError, LoopxError):
         pass
+
+
+def _record(
+    folder: outdir.Folder,
+    unit: tuple[str, str],
+    key: str,
+    row: dict[str, Any],
+    artifacts: list[AnyArtifact],
+) -> dict[str, Any]:
+    files = [
+        [a.path, a.sha256, a.size, a.schema, _identity(folder, a.path)]
+        for a in sorted(artifacts, key=lambda a: a.path)
+    ]
+    return {"audience": unit[0], "goal_id": unit[1], "key": key, "row": row, "files": files}

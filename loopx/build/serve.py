@@ -87,73 +87,72 @@ def host_allowed(value: str | None, port: int) -> bool:
     return name in LOCAL_NAMES and rest in ("", f":{port}")
 
 
-def _handler(builder: Builder) -> type[http.server.SimpleHTTPRequestHandler]:
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        started = False  # whether a status line went out (then no error page can follow)
+class Handler(http.server.SimpleHTTPRequestHandler):
+    """Serves the build folder to this machine only, with live reload in every page."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+    builder: Builder  # the server's, set by `_handler`
+    started = False  # whether a status line went out (then no error page can follow)
 
-        def send_response(self, code: int, message: str | None = None) -> None:
-            self.started = True
-            super().send_response(code, message)
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
-        def list_directory(self, path: Any) -> None:
-            self.send_error(404, "Not Found")  # folders are never listed
-            return None
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self.started = True
+        super().send_response(code, message)
 
-        def _guarded(self, serve: Callable[[], None]) -> None:
-            if not host_allowed(self.headers.get("Host"), getattr(self.server, "server_port", 0)):
-                self.send_error(421, "Misdirected Request: this server answers 127.0.0.1 only")
-                return
-            try:
-                serve()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client went away
-            except Exception as err:  # never a traceback, whatever the request holds
-                builder.log(f"refused a request that could not be served ({type(err).__name__})")
-                if not self.started:
-                    self.send_error(400, "Bad Request")
+    def list_directory(self, path: Any) -> None:
+        self.send_error(404, "Not Found")  # folders are never listed
+        return None
 
-        def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
-            self._guarded(super().do_HEAD)
+    def _guarded(self, serve: Callable[[], None]) -> None:
+        if not host_allowed(self.headers.get("Host"), getattr(self.server, "server_port", 0)):
+            self.send_error(421, "Misdirected Request: this server answers 127.0.0.1 only")
+            return
+        try:
+            serve()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away
+        except Exception as err:  # never a traceback, whatever the request holds
+            self.builder.log(f"refused a request that could not be served ({type(err).__name__})")
+            if not self.started:
+                self.send_error(400, "Bad Request")
 
-        def do_GET(self) -> None:  # noqa: N802
-            self._guarded(self._get)
+    def do_HEAD(self) -> None:  # noqa: N802 (http.server's naming)
+        self._guarded(super().do_HEAD)
 
-        def _get(self) -> None:
-            if self.path.startswith("/__loopx__/build"):
-                body = f"{builder.number}:{builder.error or ''}".encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; charset=utf-8")
-                self.send_header("Cache-Control", "no-store")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            if self.path in ("", "/"):
-                self.send_response(302)
-                self.send_header(
-                    "Location",
-                    "/public/index.html"
-                    if (builder.out / "public").is_dir()
-                    else "/team/index.html",
-                )
-                self.end_headers()
-                return
-            path = Path(self.translate_path(self.path))
-            if path.suffix == ".html" and path.is_file():
-                body = path.read_bytes().replace(b"</body>", RELOAD_SCRIPT + b"</body>", 1)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Cache-Control", "no-store")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
+    def do_GET(self) -> None:  # noqa: N802
+        self._guarded(self._get)
 
-    return Handler
+    def _get(self) -> None:
+        if self.path.startswith("/__loopx__/build"):
+            body = f"{self.builder.number}:{self.builder.error or ''}".encode()
+            self._send(body, "text/plain; charset=utf-8")
+            return
+        if self.path in ("", "/"):
+            self.send_response(302)
+            audience = "public" if (self.builder.out / "public").is_dir() else "team"
+            self.send_header("Location", f"/{audience}/index.html")
+            self.end_headers()
+            return
+        path = Path(self.translate_path(self.path))
+        if path.suffix == ".html" and path.is_file():
+            body = path.read_bytes().replace(b"</body>", RELOAD_SCRIPT + b"</body>", 1)
+            self._send(body, "text/html; charset=utf-8")
+            return
+        super().do_GET()
+
+    def _send(self, body: bytes, content_type: str) -> None:
+        """A 200 with `body`, never cached (the next build may change it)."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _handler(builder: Builder) -> type[Handler]:
+    return type("Handler", (Handler,), {"builder": builder})
 
 
 class QuietServer(http.server.ThreadingHTTPServer):

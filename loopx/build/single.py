@@ -1,23 +1,43 @@
-"""Single projections on demand (the CLI's `workbench`, `review`, `graph`), built exactly as
-the build builds them, so a committed workbench matches the build byte for byte."""
+"""Single projections on demand (the CLI's `workbench`, `review`, `graph`), made through the
+projection registry exactly as the build makes them, so a committed workbench matches the
+build byte for byte."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
+from loopx.build.registry import GoalContext
+from loopx.model.config import ProjectConfig
+from loopx.model.errors import InvalidInput
 from loopx.model.ids import visible_to
-from loopx.privacy.audience import Lens
-from loopx.projections import graph as graph_mod
 from loopx.projections.review import review_packet
-from loopx.projections.workbench import with_header, workbench
-from loopx.render.env import render
 from loopx.state.entities import GoalState
+
+GRAPH_FILES = {
+    "json": "graph.json",
+    "dot": "graph.dot",
+    "mermaid": "graph.mmd",
+    "text": "graph.mmd",
+}
 
 
 def visible_goals(goals: dict[str, str], audience: str) -> set[str]:
     """Goal ids (with their visibility) this audience may see."""
     return {g for g, vis in goals.items() if visible_to(vis, audience)}
+
+
+def _context(
+    state: GoalState, audience: str, head: str | None, visible: set[str], read_blob: Any
+) -> GoalContext:
+    return GoalContext(
+        audience=audience,
+        head=head,
+        project=ProjectConfig(),
+        read_blob=read_blob,
+        state=state,
+        visible_goals=visible,
+    )
 
 
 def workbench_markdown(
@@ -28,8 +48,7 @@ def workbench_markdown(
     read_blob: Any = None,
     audience: str = "team",
 ) -> str:
-    wb = workbench(state, Lens(audience, read_blob), head=head, visible_goals=visible)
-    return with_header(wb, render("markdown/workbench.md.j2", wb=wb))
+    return _context(state, audience, head, visible, read_blob).text("workbench", "workbench.md")
 
 
 def review(
@@ -42,19 +61,28 @@ def review(
     todo_id: str | None = None,
     since: GoalState | None = None,
 ) -> tuple[dict[str, Any], str]:
-    rp = review_packet(
-        state,
-        Lens(audience, read_blob),
-        head=head,
-        visible_goals=visible,
-        todo_id=todo_id,
-        since=since,
+    """The review packet (of one todo, and what changed `since`, when given) and its Markdown."""
+    ctx = _context(state, audience, head, visible, read_blob)
+    ctx.projected["review"] = review_packet(
+        state, ctx.lens(), head=head, visible_goals=visible, todo_id=todo_id, since=since
     )
-    return rp, render("markdown/review.md.j2", rp=rp)
+    return ctx["review"], ctx.text("review", "review.md")
 
 
-def task_graph(state: GoalState, audience: str, read_blob: Any = None) -> dict[str, Any]:
-    return graph_mod.graph(state, Lens(audience, read_blob))
+def graph_text(state: GoalState, audience: str, fmt: str, read_blob: Any = None) -> str:
+    """The task graph as `fmt`: json, dot, mermaid (or text), or svg; a graph too large to lay
+    out as SVG is `graph_too_large`."""
+    ctx = _context(state, audience, None, set(), read_blob)
+    if fmt != "svg":
+        return ctx.text("graph", GRAPH_FILES[fmt])
+    from loopx.render.svg import to_svg
+
+    svg = to_svg(ctx["graph"])
+    if svg is None:
+        raise InvalidInput(
+            "graph is too large to lay out; use --format dot or mermaid", code="graph_too_large"
+        )
+    return svg + "\n"
 
 
 def scan_public_output(

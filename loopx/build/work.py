@@ -7,11 +7,14 @@ worker finished first. `LOOPX_BUILD_WORKERS` overrides the worker count (1 = ser
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
@@ -21,17 +24,17 @@ from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 
 Unit = tuple[str, str]  # (audience, goal_id)
-Result = tuple[list[AnyArtifact], dict[str, Any]]
+Result = tuple[list[AnyArtifact], dict[str, Any]]  # a goal's files, and its index row
+UnitEntry = tuple[str, Result]  # (key, result): the key names everything the result depends on
 PARALLEL_MIN_TODOS = 2000  # below this, starting workers costs more than it saves
 
 
 @dataclass
 class BuildCache:
-    """Per-goal results of earlier builds in this process (`loopx serve` keeps one), keyed
-    by everything they depend on: the goal's ledger head, the checkout head, the goals the
-    audience may see, and validation."""
+    """Per-goal results of earlier builds (kept by `loopx serve`, or loaded from the build
+    memo by `loopx.build.reuse`), keyed by everything they depend on (`unit_keys`)."""
 
-    entries: dict[Unit, tuple[tuple[Any, ...], Result]] = field(default_factory=dict)
+    entries: dict[Unit, UnitEntry] = field(default_factory=dict)
     scan: ScanCache = field(default_factory=ScanCache)
     written: dict[str, str] = field(default_factory=dict)  # path → sha256 of our last write
     strings: dict[str, Any] = field(default_factory=dict)  # goal → (head, GoalStrings)
@@ -58,9 +61,31 @@ def _run(unit: Unit) -> Result:
     )
 
 
-def project_key(project: ProjectConfig) -> tuple[Any, ...]:
-    """The part of a cache key that says which configured titles and links pages carry."""
-    return tuple(sorted(project.pages().items()))
+def unit_keys(
+    units: list[Unit],
+    goals: dict[str, GoalState],
+    *,
+    head: str | None,
+    visible: dict[str, set[str]],
+    validate: bool,
+    project: ProjectConfig,
+) -> dict[Unit, str]:
+    """Each unit's cache key: a digest of the goal's ledger head and revision, the checkout
+    head, the goals its audience may see, validation and the configured titles and links."""
+    shared = {
+        audience: _digest([head, sorted(ids), validate, project.pages()])
+        for audience, ids in visible.items()
+    }
+    return {
+        (audience, goal_id): _digest(
+            [goals[goal_id].head, goals[goal_id].revision, shared[audience]]
+        )
+        for audience, goal_id in units
+    }
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def workers_for(goals: dict[str, GoalState], units: list[Unit]) -> int:
@@ -88,22 +113,16 @@ def run_units(
     validate: bool,
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
-) -> dict[Unit, Result]:
+) -> dict[Unit, UnitEntry]:
+    """Every unit's (key, result): from `cache` when its key is unchanged, else rendered."""
     project = project or ProjectConfig()
-    pages = project_key(project)
-
-    def key(unit: Unit) -> tuple[Any, ...]:
-        audience, goal_id = unit
-        state = goals[goal_id]
-        visible_ids = tuple(sorted(visible[audience]))
-        return (state.head, state.revision, head, visible_ids, validate, pages)
-
-    results: dict[Unit, Result] = {}
+    keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
+    results: dict[Unit, UnitEntry] = {}
     todo: list[Unit] = []
     for unit in units:
         cached = cache.entries.get(unit) if cache is not None else None
-        if cached is not None and cached[0] == key(unit):
-            results[unit] = cached[1]
+        if cached is not None and cached[0] == keys[unit]:
+            results[unit] = cached
             if cache is not None:
                 cache.hits += 1
         else:
@@ -117,20 +136,23 @@ def run_units(
         project=project,
     )
     try:
-        workers = workers_for(goals, todo)
-        if workers > 1:
-            # Largest goals first, so one big goal does not finish last on its own.
-            order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                done = pool.map(_run, order, chunksize=1)
-            fresh = dict(zip(order, done, strict=True))
-        else:
-            fresh = {unit: _run(unit) for unit in todo}
+        fresh = _render(todo, goals)
     finally:
         _SHARED.clear()
     for unit, result in fresh.items():
-        results[unit] = result
+        results[unit] = (keys[unit], result)
         if cache is not None:
-            cache.entries[unit] = (key(unit), result)
+            cache.entries[unit] = results[unit]
             cache.misses += 1
     return results
+
+
+def _render(todo: list[Unit], goals: dict[str, GoalState]) -> dict[Unit, Result]:
+    workers = workers_for(goals, todo)
+    if workers <= 1:
+        return {unit: _run(unit) for unit in todo}
+    # Largest goals first, so one big goal does not finish last on its own.
+    order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        done = pool.map(_run, order, chunksize=1)
+    return dict(zip(order, done, strict=True))

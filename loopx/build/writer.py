@@ -208,6 +208,23 @@ def _write_tree(
     if refused:
         raise not_ours(sorted(refused))
     report.unchanged = len(files) - len(changed)
+    remove = _removals(folder, previous, files, layout, report.kept)
+    if changed or remove:
+        _commit(folder, changed, replaced, remove)
+        report.written = sorted(changed)
+        report.removed = sorted(remove)
+    return report
+
+
+def _removals(
+    folder: Folder,
+    previous: Mapping[str, Entry],
+    files: Mapping[str, Any],
+    layout: Layout,
+    kept: list[str],
+) -> dict[str, str]:
+    """The files the previous manifest listed and this build does not, with their hash, when
+    they are still as written; the others (changed since, or behind a link) go to `kept`."""
     remove: dict[str, str] = {}
     for rel in sorted(previous.keys() - files.keys()):
         mine = None
@@ -219,11 +236,20 @@ def _write_tree(
             except UnsafeOutput:
                 pass  # a link in the way: never followed, never deleted
         if mine is None:
-            report.kept.append(rel)
+            kept.append(rel)
         else:
             remove[rel] = mine
-    if not changed and not remove:
-        return report
+    return remove
+
+
+def _commit(
+    folder: Folder,
+    changed: dict[str, bytes],
+    replaced: dict[str, str | None],
+    remove: dict[str, str],
+) -> None:
+    """Stage the changed files and journal the plan (the commit point), then roll it forward:
+    a crash before the journal leaves all-old, after it `_recover` finishes the job."""
     fs = fsio.current()
     staging = folder.must(STAGING)
     plan = {
@@ -248,9 +274,6 @@ def _write_tree(
     fs.sync_all(folder.path)  # the renames are durable before the journal goes
     _discard(fs, staging)
     _prune_empty_dirs(fs, folder, sorted(remove))
-    report.written = sorted(changed)
-    report.removed = sorted(remove)
-    return report
 
 
 def _prune_empty_dirs(fs: fsio.FileSystem, folder: Folder, removed: list[str]) -> None:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from loopx.cli.common import actor, common, context, count, emit, emit_result, guarded, open_store
+from loopx.cli.common import common, count, emit_rows, open_store
+from loopx.cli.write import write
+from loopx.engine import allowances, commands
 from loopx.engine.allowances import ENTITIES
+from loopx.engine.core import Context, Result
 
 
 @click.group()
@@ -21,71 +25,42 @@ def allow() -> None:
     """
 
 
-@allow.command("finding")
-@click.option("--goal-id", required=True)
+def _allow(ctx: Context, cmd: commands.AllowFinding) -> Result:
+    """The boundary scan confirms the finding first (see `confirm`), then the entry is written."""
+    from loopx.build.allowances import confirm
+
+    confirm(ctx.store, cmd)
+    return allowances.allow_finding(ctx, cmd)
+
+
+@write(allow, "finding", _allow, "allowance")
 @click.option("--entity", required=True, type=click.Choice(ENTITIES), help="Whose id holds it.")
 @click.option("--entity-id", default=None, help="Its id (a goal's defaults to --goal-id) …")
 @click.option("--seq", type=count(1), default=None, help="… or the seq of the event that made it.")
 @click.option("--kind", required=True, help="The finding's kind, as the scan reported it.")
 @click.option("--reason", required=True, help="Why it may be published (kept in the ledger).")
 @click.option("--allowance-id", default=None)
-@guarded
-@actor
-@common()
-def finding_cmd(
-    goal_id: str,
-    entity: str,
-    entity_id: str | None,
-    seq: int | None,
-    kind: str,
-    reason: str,
-    allowance_id: str | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def finding_cmd(**fields: Any) -> commands.AllowFinding:
     """Allow one finding: the entity whose id holds it, and its kind (closed goals too)."""
-    from loopx.build.allowances import finder
-    from loopx.engine.allowances import allow_finding
-    from loopx.store.root import find_root
-
-    ctx = context(root, agent_id, session_id)
-    result = allow_finding(
-        ctx,
-        goal_id,
-        entity=entity,
-        entity_id=entity_id,
-        seq=seq,
-        kind=kind,
-        reason=reason,
-        finds=finder(find_root(root), ctx.store, kind),
-        allowance_id=allowance_id,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "allowance")
+    return commands.AllowFinding(**fields)
 
 
 @allow.command("list")
 @click.option("--goal-id", required=True)
 @common()
-def list_cmd(goal_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+def list_cmd(goal_id: str, root: Path | None, fmt: str) -> None:
     """The allow entries recorded on a goal, oldest first."""
     from loopx.engine.core import require_goal
     from loopx.state.allowances import entries
 
     items = entries(require_goal(open_store(root), goal_id))
-
-    def text() -> str:
-        lines = [
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "allowances": items},
+        items,
+        lambda a: (
             f"{a['allowance_id']}: {a['kind']} in {a['entity']} {a['entity_id']} "
             f"by {a['by']} at {a['at']}: {a['reason']}"
-            for a in items
-        ]
-        return "\n".join(lines) or "no allow entries"
-
-    emit(fmt, {"goal_id": goal_id, "allowances": items}, text)
+        ),
+        "no allow entries",
+    )

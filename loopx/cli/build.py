@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from loopx.cli.common import common, echo, emit, print_findings
+
+if TYPE_CHECKING:  # imported where used: `loopx --help` stays fast
+    from loopx.build.gitpublish import BranchTarget
+    from loopx.build.pipeline import BuildResult, CheckResult
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -94,7 +100,6 @@ def build_cmd(
     overwrite: bool,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Build every projection of every goal into OUT, deterministically.
 
@@ -103,34 +108,20 @@ def build_cmd(
     all-or-nothing. OUT is locked while it is written (a second build into it waits); no
     link in it is followed, and only files a manifest of ours wrote are replaced or removed.
     """
-    from loopx.build.pipeline import build, check, parse_audiences
-    from loopx.model.errors import BoundaryViolation, CheckFailed
+    from loopx.build.pipeline import build, parse_audiences
 
     project = _root(root)
     out, audiences = _out_and_audiences(project, out, audiences)
     auds = parse_audiences(audiences)
     if check_only:
-        result = check(project, out, audiences=auds, head=_head(head))
-        if not result.ok:
-            problems = (
-                [f"stale: {p}" for p in result.stale]
-                + [f"missing: {p}" for p in result.missing]
-                + [f"extra: {p}" for p in result.extra]
-            )
-            raise CheckFailed(
-                f"{out} is out of date ({len(problems)} file(s)); regenerate it with "
-                f"`{_rebuild_command(out, audiences, head)}`: "
-                f"{'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}",
-                code="build_stale",
-                **result.to_dict(),
-            )
+        result = _check(project, out, auds, audiences, head)
         emit(fmt, result.to_dict(), f"{out} is up to date")
         return
     if set(auds) - {"public"}:
         from loopx.build.exposure import guard_team_output
 
         guard_team_output(out, lambda line: echo(line, err=True), directory=True)
-    try:
+    with _findings_printed(fmt):
         res = build(
             project,
             out,
@@ -140,28 +131,61 @@ def build_cmd(
             reuse=not force,
             overwrite=overwrite,
         )
+    emit(fmt, {**res.to_dict(), "out": str(out)}, lambda: _built_text(res, out, auds))
+
+
+@contextlib.contextmanager
+def _findings_printed(fmt: str) -> Iterator[None]:
+    """A refused boundary scan prints its findings first (in JSON mode they travel in the
+    error envelope)."""
+    from loopx.model.errors import BoundaryViolation
+
+    try:
+        yield
     except BoundaryViolation as err:
-        if fmt != "json":  # JSON mode: the findings travel in the error envelope
+        if fmt != "json":
             print_findings(err.details.get("findings", []))
         raise
-    data = res.to_dict()
-    data["out"] = str(out)
 
-    def text() -> str:
-        assert res.report is not None
-        lines = [
-            f"built {data['files']} files into {out}: {len(res.report.written)} written, "
-            f"{res.report.unchanged} unchanged, {len(res.report.removed)} removed"
-        ]
-        if res.report.kept:
-            lines.append(_kept_line(res.report.kept))
-        if "public" in auds:
-            lines.append(f"public boundary scan: clean; open {out}/public/index.html")
-        if "team" in auds:
-            lines.append(f"team pages: {out}/team/index.html")
-        return "\n".join(lines)
 
-    emit(fmt, data, text)
+def _check(
+    project: Path, out: Path, auds: tuple[str, ...], audiences: str, head: str | None
+) -> CheckResult:
+    """`build --check`: the comparison, or `build_stale` naming the command that fixes it."""
+    from loopx.build.pipeline import check
+    from loopx.model.errors import CheckFailed
+
+    result = check(project, out, audiences=auds, head=_head(head))
+    if not result.ok:
+        problems = (
+            [f"stale: {p}" for p in result.stale]
+            + [f"missing: {p}" for p in result.missing]
+            + [f"extra: {p}" for p in result.extra]
+        )
+        raise CheckFailed(
+            f"{out} is out of date ({len(problems)} file(s)); regenerate it with "
+            f"`{_rebuild_command(out, audiences, head)}`: "
+            f"{'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}",
+            code="build_stale",
+            **result.to_dict(),
+        )
+    return result
+
+
+def _built_text(res: BuildResult, out: Path, auds: tuple[str, ...]) -> str:
+    report = res.report
+    assert report is not None  # a build that returns has written
+    lines = [
+        f"built {len(res.site.artifacts)} files into {out}: {len(report.written)} written, "
+        f"{report.unchanged} unchanged, {len(report.removed)} removed"
+    ]
+    if report.kept:
+        lines.append(_kept_line(report.kept))
+    if "public" in auds:
+        lines.append(f"public boundary scan: clean; open {out}/public/index.html")
+    if "team" in auds:
+        lines.append(f"team pages: {out}/team/index.html")
+    return "\n".join(lines)
 
 
 def _out_and_audiences(project: Path, out: Path | None, audiences: str | None) -> tuple[Path, str]:
@@ -213,7 +237,7 @@ def _rebuild_command(out: Path, audiences: str, head: str | None) -> str:
 )
 @common(formats=("text", "markdown", "json"))
 def diff_cmd(
-    old: str, new: str, goal_id: str | None, audience: str, root: Path | None, fmt: str, debug: bool
+    old: str, new: str, goal_id: str | None, audience: str, root: Path | None, fmt: str
 ) -> None:
     """Explain what changed between two builds (OLD NEW folders) or two ledger revisions
     (--goal-id G OLD NEW) in domain terms: todos opened and closed, gates resolved,
@@ -329,87 +353,98 @@ def publish_cmd(
     head: str | None,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Ship the public partition only, after the boundary scan passes: into a folder, or as a
     commit on a git branch for GitHub Pages. The [publish] settings of the project
     configuration fill in what the flags leave out (with --to, they are not used)."""
-    from loopx.build.gitpublish import BranchTarget
     from loopx.build.publish import publish
-    from loopx.model.errors import BoundaryViolation, InvalidInput
-    from loopx.store.config import load_config
 
     project = _root(root)
+    flags = {
+        "git_branch": git_branch,
+        "prefix": prefix,
+        "nojekyll": nojekyll,
+        "cname": cname,
+        "message": message,
+        "identity": identity,
+        "push": push,
+        "remote": remote,
+    }
+    branch = _branch(project, to_dir, flags, overwrite)
+    with _findings_printed(fmt):
+        result: dict[str, Any] = publish(
+            project, to_dir=to_dir, branch=branch, head=_head(head, "auto"), overwrite=overwrite
+        )
+    emit(fmt, result, lambda: _published_text(result, to_dir))
+
+
+GIT_ONLY = {
+    "prefix": "--prefix",
+    "nojekyll": "--[no-]nojekyll",
+    "cname": "--cname",
+    "message": "--message",
+    "identity": "--identity",
+    "push": "--[no-]push",
+    "remote": "--remote",
+}
+CONFIGURED = ("prefix", "cname", "identity", "remote", "nojekyll", "push")
+
+
+def _branch(
+    project: Path, to_dir: Path | None, flags: dict[str, Any], overwrite: bool
+) -> BranchTarget | None:
+    """The git branch to publish to (None with --to): the flags, and the [publish] settings
+    of the project configuration for what they leave out (not with --to). Exactly one of
+    --to and --git-branch; the branch's options only with it."""
+    from loopx.build.gitpublish import BranchTarget
+    from loopx.model.errors import InvalidInput
+    from loopx.store.config import load_config
+
     if to_dir is None:
         conf = load_config(project).publish
-        git_branch = git_branch if git_branch is not None else conf.git_branch
-        if git_branch is not None:
-            prefix = prefix if prefix is not None else conf.prefix
-            cname = cname if cname is not None else conf.cname
-            identity = identity if identity is not None else conf.identity
-            remote = remote if remote is not None else conf.remote
-            nojekyll = nojekyll if nojekyll is not None else conf.nojekyll
-            push = push if push is not None else conf.push
-    if (to_dir is None) == (git_branch is None):
+        if flags["git_branch"] is None:
+            flags["git_branch"] = conf.git_branch
+        if flags["git_branch"] is not None:
+            for key in CONFIGURED:
+                flags[key] = flags[key] if flags[key] is not None else getattr(conf, key)
+    if (to_dir is None) == (flags["git_branch"] is None):
         raise InvalidInput(
             "give exactly one of --to DIR or --git-branch BRANCH", code="usage_error"
         )
-    git_only = {
-        "--prefix": prefix is not None,
-        "--[no-]nojekyll": nojekyll is not None,
-        "--cname": cname is not None,
-        "--message": message is not None,
-        "--identity": identity is not None,
-        "--[no-]push": push is not None,
-        "--remote": remote is not None,
-    }
-    misused = [flag for flag, given in git_only.items() if given]
+    misused = [flag for key, flag in GIT_ONLY.items() if flags[key] is not None]
     if to_dir is not None and misused:
         raise InvalidInput(f"{', '.join(misused)} only apply to --git-branch", code="usage_error")
-    branch = None
-    if git_branch is not None:
-        branch = BranchTarget(
-            branch=git_branch,
-            prefix=prefix or "",
-            nojekyll=nojekyll is not False,
-            cname=cname,
-            message=message,
-            identity=identity,
-            overwrite=overwrite,
-            push=bool(push),
-            remote=remote,
-        )
-    try:
-        result: dict[str, Any] = publish(
-            project,
-            to_dir=to_dir,
-            branch=branch,
-            head=_head(head, "auto"),
-            overwrite=overwrite,
-        )
-    except BoundaryViolation as err:
-        if fmt != "json":
-            print_findings(err.details.get("findings", []))
-        raise
+    if to_dir is not None:
+        return None
+    return BranchTarget(
+        branch=flags["git_branch"],
+        prefix=flags["prefix"] or "",
+        nojekyll=flags["nojekyll"] is not False,
+        cname=flags["cname"],
+        message=flags["message"],
+        identity=flags["identity"],
+        overwrite=overwrite,
+        push=bool(flags["push"]),
+        remote=flags["remote"],
+    )
 
-    def text() -> str:
-        if to_dir is not None:
-            return f"published {result['files']} public files to {to_dir}" + (
-                f"\n{_kept_line(result['kept'])}" if result.get("kept") else ""
-            )
-        where = f"branch {result['branch']}" + (
-            f", folder {result['prefix']}/" if result["prefix"] else ""
-        )
-        done = "committed" if result["changed"] else "unchanged"
-        lines = [
-            f"published {result['files']} public files to {where} ({done}: {result['commit'][:12]})"
-        ]
-        if result["pushed"]:
-            lines.append(f"pushed to {result['remote']}")
-        lines.append(f"next: {result['next']}")
-        return "\n".join(lines)
 
-    emit(fmt, result, text)
+def _published_text(result: dict[str, Any], to_dir: Path | None) -> str:
+    if to_dir is not None:
+        return f"published {result['files']} public files to {to_dir}" + (
+            f"\n{_kept_line(result['kept'])}" if result.get("kept") else ""
+        )
+    where = f"branch {result['branch']}" + (
+        f", folder {result['prefix']}/" if result["prefix"] else ""
+    )
+    done = "committed" if result["changed"] else "unchanged"
+    lines = [
+        f"published {result['files']} public files to {where} ({done}: {result['commit'][:12]})"
+    ]
+    if result["pushed"]:
+        lines.append(f"pushed to {result['remote']}")
+    lines.append(f"next: {result['next']}")
+    return "\n".join(lines)
 
 
 @click.command("serve")
@@ -437,7 +472,6 @@ def serve_cmd(
     debounce: float,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Build into a temporary folder, serve it on 127.0.0.1, and rebuild when the ledger
     changes. Open pages refresh themselves after a rebuild; a failed rebuild keeps the last

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import sys
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,8 +31,12 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
     """Add --root, --format and --debug to a command."""
 
     def decorate(fn: F) -> F:
-        fn = click.option(
-            "--debug", is_flag=True, hidden=True, help="Show tracebacks for unexpected errors."
+        fn = click.option(  # read by `loopx.cli.main` from the arguments, before click runs
+            "--debug",
+            is_flag=True,
+            hidden=True,
+            expose_value=False,
+            help="Show tracebacks for unexpected errors.",
         )(fn)
         fn = click.option(
             "--format",
@@ -56,53 +58,56 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
     return decorate
 
 
+ACTOR = (  # option, environment variable, default, help
+    ("--session-id", "LOOPX_SESSION_ID", "cli", "The acting session."),
+    ("--agent-id", "LOOPX_AGENT_ID", "user", "The acting agent (or person)."),
+)
+
+
 def actor(fn: F) -> F:
     """Add --agent-id/--session-id (from LOOPX_AGENT_ID/LOOPX_SESSION_ID) to a write command."""
-    fn = click.option(
-        "--session-id",
-        envvar="LOOPX_SESSION_ID",
-        default="cli",
-        show_default=True,
-        help="The acting session.",
-    )(fn)
-    fn = click.option(
-        "--agent-id",
-        envvar="LOOPX_AGENT_ID",
-        default="user",
-        show_default=True,
-        help="The acting agent (or person).",
-    )(fn)
+    for name, variable, default, what in ACTOR:
+        fn = click.option(name, envvar=variable, default=default, show_default=True, help=what)(fn)
     return fn
 
 
-def guarded(fn: F) -> F:
-    """Add --operation-id and --expected-revision to a write command."""
-    fn = click.option(
+def operation(fn: F) -> F:
+    """Add --operation-id to a write command."""
+    return click.option(
+        "--operation-id",
+        default=None,
+        help="Idempotency key: a retry with the same id and payload replays the original receipt.",
+    )(fn)
+
+
+def expected_revision(fn: F) -> F:
+    """Add --expected-revision to a guarded write command."""
+    return click.option(
         "--expected-revision",
         type=count(),
         default=None,
         help="Refuse unless the entity is at this revision (revision_conflict).",
     )(fn)
-    fn = click.option(
-        "--operation-id",
-        default=None,
-        help="Idempotency key: a retry with the same id and payload replays the original receipt.",
-    )(fn)
-    return fn
 
 
-# Stores this command opened, closed by `close_stores` when it ends. Weak: a long-running
-# caller (the MCP server) opens one per call, and each closes when it is dropped.
-_OPENED: weakref.WeakSet[Any] = weakref.WeakSet()
+# The stores this command opened, by project folder and store, closed by `close_stores` when
+# it ends: one per project however often a command asks (the default goal, then the write),
+# and one for the life of a long-running caller (the MCP server), which still sees every
+# other process's writes (a store reads the ledger on every call).
+_OPENED: dict[tuple[Path, str], Any] = {}
 
 
 def open_store(root: Path | None) -> Any:
     """The project's store (files, or PostgreSQL when configured), closed when the command ends."""
     from loopx.store.root import find_root
+    from loopx.store.select import configured
     from loopx.store.select import open_store as select
 
-    store = select(find_root(root))
-    _OPENED.add(store)
+    found = find_root(root)
+    key = (found, configured(found))
+    store = _OPENED.get(key)
+    if store is None:
+        store = _OPENED[key] = select(found, key[1])
     return store
 
 
@@ -110,7 +115,7 @@ def close_stores() -> None:
     from loopx.store.select import close
 
     while _OPENED:
-        close(_OPENED.pop())
+        close(_OPENED.popitem()[1])
 
 
 def context(root: Path | None, agent_id: str, session_id: str) -> Any:
@@ -120,22 +125,12 @@ def context(root: Path | None, agent_id: str, session_id: str) -> Any:
     return Context(open_store(root), from_env(), agent_id=agent_id, session_id=session_id)
 
 
-def text_resolver(store: Any) -> Callable[[Any], Any]:
-    """Display text for stored values: inline strings, or private blobs read on this host."""
+def text_resolver(store: Any) -> Callable[[Any], str]:
+    """Display text for stored values as the operator reads them: the private audience's
+    lens, private text read from this host's blob store."""
+    from loopx.privacy.audience import Lens
 
-    from loopx.privacy.audience import PRIVATE_MISSING
-
-    @functools.lru_cache(maxsize=4096)
-    def blob(ref: str) -> str:
-        data = store.get_blob(ref)
-        return PRIVATE_MISSING if data is None else data.decode("utf-8", "replace")
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, dict) and "blob" in value:
-            return blob(value["blob"])
-        return value
-
-    return resolve
+    return Lens("private", store.get_blob).text
 
 
 def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> None:
@@ -160,31 +155,15 @@ def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> No
     click.echo(out)
 
 
+def emit_rows(fmt: str, data: Any, rows: list[Any], line: Callable[[Any], str], empty: str) -> None:
+    """Print `data` as JSON, or `rows` (part of `data`) one `line` each, `empty` for none."""
+    emit(fmt, data, lambda: "\n".join(line(row) for row in rows) or empty)
+
+
 def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
     """Print text (a document: its own newlines kept) with nothing a terminal would act on.
     Every text-mode print of loopx goes through here."""
     click.echo(terminal.document(text), nl=nl, err=err)
-
-
-def receipt_text(result: Any, what: str) -> str:
-    r = result.receipt
-    verb = "recorded" if result.status == "applied" else "already recorded (replayed)"
-    named = r.get("subject") and not what.endswith(str(r["subject"]))
-    subject = f" {r['subject']}" if named else ""
-    lines = [
-        f"{what}{subject} {verb} at revision {r['revision']} "
-        f"(goal {r['goal_id']}, operation {r['operation_id']})"
-    ]
-    if result.repair:
-        lines.append(
-            f"repaired a damaged ledger tail: {result.repair['length']} bytes at offset "
-            f"{result.repair['offset']} moved to {result.repair['quarantine']}"
-        )
-    return "\n".join(lines)
-
-
-def emit_result(fmt: str, result: Any, what: str) -> None:
-    emit(fmt, result.to_dict(), lambda: receipt_text(result, what))
 
 
 def split_ids(values: tuple[str, ...]) -> list[str]:
@@ -193,6 +172,11 @@ def split_ids(values: tuple[str, ...]) -> list[str]:
     for value in values:
         out.extend(v.strip() for v in value.split(",") if v.strip())
     return out
+
+
+def ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """An option callback: a repeatable id option's values, each may be comma-separated."""
+    return split_ids(value)
 
 
 def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | None:
@@ -204,6 +188,18 @@ def checkout_root_option(ctx: Any, param: Any, value: Path | None) -> Path | Non
     from loopx.engine.git import checkout_root
 
     return checkout_root(value)
+
+
+def workspace_option(what: str) -> Callable[[F], F]:
+    """Add --workspace: the checkout `what` says (default: the git work tree of the current
+    folder, found from a subfolder too)."""
+    return click.option(
+        "--workspace",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("."),
+        callback=checkout_root_option,
+        help=f"{what} (default: the git work tree of the current folder).",
+    )
 
 
 def print_findings(findings: list[dict[str, Any]]) -> None:

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
-    actor,
     common,
-    context,
-    emit,
-    emit_result,
-    guarded,
+    emit_rows,
+    ids,
     open_store,
-    split_ids,
     text_resolver,
 )
+from loopx.cli.write import write
+from loopx.engine import commands, gates
 
 
 @click.group()
@@ -25,11 +24,15 @@ def gate() -> None:
     """Open and resolve human decision gates."""
 
 
-@gate.command("open")
-@click.option("--goal-id", required=True)
+@write(gate, "open", gates.open_gate, "gate")
 @click.option("--question", required=True, help="The decision to make.")
 @click.option("--authority", required=True, help="Who decides (an agent or person id).")
-@click.option("--blocks", multiple=True, help="Todo ids it holds back (default: the whole goal).")
+@click.option(
+    "--blocks",
+    multiple=True,
+    callback=ids,
+    help="Todo ids it holds back (default: the whole goal).",
+)
 @click.option("--blocks-goal", is_flag=True, help="Hold the whole goal.")
 @click.option("--gate-id", default=None)
 @click.option("--ask-again-at", default=None, help="When to ask again if still undecided.")
@@ -39,87 +42,20 @@ def gate() -> None:
     default="team",
     show_default=True,
 )
-@guarded
-@actor
-@common()
-def open_cmd(
-    goal_id: str,
-    question: str,
-    authority: str,
-    blocks: tuple[str, ...],
-    blocks_goal: bool,
-    gate_id: str | None,
-    ask_again_at: str | None,
-    visibility: str,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def open_cmd(**fields: Any) -> commands.OpenGate:
     """Open a gate: what it blocks stays out of the frontier until it is approved or rejected."""
-    from loopx.engine.gates import open_gate
-
-    ctx = context(root, agent_id, session_id)
-    result = open_gate(
-        ctx,
-        goal_id,
-        question=question,
-        authority=authority,
-        blocks=split_ids(blocks),
-        blocks_goal=blocks_goal,
-        gate_id=gate_id,
-        visibility=visibility,
-        ask_again_at=ask_again_at,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "gate")
+    return commands.OpenGate(**fields)
 
 
-@gate.command("resolve")
-@click.option("--goal-id", required=True)
+@write(gate, "resolve", gates.resolve_gate, lambda c: f"gate {c.resolution}")
 @click.option("--gate-id", required=True)
 @click.option("--resolution", type=click.Choice(["approve", "reject", "defer"]), required=True)
 @click.option("--by", default=None, help="The authority resolving it (default: --agent-id).")
 @click.option("--rationale", default=None, help="Why.")
 @click.option("--ask-again-at", default=None, help="With defer: when to ask again.")
-@guarded
-@actor
-@common()
-def resolve(
-    goal_id: str,
-    gate_id: str,
-    resolution: str,
-    by: str | None,
-    rationale: str | None,
-    ask_again_at: str | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def resolve(**fields: Any) -> commands.ResolveGate:
     """Approve, reject or defer a gate. Only its authority may; twice is gate_resolved."""
-    from loopx.engine.gates import resolve_gate
-
-    ctx = context(root, agent_id, session_id)
-    result = resolve_gate(
-        ctx,
-        goal_id,
-        gate_id,
-        resolution=resolution,
-        by=by,
-        rationale=rationale,
-        ask_again_at=ask_again_at,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, f"gate {resolution}")
+    return commands.ResolveGate(**fields)
 
 
 @gate.command("list")
@@ -131,9 +67,7 @@ def resolve(
     type=click.Choice(["pending", "approved", "rejected", "deferred"]),
 )
 @common()
-def list_gates(
-    goal_id: str, statuses: tuple[str, ...], root: Path | None, fmt: str, debug: bool
-) -> None:
+def list_gates(goal_id: str, statuses: tuple[str, ...], root: Path | None, fmt: str) -> None:
     """List a goal's gates, oldest first."""
     from loopx.engine.core import require_goal
     from loopx.state.views import gate_view
@@ -147,14 +81,13 @@ def list_gates(
         if not statuses or g.status in statuses
     ]
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{g['gate_id']:<20} {g['status']:<9} {g['authority']:<12} {g['question']}  "
-                f"blocks {'the goal' if g['blocks_goal'] else ','.join(g['blocks'])}"
-                for g in rows
-            )
-            or "no gates"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "gates": rows}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "gates": rows},
+        rows,
+        lambda g: (
+            f"{g['gate_id']:<20} {g['status']:<9} {g['authority']:<12} {g['question']}  "
+            f"blocks {'the goal' if g['blocks_goal'] else ','.join(g['blocks'])}"
+        ),
+        "no gates",
+    )

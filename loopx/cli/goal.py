@@ -7,18 +7,9 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import (
-    VISIBILITY_CHOICE,
-    actor,
-    common,
-    context,
-    count,
-    emit,
-    emit_result,
-    guarded,
-    open_store,
-    text_resolver,
-)
+from loopx.cli.common import VISIBILITY_CHOICE, common, count, emit, open_store, text_resolver
+from loopx.cli.write import write
+from loopx.engine import commands, goals
 from loopx.engine.lookup import LEASE_RANGE
 
 
@@ -27,7 +18,7 @@ def goal() -> None:
     """Create, show, list and close goals."""
 
 
-@goal.command("create")
+@write(goal, "create", goals.create_goal, lambda c: f"goal {c.goal_id}")
 @click.option("--goal-id", required=True, help="Slug id, e.g. launch.")
 @click.option("--title", required=True)
 @click.option("--objective", required=True)
@@ -42,50 +33,15 @@ def goal() -> None:
     help="Default claim lease (default 1800).",
 )
 @click.option("--quota", type=count(), default=None, help="Run budget.")
-@click.option("--operation-id", default=None)
-@actor
-@common()
-def create(
-    goal_id: str,
-    title: str,
-    objective: str,
-    acceptance: tuple[str, ...],
-    repository: str | None,
-    visibility: str,
-    predecessor: str | None,
-    lease_seconds: int | None,
-    quota: int | None,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def create(**fields: Any) -> commands.CreateGoal:
     """Create a goal (its ledger starts with goal.created)."""
-    from loopx.engine.goals import create_goal
-
-    ctx = context(root, agent_id, session_id)
-    result = create_goal(
-        ctx,
-        goal_id,
-        title=title,
-        objective=objective,
-        acceptance=list(acceptance),
-        repository=repository,
-        visibility=visibility,
-        predecessor=predecessor,
-        lease_seconds=lease_seconds,
-        quota=quota,
-        operation_id=operation_id,
-    )
-    emit_result(fmt, result, f"goal {goal_id}")
+    return commands.CreateGoal(**fields)
 
 
 @goal.command("show")
 @click.option("--goal-id", required=True)
 @common()
-def show(goal_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+def show(goal_id: str, root: Path | None, fmt: str) -> None:
     """Show a goal's identity, objective, acceptance and policy."""
     from loopx.engine.core import require_goal
     from loopx.state.views import counts, goal_view, quota_view
@@ -117,7 +73,7 @@ def show(goal_id: str, root: Path | None, fmt: str, debug: bool) -> None:
 
 @goal.command("list")
 @common()
-def list_goals(root: Path | None, fmt: str, debug: bool) -> None:
+def list_goals(root: Path | None, fmt: str) -> None:
     """List every goal under the root."""
     from loopx.engine.goals_all import health_of, load_all
     from loopx.model.errors import LoopxError
@@ -161,38 +117,12 @@ def list_goals(root: Path | None, fmt: str, debug: bool) -> None:
     emit(fmt, {"goals": rows}, text)
 
 
-@goal.command("close")
-@click.option("--goal-id", required=True)
+@write(goal, "close", goals.close_goal, lambda c: f"goal {c.goal_id} {c.outcome}")
 @click.option("--outcome", type=click.Choice(["achieved", "abandoned"]), required=True)
 @click.option("--reason", default=None)
-@guarded
-@actor
-@common()
-def close(
-    goal_id: str,
-    outcome: str,
-    reason: str | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def close(**fields: Any) -> commands.CloseGoal:
     """Close a goal for good. Later writes fail with goal_terminal."""
-    from loopx.engine.goals import close_goal
-
-    ctx = context(root, agent_id, session_id)
-    result = close_goal(
-        ctx,
-        goal_id,
-        outcome=outcome,
-        reason=reason,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, f"goal {goal_id} {outcome}")
+    return commands.CloseGoal(**fields)
 
 
 @click.group()
@@ -200,30 +130,12 @@ def agent() -> None:
     """Register agents on a goal."""
 
 
-@agent.command("register")
-@click.option("--goal-id", required=True)
+@write(agent, "register", goals.register_agent, "agent")
 @click.option("--name", default=None, help="Display name.")
 @click.option("--kind", default=None, help="e.g. coding-agent, reviewer.")
-@click.option("--operation-id", default=None)
-@actor
-@common()
-def register(
-    goal_id: str,
-    name: str | None,
-    kind: str | None,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def register(**fields: Any) -> commands.RegisterAgent:
     """Register --agent-id on a goal."""
-    from loopx.engine.goals import register_agent
-
-    ctx = context(root, agent_id, session_id)
-    result = register_agent(ctx, goal_id, agent_id, name=name, kind=kind, operation_id=operation_id)
-    emit_result(fmt, result, f"agent {agent_id}")
+    return commands.RegisterAgent(**fields)
 
 
 @click.group()
@@ -231,43 +143,18 @@ def quota() -> None:
     """Set a goal's quota."""
 
 
-@quota.command("set")
-@click.option("--goal-id", required=True)
+@write(quota, "set", goals.set_quota, "quota")
 @click.option(
     "--budget",
+    "quota",
     type=count(),
     default=None,
     help="Total budget; omit to remove the limit.",
 )
 @click.option("--unit", default="runs", show_default=True)
-@guarded
-@actor
-@common()
-def quota_set(
-    goal_id: str,
-    budget: int | None,
-    unit: str,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def quota_set(**fields: Any) -> commands.SetQuota:
     """Set (or clear) the goal's run budget."""
-    from loopx.engine.goals import set_quota
-
-    ctx = context(root, agent_id, session_id)
-    result = set_quota(
-        ctx,
-        goal_id,
-        quota=budget,
-        unit=unit,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "quota")
+    return commands.SetQuota(**fields)
 
 
 @click.group()
@@ -275,44 +162,14 @@ def note() -> None:
     """Record lessons, decisions and notes."""
 
 
-@note.command("add")
-@click.option("--goal-id", required=True)
-@click.option("--text", "body", required=True)
+@write(note, "add", goals.add_note, lambda c: c.kind)
+@click.option("--text", required=True)
 @click.option(
     "--kind", type=click.Choice(["lesson", "decision", "note"]), default="note", show_default=True
 )
 @click.option("--todo-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
 @click.option("--note-id", default=None)
-@click.option("--operation-id", default=None)
-@actor
-@common()
-def note_add(
-    goal_id: str,
-    body: str,
-    kind: str,
-    todo_id: str | None,
-    visibility: str,
-    note_id: str | None,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def note_add(**fields: Any) -> commands.AddNote:
     """Add a note. Private notes go to this host's blob store; the ledger keeps the hash."""
-    from loopx.engine.goals import add_note
-
-    ctx = context(root, agent_id, session_id)
-    result = add_note(
-        ctx,
-        goal_id,
-        text=body,
-        kind=kind,
-        todo_id=todo_id,
-        visibility=visibility,
-        note_id=note_id,
-        operation_id=operation_id,
-    )
-    emit_result(fmt, result, f"{kind}")
+    return commands.AddNote(**fields)

@@ -4,6 +4,7 @@ and list the notes still waiting for an agent."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +13,19 @@ import click
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
     actor,
-    checkout_root_option,
     common,
-    context,
     count,
     echo,
     emit,
-    guarded,
     open_store,
-    text_resolver,
+    workspace_option,
 )
+from loopx.cli.write import write
+from loopx.engine import commands
+from loopx.engine import handoff as handoffs
+from loopx.engine.core import Context, Result
 from loopx.engine.lookup import LEASE_RANGE
 from loopx.store import fsio
-
-WORKSPACE = click.Path(file_okay=False, path_type=Path)
 
 
 @click.group()
@@ -36,8 +36,43 @@ def handoff() -> None:
 # -- prepare ------------------------------------------------------------------------------
 
 
-@handoff.command("prepare")
-@click.option("--goal-id", required=True)
+# The options that write the note (with --from-context, none of them may be given).
+NOTE_FLAGS = (
+    "work_summary",
+    "rationale",
+    "next_steps",
+    "tried",
+    "files",
+    "decisions",
+    "questions",
+    "source_refs",
+)
+
+
+def _done(result: Result, verb: str) -> str:
+    return verb if result.status == "applied" else f"already {verb} (replayed)"
+
+
+def _prepared(
+    command: commands.PrepareHandoff, result: Result, ctx: Context
+) -> tuple[dict[str, Any], Callable[[], str]]:
+    """The receipt with the new note's id, and the command the next agent runs."""
+    data = result.to_dict()
+    data["handoff_id"] = result.receipt["subject"]
+    goal_id, todo_id = command.goal_id, command.todo_id
+
+    def text() -> str:
+        r = result.receipt
+        return (
+            f"handoff {data['handoff_id']} for todo {todo_id} {_done(result, 'prepared')} at "
+            f"revision {r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
+            f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
+        )
+
+    return data, text
+
+
+@write(handoff, "prepare", handoffs.prepare_handoff, report=_prepared)
 @click.option("--todo-id", required=True)
 @click.option(
     "--from-context",
@@ -72,93 +107,26 @@ def handoff() -> None:
     "note is kept in this host's blob store; the ledger holds its hash.",
 )
 @click.option("--target-agent-id", default=None, help="The agent meant to adopt (optional).")
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The checkout whose git HEAD (and dirtiness) the note is bound to "
-    "(default: the git work tree of the current folder).",
-)
-@guarded
-@actor
-@common()
-def prepare(
-    goal_id: str,
-    todo_id: str,
-    from_context: str | None,
-    work_summary: str | None,
-    next_steps: tuple[str, ...],
-    tried: tuple[str, ...],
-    files: tuple[str, ...],
-    decisions: tuple[str, ...],
-    questions: tuple[str, ...],
-    source_refs: tuple[str, ...],
-    rationale: str | None,
-    visibility: str | None,
-    target_agent_id: str | None,
-    workspace: Path,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+@workspace_option("The checkout whose git HEAD (and dirtiness) the note is bound to")
+def prepare(from_context: str | None, **fields: Any) -> commands.PrepareHandoff:
     """Write a continuation note for a todo you hold (only the claim holder may).
 
     The note (work summary, approaches tried, next steps, files touched, key decisions, open
     questions, source refs) comes from --from-context JSON or from flags. It is bound to the
     todo's revision (--expected-revision guards it) and to the git HEAD of --workspace.
     """
-    from loopx.engine.handoff import note_from_flags, prepare_handoff, read_context
     from loopx.model.errors import InvalidInput
 
-    flags = (work_summary, rationale, next_steps, tried, files, decisions, questions, source_refs)
-    if from_context is not None:
-        if any(flags):
-            raise InvalidInput(
-                "pass the note either with --from-context or with flags, not both",
-                code="usage_error",
-            )
-        note = read_context(from_context)
+    flags = {name: fields.pop(name) for name in NOTE_FLAGS}
+    if from_context is None:
+        note = handoffs.note_from_flags(**flags)
+    elif any(flags.values()):
+        raise InvalidInput(
+            "pass the note either with --from-context or with flags, not both", code="usage_error"
+        )
     else:
-        note = note_from_flags(
-            work_summary=work_summary,
-            rationale=rationale,
-            next_steps=next_steps,
-            tried=tried,
-            files=files,
-            decisions=decisions,
-            questions=questions,
-            source_refs=source_refs,
-        )
-    ctx = context(root, agent_id, session_id)
-    result = prepare_handoff(
-        ctx,
-        goal_id,
-        todo_id,
-        note=note,
-        visibility=visibility,
-        target_agent_id=target_agent_id,
-        workspace=workspace,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    data = result.to_dict()
-    data["handoff_id"] = result.receipt["subject"]
-
-    def text() -> str:
-        r = result.receipt
-        verb = "prepared" if result.status == "applied" else "already prepared (replayed)"
-        return (
-            f"handoff {data['handoff_id']} for todo {todo_id} {verb} at revision "
-            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']})\n"
-            f"next agent: loopx handoff inspect --goal-id {goal_id} --todo-id {todo_id}"
-        )
-
-    emit(fmt, data, text)
+        note = handoffs.read_context(from_context)
+    return commands.PrepareHandoff(note=note, **fields)
 
 
 # -- inspect ------------------------------------------------------------------------------
@@ -184,20 +152,19 @@ def inspect_handoff(
     state = require_goal(store, goal_id)
     lookup.todo(state, todo_id)
     found = pick_handoff(state, todo_id, handoff_id)  # refuses another todo's note
-    resolve = text_resolver(store)
     facts = None
     if workspace is not None:
         paths: list[str] = []
         revision = None
         if found is not None:
             revision = found.get("git_revision")
-            paths = _note_paths(found["note"], resolve)
+            paths = _note_paths(found["note"], store.get_blob)
         facts = workspace_facts(workspace, revision, paths)
     return handoff_digest(
         state,
         todo_id,
         audience=audience,
-        text=resolve,
+        read_blob=store.get_blob,
         workspace_facts=facts,
         now=now,
         reader=reader,
@@ -205,31 +172,18 @@ def inspect_handoff(
     )
 
 
-def _note_paths(note: Any, resolve: Any) -> list[str]:
-    import orjson
+def _note_paths(note: Any, read_blob: Any) -> list[str]:
+    from loopx.privacy.audience import BlobText, note_body
 
-    if isinstance(note, dict) and "blob" in note:
-        try:
-            note = orjson.loads(resolve(note))
-        except orjson.JSONDecodeError:
-            return []
-    if not isinstance(note, dict):
-        return []
-    return [f["path"] for f in note.get("files_touched", [])]
+    body = note_body(note, BlobText(read_blob))
+    return [] if body is None else [f["path"] for f in body.get("files_touched", [])]
 
 
 @handoff.command("inspect")
 @click.option("--goal-id", required=True)
 @click.option("--todo-id", required=True)
 @click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The checkout to compare with the note: HEAD, dirtiness, files touched "
-    "(default: the git work tree of the current folder).",
-)
+@workspace_option("The checkout to compare with the note: HEAD, dirtiness, files touched")
 @click.option(
     "--audience",
     type=click.Choice(["team", "private"]),
@@ -256,7 +210,6 @@ def inspect(
     session_id: str,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Show a todo's latest handoff note with the current facts.
 
@@ -360,8 +313,23 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
 # -- adopt --------------------------------------------------------------------------------
 
 
-@handoff.command("adopt")
-@click.option("--goal-id", required=True)
+def _adopted(
+    command: commands.AdoptHandoff, result: Result, ctx: Context
+) -> tuple[dict[str, Any], Callable[[], str]]:
+    """The receipt, said as the claim moving to the acting agent."""
+
+    def text() -> str:
+        r, todo_id = result.receipt, command.todo_id
+        return (
+            f"todo {todo_id} {_done(result, 'adopted')} by {ctx.agent_id}: claim transferred at "
+            f"revision {r['revision']} (goal {command.goal_id}, operation {r['operation_id']}, "
+            f"events {r['seq_first']}-{r['seq_last']})"
+        )
+
+    return result.to_dict(), text
+
+
+@write(handoff, "adopt", handoffs.adopt_handoff, report=_adopted)
 @click.option("--todo-id", required=True)
 @click.option(
     "--target-agent-id",
@@ -375,32 +343,8 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     default=None,
     help="The new claim's lease (default: the goal's policy).",
 )
-@click.option(
-    "--workspace",
-    type=WORKSPACE,
-    default=Path("."),
-    callback=checkout_root_option,
-    help="The adopting checkout; its HEAD is recorded with the adoption "
-    "(default: the git work tree of the current folder).",
-)
-@guarded
-@actor
-@common()
-def adopt(
-    goal_id: str,
-    todo_id: str,
-    target_agent_id: str | None,
-    handoff_id: str | None,
-    lease_seconds: int | None,
-    workspace: Path,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+@workspace_option("The adopting checkout; its HEAD is recorded with the adoption")
+def adopt(**fields: Any) -> commands.AdoptHandoff:
     """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
 
     Refused when the todo is done (todo_closed), there is no pending note
@@ -408,31 +352,7 @@ def adopt(
     (claim_owner_mismatch), or --expected-revision is not the todo's revision
     (revision_conflict). Retrying with the same --operation-id replays the receipt.
     """
-    from loopx.engine.handoff import adopt_handoff
-
-    ctx = context(root, agent_id, session_id)
-    result = adopt_handoff(
-        ctx,
-        goal_id,
-        todo_id,
-        target_agent_id=target_agent_id,
-        handoff_id=handoff_id,
-        lease_seconds=lease_seconds,
-        workspace=workspace,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-
-    def text() -> str:
-        r = result.receipt
-        verb = "adopted" if result.status == "applied" else "already adopted (replayed)"
-        return (
-            f"todo {todo_id} {verb} by {agent_id}: claim transferred at revision "
-            f"{r['revision']} (goal {goal_id}, operation {r['operation_id']}, events "
-            f"{r['seq_first']}-{r['seq_last']})"
-        )
-
-    emit(fmt, result.to_dict(), text)
+    return commands.AdoptHandoff(**fields)
 
 
 # -- list ---------------------------------------------------------------------------------
@@ -445,7 +365,6 @@ def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
     from loopx.model.errors import LoopxError
     from loopx.projections.handoff import pending_handoffs
 
-    resolve = text_resolver(store)
     items: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     if goal_id is not None:
@@ -466,7 +385,7 @@ def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
             if loaded.state is not None:
                 states.append(loaded.state)
     for state in states:
-        items.extend(pending_handoffs(state, audience="private", text=resolve, now=now))
+        items.extend(pending_handoffs(state, audience="private", read_blob=store.get_blob, now=now))
     items.sort(key=lambda h: (h["prepared_at"], h["goal_id"], h["prepared_seq"]), reverse=True)
     return {"now": now, "handoffs": items, "total": len(items), "problems": problems}
 
@@ -474,7 +393,7 @@ def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:
 @handoff.command("list")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def list_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def list_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Pending handoffs (prepared, not adopted), newest first: what was the last session
     working on, and what did it leave for the next one?"""
     from loopx.engine.clock import from_env

@@ -58,7 +58,6 @@ def loopy_loop_cmd(
     debounce: float,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Import loopy-loop sessions from PATH: a project root, a .loopy_loop folder or one
     session folder. Each session becomes a goal; importing again changes nothing, and

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from loopx.cli.common import common, count, emit, open_store
+from loopx.cli.common import common, count, emit, emit_rows, open_store
 
 
 @click.command("log")
@@ -28,7 +28,6 @@ def log_cmd(
     types: tuple[str, ...],
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """List a goal's events, oldest first."""
     from loopx.model.errors import NotFound
@@ -41,23 +40,22 @@ def log_cmd(
     if limit is not None:
         events = events[:limit]
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{e['seq']:>6} {e['recorded_at']} {e['type']:<18} {e['actor']['agent_id']:<16} "
-                f"{e['operation_id']}"
-                for e in events
-            )
-            or "no events"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "events": events}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "events": events},
+        events,
+        lambda e: (
+            f"{e['seq']:>6} {e['recorded_at']} {e['type']:<18} {e['actor']['agent_id']:<16} "
+            f"{e['operation_id']}"
+        ),
+        "no events",
+    )
 
 
 @click.command("verify")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def verify_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def verify_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Recompute every checksum and the hash chain; report head hash, size and any damage.
 
     Exits 5 when any ledger is damaged.

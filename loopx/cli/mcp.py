@@ -16,8 +16,8 @@ import click
     show_envvar=True,
     help="Project folder holding .loopx/ (default: found from here).",
 )
-@click.option("--debug", is_flag=True, hidden=True)
-def mcp_cmd(root: Path | None, debug: bool) -> None:
+@click.option("--debug", is_flag=True, hidden=True, expose_value=False)
+def mcp_cmd(root: Path | None) -> None:
     """Serve prime, status, next, todo, evidence, run and handoff tools over the Model
     Context Protocol on stdin/stdout (register it with your agent; see README, Agents).
     Needs the optional extra: pip install 'loopx[mcp]'."""

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
-    actor,
     common,
-    context,
     count,
     emit,
-    emit_result,
-    guarded,
+    ids,
     open_store,
-    split_ids,
     text_resolver,
 )
+from loopx.cli.write import write
+from loopx.engine import commands, monitors
 
 
 @click.group()
@@ -26,8 +25,7 @@ def monitor() -> None:
     """Watch an external fact (CI, a pull request, a URL) with a next wake and a backoff."""
 
 
-@monitor.command("add")
-@click.option("--goal-id", required=True)
+@write(monitor, "add", monitors.add_monitor, "monitor")
 @click.option("--title", required=True)
 @click.option("--watch", required=True, help="What it watches: ci:…, pr:…, url:… or free text.")
 @click.option("--every", type=count(1), required=True, help="Seconds between observations.")
@@ -44,56 +42,18 @@ def monitor() -> None:
 )
 @click.option("--todo-id", default=None, help="Stable id (default: todo-N).")
 @click.option("--priority", type=click.IntRange(0, 4), default=2, show_default=True)
-@click.option("--depends-on", multiple=True, help="Todo ids (repeatable or comma-separated).")
+@click.option(
+    "--depends-on", multiple=True, callback=ids, help="Todo ids (repeatable or comma-separated)."
+)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
-@guarded
-@actor
-@common()
-def add(
-    goal_id: str,
-    title: str,
-    watch: str,
-    every: int,
-    backoff: str,
-    cap: int | None,
-    first_at: str | None,
-    todo_id: str | None,
-    priority: int,
-    depends_on: tuple[str, ...],
-    visibility: str,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def add(every: int, backoff: str, cap: int | None, **fields: Any) -> commands.AddMonitor:
     """Add a monitor: a todo of kind monitor, ready for an agent when its next wake comes."""
-    from loopx.engine.monitors import add_monitor
-
-    ctx = context(root, agent_id, session_id)
-    result = add_monitor(
-        ctx,
-        goal_id,
-        title=title,
-        watch=watch,
-        every=every,
-        backoff=backoff,
-        cap=cap,
-        first_at=first_at,
-        todo_id=todo_id,
-        priority=priority,
-        depends_on=split_ids(depends_on),
-        visibility=visibility,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
+    return commands.AddMonitor(
+        backoff=commands.Backoff(kind=backoff, seconds=every, cap=cap), **fields
     )
-    emit_result(fmt, result, "monitor")
 
 
-@monitor.command("observe")
-@click.option("--goal-id", required=True)
+@write(monitor, "observe", monitors.observe, lambda c: f"{c.result} observation of monitor")
 @click.option("--todo-id", required=True)
 @click.option("--result", type=click.Choice(["unchanged", "changed", "failed"]), required=True)
 @click.option("--summary", required=True, help="What was seen (kept as evidence).")
@@ -110,59 +70,16 @@ def add(
 @click.option("--reason", default=None, help="With --then block.")
 @click.option("--evidence-id", default=None)
 @click.option("--evidence-visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
-@guarded
-@actor
-@common()
-def observe(
-    goal_id: str,
-    todo_id: str,
-    result: str,
-    summary: str,
-    refs: tuple[str, ...],
-    revision: str | None,
-    then: str | None,
-    successor_title: str | None,
-    successor_id: str | None,
-    reason: str | None,
-    evidence_id: str | None,
-    evidence_visibility: str,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def observe_cmd(**fields: Any) -> commands.ObserveMonitor:
     """Record an observation as evidence: unchanged or failed moves the next wake by the
     backoff; changed makes the --then transition. --expected-revision guards the monitor."""
-    from loopx.engine.monitors import observe as observe_monitor
-
-    ctx = context(root, agent_id, session_id)
-    receipt = observe_monitor(
-        ctx,
-        goal_id,
-        todo_id,
-        result=result,
-        summary=summary,
-        refs=list(refs),
-        revision=revision,
-        then=then,
-        successor_title=successor_title,
-        successor_id=successor_id,
-        reason=reason,
-        evidence_id=evidence_id,
-        evidence_visibility=evidence_visibility,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, receipt, f"{result} observation of monitor")
+    return commands.ObserveMonitor(**fields)
 
 
 @click.command("wake")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def wake_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def wake_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """What is due now and when the next thing falls due (for a scheduler or cron job)."""
     from loopx.engine.clock import from_env
     from loopx.engine.goals_all import load_all

@@ -81,7 +81,6 @@ def prime_cmd(
     max_chars: int | None,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """A briefing to read at the start of a session: the protocol (claim, renew, evidence,
     complete, hand off) with its commands, your live claims, handoffs waiting for you, the
@@ -174,7 +173,6 @@ def agents_md_cmd(
     goal_id: str | None,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """The loopx block for AGENTS.md / CLAUDE.md: tells any agent to run `loopx prime` and
     follow the protocol. Printed, or written between markers, leaving the rest of the file

@@ -94,13 +94,13 @@ def workbench_cmd(
     overwrite: bool,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """The workbench of a goal, as Markdown to commit for review.
 
     It changes only when something it shows changes: a heartbeat (`todo renew`) or a git
     commit leaves it byte-identical.
     """
+    from loopx.build.committed import check_workbench, write_workbench
     from loopx.build.single import visible_goals, workbench_markdown
 
     store, state, goals = _load(root, goal_id, audience)
@@ -113,37 +113,24 @@ def workbench_cmd(
     _public_scan(store, audience, "workbench.md", text, goals)
     flags = f"--goal-id {goal_id}" + (" --audience public" if audience == "public" else "")
     if check_path is not None:
-        _check_workbench(check_path, text, flags, state.revision)
+        check_workbench(check_path, text, flags, state.revision)
         emit(fmt, {"ok": True, "path": str(check_path)}, f"{check_path} is up to date")
         return
     if write_to is not None:
-        if audience != "public":
-            from loopx.build.exposure import guard_team_output
-
-            guard_team_output(write_to, lambda line: echo(line, err=True))
-        from loopx.build.outdir import write_file
-        from loopx.projections.workbench import read_header
-
-        # The output-file rules (`loopx.build.outdir`): never in .loopx/, never through a
-        # link, never over a file that is not a workbench (without --overwrite); an
-        # unchanged file is not touched (its mtime stays).
-        unchanged = not write_file(
+        written = write_workbench(
             store.root,
             write_to,
-            text.encode("utf-8"),
-            ours=lambda data: read_header(data.decode("utf-8", "replace")) is not None,
+            text,
+            audience=audience,
             overwrite=overwrite,
+            warn=lambda line: echo(line, err=True),
         )
-        verb = "unchanged" if unchanged else "wrote"
+        about = {"path": str(write_to), "revision": state.revision, "audience": audience}
         emit(
             fmt,
-            {
-                "path": str(write_to),
-                "revision": state.revision,
-                "audience": audience,
-                "written": not unchanged,
-            },
-            f"{verb} {write_to} (goal {goal_id}, ledger revision {state.revision})",
+            {**about, "written": written},
+            f"{'wrote' if written else 'unchanged'} {write_to} (goal {goal_id}, ledger "
+            f"revision {state.revision})",
         )
         return
     if fmt == "json":
@@ -151,47 +138,6 @@ def workbench_cmd(
         emit(fmt, {**about, "markdown": text})
     else:
         echo(text, nl=False)
-
-
-def _check_workbench(path: Path, text: str, flags: str, revision: int) -> None:
-    """Raise `CheckFailed` unless the file at `path` is exactly `text`; the message names the
-    exact command that regenerates it."""
-    import shlex
-
-    from loopx.model.errors import CheckFailed
-    from loopx.projections.workbench import body_digest, read_header
-    from loopx.store import fsio
-
-    fix = f"`loopx workbench {flags} --write {shlex.quote(str(path))}`"
-    try:
-        # Through the I/O seam: no link followed, regular files only, the read capped (a link,
-        # FIFO or folder in its place is `unsafe_path`, never read through or waited on).
-        on_disk = fsio.current().read_file(path).decode("utf-8")
-    except (FileNotFoundError, NotADirectoryError):
-        raise CheckFailed(
-            f"{path} does not exist; write it with {fix}", code="workbench_missing", path=str(path)
-        ) from None
-    except UnicodeDecodeError:
-        on_disk = ""  # not text at all: certainly not what loopx wrote
-    except OSError as err:
-        with fsio.guard("read the workbench file"):
-            raise err
-    if on_disk == text:
-        return
-    header = read_header(on_disk)
-    if header is None or body_digest(header["body"]) != header["digest"]:
-        raise CheckFailed(
-            f"{path} was edited by hand (a workbench is generated); regenerate it with {fix}",
-            code="workbench_edited",
-            path=str(path),
-        )
-    raise CheckFailed(
-        f"{path} is stale: the ledger (now at revision {revision}) changed what it shows; "
-        f"regenerate it with {fix}",
-        code="workbench_stale",
-        path=str(path),
-        ledger_revision=revision,
-    )
 
 
 @click.command("review")
@@ -216,7 +162,6 @@ def review_cmd(
     head: str | None,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """A review packet: the question, what changed, the evidence and its freshness, open gates
     and the exact commands to resolve them."""
@@ -258,30 +203,13 @@ def review_cmd(
     help=AUDIENCE_HELP + " private: everything on this host.",
 )
 @common(formats=("mermaid", "dot", "svg", "json", "text"))
-def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str, debug: bool) -> None:
+def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str) -> None:
     """A goal's task graph as Mermaid (default for text), DOT, SVG or JSON."""
-    from loopx.build.single import task_graph
-    from loopx.model.errors import InvalidInput
-    from loopx.render import graph as graph_source
-    from loopx.render.svg import to_svg
+    from loopx.build.single import graph_text
 
     store, state, goals = _load(root, goal_id, audience)
-    gr = task_graph(state, audience, store.get_blob if audience == "private" else None)
-    if fmt == "json":
-        from loopx.render.jsonout import dumps
-
-        out = dumps(gr).decode("utf-8")
-    elif fmt == "dot":
-        out = graph_source.to_dot(gr)
-    elif fmt == "svg":
-        svg = to_svg(gr)
-        if svg is None:
-            raise InvalidInput(
-                "graph is too large to lay out; use --format dot or mermaid", code="graph_too_large"
-            )
-        out = svg + "\n"
-    else:
-        out = graph_source.to_mermaid(gr)
+    blobs = store.get_blob if audience == "private" else None
+    out = graph_text(state, audience, fmt, blobs)
     _public_scan(store, audience, f"graph.{fmt}", out, goals)
     if fmt == "json":
         click.echo(out, nl=False)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from loopx.cli.common import actor, common, context, emit, emit_result, guarded, open_store
+from loopx.cli.common import common, emit_rows, open_store
+from loopx.cli.write import write
+from loopx.engine import commands, redactions
 from loopx.model.events import REDACTABLE_FIELDS
 
 _FIELDS = sorted({f for fields in REDACTABLE_FIELDS.values() for f in fields})
@@ -22,69 +25,36 @@ def redact() -> None:
     """
 
 
-@redact.command("field")
-@click.option("--goal-id", required=True)
+@write(redact, "field", redactions.redact_field, "redaction")
 @click.option(
     "--entity", required=True, type=click.Choice(sorted(REDACTABLE_FIELDS)), help="What holds it."
 )
 @click.option("--entity-id", default=None, help="Its id (a goal's defaults to --goal-id).")
-@click.option("--field", "field_name", required=True, type=click.Choice(_FIELDS))
+@click.option("--field", required=True, type=click.Choice(_FIELDS))
 @click.option("--reason", required=True, help="Why (kept in the team ledger; no secret here).")
 @click.option("--redaction-id", default=None)
-@guarded
-@actor
-@common()
-def field_cmd(
-    goal_id: str,
-    entity: str,
-    entity_id: str | None,
-    field_name: str,
-    reason: str,
-    redaction_id: str | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def field_cmd(**fields: Any) -> commands.RedactField:
     """Redact one field of one entity (allowed on a closed goal)."""
-    from loopx.engine.redactions import redact_field
-
-    ctx = context(root, agent_id, session_id)
-    result = redact_field(
-        ctx,
-        goal_id,
-        entity=entity,
-        entity_id=entity_id,
-        field=field_name,
-        reason=reason,
-        redaction_id=redaction_id,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "redaction")
+    return commands.RedactField(**fields)
 
 
 @redact.command("list")
 @click.option("--goal-id", required=True)
 @common()
-def list_cmd(goal_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+def list_cmd(goal_id: str, root: Path | None, fmt: str) -> None:
     """The corrections recorded on a goal, oldest first."""
     from loopx.engine.core import require_goal
 
     state = require_goal(open_store(root), goal_id)
     items = sorted(state.redactions.values(), key=lambda r: r["seq"])
 
-    def text() -> str:
-        return (
-            "\n".join(
-                f"{r['redaction_id']}: {r['entity']} {r['entity_id']} {r['field']} "
-                f"by {r['by']} at {r['at']}: {r['reason']}"
-                for r in items
-            )
-            or "no redactions"
-        )
-
-    emit(fmt, {"goal_id": goal_id, "redactions": items}, text)
+    emit_rows(
+        fmt,
+        {"goal_id": goal_id, "redactions": items},
+        items,
+        lambda r: (
+            f"{r['redaction_id']}: {r['entity']} {r['entity_id']} {r['field']} "
+            f"by {r['by']} at {r['at']}: {r['reason']}"
+        ),
+        "no redactions",
+    )

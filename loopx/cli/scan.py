@@ -39,7 +39,6 @@ def scan_cmd(
     hash_names: tuple[str, ...],
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """Scan PATHS (files or folders) as `loopx build` scans public output: credentials,
     personal and machine data, and everything the ledger marks non-public, in plain, JSON-,

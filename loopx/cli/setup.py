@@ -18,7 +18,7 @@ from loopx.cli.common import common, emit
     "(libpq supplies it). Default: files under .loopx/.",
 )
 @common()
-def init_cmd(store_url: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def init_cmd(store_url: str | None, root: Path | None, fmt: str) -> None:
     """Create .loopx/ (ledgers, private blob store, cache) in the project folder.
 
     Writes .loopx/.gitignore so private/ and cache/ never reach git. Safe to run twice.
@@ -56,7 +56,7 @@ def init_cmd(store_url: str | None, root: Path | None, fmt: str, debug: bool) ->
 @click.command("demo")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), required=False)
 @common()
-def demo_cmd(directory: Path | None, root: Path | None, fmt: str, debug: bool) -> None:
+def demo_cmd(directory: Path | None, root: Path | None, fmt: str) -> None:
     """Create a realistic demo project in DIRECTORY, or in --root (default: ./loopx-demo).
 
     Several goals, todos with dependencies, a pending gate, evidence, runs, a claim and a

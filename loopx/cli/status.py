@@ -9,6 +9,9 @@ import click
 
 from loopx.cli.common import common, count, emit, open_store, text_resolver
 
+# The colour of each attention state on a terminal.
+COLOURS = dict(needs_user="yellow", ready_for_agent="green", waiting="cyan", blocked="red")
+
 
 def _goal_status(
     goal_id: str, loaded: Any, now: str, resolve: Any, *, named: bool
@@ -45,69 +48,68 @@ def _goal_status(
 def _status_text(goals: list[dict[str, Any]], now: str) -> str:
     if not goals:
         return "no goals (create one with: loopx goal create --goal-id ID …)"
-    lines: list[str] = []
-    for g in goals:
-        health = g["health"]
-        if health["state"] in ("corrupt", "unreadable"):
-            what = "LEDGER CORRUPT" if health["state"] == "corrupt" else "UNREADABLE"
-            lines.append(f"{g['goal_id']}: {what} ({health['code']}): {health['message']}")
-            continue
-        c, a = g["counts"], g["attention"]
-        lines.append(f"{g['goal_id']}: {g['title']}  [{g['status']}, revision {g['revision']}]")
-        lines.append(f"  attention: {_attention(a['state'])} ({a['reason']})")
-        lines.append(
-            f"  todos: {c['done']}/{c['total']} done, {c['open']} open, "
-            f"{c['active']} active, {c['blocked']} blocked"
-        )
-        if g["frontier"]:
-            more = g["frontier_total"] - len(g["frontier"])
-            lines.append(
-                "  ready: "
-                + ", ".join(t["todo_id"] for t in g["frontier"])
-                + (f" (+{more} more)" if more else "")
-            )
-        for item in g["monitors"]["due"]:
-            lines.append(
-                f"  due: {item['todo_id']} watching {item['watch']} (since {item['next_at']})"
-            )
-        for t in g["open_turns"]:
-            lines.append(
-                f"  open turn {t['turn_id']} on {t['todo_id']} by {t['agent_id']}: "
-                f"at {t['phase']} for {t['age_seconds']}s (loopx turn resume)"
-            )
-        wake = g["monitors"]["next_wake"]
-        if wake:
-            what = wake.get("todo_id") or f"gate {wake.get('gate_id')}"
-            lines.append(f"  next wake: {wake['at']} ({what})")
-        for gate in g["gates"]:
-            lines.append(
-                f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
-                f"{gate['question']}"
-                + (f" (ask again on {gate['ask_again_at']})" if "ask_again_at" in gate else "")
-            )
-        for lease in g["leases"]:
-            state = "live" if lease["live"] else "EXPIRED"
-            lines.append(
-                f"  lease {lease['todo_id']} by {lease['agent_id']} until "
-                f"{lease['lease_expires_at']} ({state})"
-            )
-        q = g["quota"]
-        if q["budget"] is not None:
-            lines.append(
-                f"  quota: {q['spent']}/{q['budget']} {q['unit']}"
-                + (" (exhausted)" if q["exhausted"] else "")
-            )
-        if g["health"]["state"] != "ok":
-            lines.append(f"  ledger: {g['health']['state']} ({g['health']['note']})")
-    return "\n".join(lines)
+    return "\n".join(line for g in goals for line in _goal_lines(g))
 
 
-ATTENTION_COLOURS = {
-    "needs_user": "yellow",
-    "ready_for_agent": "green",
-    "waiting": "cyan",
-    "blocked": "red",
-}
+def _goal_lines(g: dict[str, Any]) -> list[str]:
+    health = g["health"]
+    if health["state"] in ("corrupt", "unreadable"):
+        what = "LEDGER CORRUPT" if health["state"] == "corrupt" else "UNREADABLE"
+        return [f"{g['goal_id']}: {what} ({health['code']}): {health['message']}"]
+    c, a = g["counts"], g["attention"]
+    lines = [
+        f"{g['goal_id']}: {g['title']}  [{g['status']}, revision {g['revision']}]",
+        f"  attention: {_attention(a['state'])} ({a['reason']})",
+        f"  todos: {c['done']}/{c['total']} done, {c['open']} open, "
+        f"{c['active']} active, {c['blocked']} blocked",
+    ]
+    lines += _work_lines(g) + _held_lines(g)
+    q = g["quota"]
+    if q["budget"] is not None:
+        exhausted = " (exhausted)" if q["exhausted"] else ""
+        lines.append(f"  quota: {q['spent']}/{q['budget']} {q['unit']}{exhausted}")
+    if health["state"] != "ok":
+        lines.append(f"  ledger: {health['state']} ({health['note']})")
+    return lines
+
+
+def _work_lines(g: dict[str, Any]) -> list[str]:
+    """What is ready, due or under way, and the next wake."""
+    lines = []
+    if g["frontier"]:
+        more = g["frontier_total"] - len(g["frontier"])
+        ready = ", ".join(t["todo_id"] for t in g["frontier"])
+        lines.append(f"  ready: {ready}" + (f" (+{more} more)" if more else ""))
+    lines += [
+        f"  due: {m['todo_id']} watching {m['watch']} (since {m['next_at']})"
+        for m in g["monitors"]["due"]
+    ]
+    lines += [
+        f"  open turn {t['turn_id']} on {t['todo_id']} by {t['agent_id']}: "
+        f"at {t['phase']} for {t['age_seconds']}s (loopx turn resume)"
+        for t in g["open_turns"]
+    ]
+    wake = g["monitors"]["next_wake"]
+    if wake:
+        what = wake.get("todo_id") or f"gate {wake.get('gate_id')}"
+        lines.append(f"  next wake: {wake['at']} ({what})")
+    return lines
+
+
+def _held_lines(g: dict[str, Any]) -> list[str]:
+    """The decisions pending and the leases held."""
+    lines = [
+        f"  gate {gate['gate_id']} [{gate['status']}] for {gate['authority']}: "
+        f"{gate['question']}"
+        + (f" (ask again on {gate['ask_again_at']})" if "ask_again_at" in gate else "")
+        for gate in g["gates"]
+    ]
+    lines += [
+        f"  lease {lease['todo_id']} by {lease['agent_id']} until "
+        f"{lease['lease_expires_at']} ({'live' if lease['live'] else 'EXPIRED'})"
+        for lease in g["leases"]
+    ]
+    return lines
 
 
 def _attention(state: str) -> str:
@@ -116,14 +118,14 @@ def _attention(state: str) -> str:
 
     from loopx.cli.ergonomics import paint
 
-    colour = ATTENTION_COLOURS.get(state)
+    colour = COLOURS.get(state)
     return paint(state, sys.stdout, fg=colour, bold=True) if colour else state
 
 
 @click.command("status")
 @click.option("--goal-id", default=None, help="One goal (default: every goal).")
 @common()
-def status_cmd(goal_id: str | None, root: Path | None, fmt: str, debug: bool) -> None:
+def status_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Per goal: attention state, progress, frontier, pending gates, leases, quota, health."""
     from loopx.engine.clock import from_env
 
@@ -155,7 +157,6 @@ def next_cmd(
     limit: int,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """The frontier: open todos whose dependencies are done, not held by a pending gate, not
     claimed by someone else under a live lease. Highest priority first."""
@@ -184,18 +185,17 @@ def next_cmd(
     emit(fmt, data, text)
 
 
+# What each reason code says of a todo that is not ready (lists are joined).
+_REASONS = {
+    "dependency_open": "waits for {todo_ids}",
+    "dependency_missing": "depends on unknown {todo_ids}",
+    "gate_pending": "held by gate {gate_ids}",
+    "claimed": "claimed by {agent_id} until {lease_expires_at}",
+    "todo_blocked": "blocked",
+    "monitor_not_due": "monitor, next wake {next_at}",
+}
+
+
 def _reason(r: dict[str, Any]) -> str:
-    code = r["code"]
-    if code == "dependency_open":
-        return "waits for " + ", ".join(r["todo_ids"])
-    if code == "dependency_missing":
-        return "depends on unknown " + ", ".join(r["todo_ids"])
-    if code == "gate_pending":
-        return "held by gate " + ", ".join(r["gate_ids"])
-    if code == "claimed":
-        return f"claimed by {r['agent_id']} until {r['lease_expires_at']}"
-    if code == "todo_blocked":
-        return "blocked"
-    if code == "monitor_not_due":
-        return f"monitor, next wake {r['next_at']}"
-    return code
+    said = {k: ", ".join(v) if isinstance(v, list) else v for k, v in r.items()}
+    return _REASONS.get(r["code"], "{code}").format_map(said)

@@ -30,7 +30,7 @@ def _summary(data: dict[str, object], verb: str) -> str:
     help="A new (absent or empty) folder: becomes a project with a file store.",
 )
 @common()
-def export_cmd(to: Path, root: Path | None, fmt: str, debug: bool) -> None:
+def export_cmd(to: Path, root: Path | None, fmt: str) -> None:
     """Copy this project's ledgers and blobs into a new file-store project folder.
 
     The exported ledgers are byte-identical to the store's; every ledger is verified first.
@@ -50,7 +50,7 @@ def export_cmd(to: Path, root: Path | None, fmt: str, debug: bool) -> None:
     help="A project folder with a file store (.loopx/goals/…).",
 )
 @common()
-def import_cmd(source: Path, root: Path | None, fmt: str, debug: bool) -> None:
+def import_cmd(source: Path, root: Path | None, fmt: str) -> None:
     """Copy a file-store project's ledgers and blobs into this project's store.
 
     Goals already there byte for byte are skipped (run it again to finish an interrupted

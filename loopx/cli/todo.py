@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
-    actor,
     common,
-    context,
     count,
     emit,
-    emit_result,
-    guarded,
+    ids,
     open_store,
     split_ids,
     text_resolver,
 )
+from loopx.cli.write import write
+from loopx.engine import commands, todos
+from loopx.engine.core import Context, Result
 from loopx.engine.lookup import LEASE_RANGE
+
+T = TypeVar("T", bound=commands.TodoTransition)
 
 STATUSES = click.Choice(["open", "active", "blocked", "done", "cancelled"])
 
@@ -30,8 +33,7 @@ def todo() -> None:
     """Add, claim, complete and inspect todos."""
 
 
-@todo.command("add")
-@click.option("--goal-id", required=True)
+@write(todo, "add", todos.add_todo, "todo")
 @click.option("--title", required=True)
 @click.option("--todo-id", default=None, help="Stable id (default: todo-N).")
 @click.option(
@@ -45,56 +47,18 @@ def todo() -> None:
 @click.option(
     "--priority", type=click.IntRange(0, 4), default=2, show_default=True, help="0 is highest."
 )
-@click.option("--depends-on", multiple=True, help="Todo ids (repeatable or comma-separated).")
+@click.option(
+    "--depends-on", multiple=True, callback=ids, help="Todo ids (repeatable or comma-separated)."
+)
 @click.option("--acceptance", default=None, help="What done means.")
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
 @click.option("--predecessor", default=None, help="A todo this one succeeds.")
-@guarded
-@actor
-@common()
-def add(
-    goal_id: str,
-    title: str,
-    todo_id: str | None,
-    role: str,
-    kind: str,
-    priority: int,
-    depends_on: tuple[str, ...],
-    acceptance: str | None,
-    visibility: str,
-    predecessor: str | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def add(**fields: Any) -> commands.AddTodo:
     """Add a todo. --expected-revision guards the goal's head revision."""
-    from loopx.engine.todos import add_todo
-
-    ctx = context(root, agent_id, session_id)
-    result = add_todo(
-        ctx,
-        goal_id,
-        title=title,
-        todo_id=todo_id,
-        role=role,
-        kind=kind,
-        priority=priority,
-        depends_on=split_ids(depends_on),
-        acceptance=acceptance,
-        visibility=visibility,
-        predecessor=predecessor,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "todo")
+    return commands.AddTodo(**fields)
 
 
-@todo.command("update")
-@click.option("--goal-id", required=True)
+@write(todo, "update", todos.update_todo, "todo")
 @click.option("--todo-id", required=True)
 @click.option("--title", default=None)
 @click.option("--priority", type=click.IntRange(0, 4), default=None)
@@ -103,50 +67,13 @@ def add(
 @click.option("--acceptance", default=None)
 @click.option("--kind", default=None)
 @click.option("--role", type=click.Choice(["agent", "user"]), default=None)
-@guarded
-@actor
-@common()
-def update(
-    goal_id: str,
-    todo_id: str,
-    title: str | None,
-    priority: int | None,
-    depends_on: tuple[str, ...],
-    no_depends: bool,
-    acceptance: str | None,
-    kind: str | None,
-    role: str | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> commands.UpdateTodo:
     """Change an open todo's fields. --expected-revision guards the todo's revision."""
-    from loopx.engine.todos import update_todo
-
     deps = [] if no_depends else (split_ids(depends_on) if depends_on else None)
-    ctx = context(root, agent_id, session_id)
-    result = update_todo(
-        ctx,
-        goal_id,
-        todo_id,
-        title=title,
-        priority=priority,
-        depends_on=deps,
-        acceptance=acceptance,
-        kind=kind,
-        role=role,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "todo")
+    return commands.UpdateTodo(depends_on=deps, **fields)
 
 
-@todo.command("claim")
-@click.option("--goal-id", required=True)
+@write(todo, "claim", todos.claim_todo, "claim on")
 @click.option("--todo-id", required=True)
 @click.option(
     "--lease-seconds",
@@ -154,170 +81,81 @@ def update(
     default=None,
     help="Lease length (default: the goal's policy).",
 )
-@guarded
-@actor
-@common()
-def claim(
-    goal_id: str,
-    todo_id: str,
-    lease_seconds: int | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def claim(**fields: Any) -> commands.ClaimTodo:
     """Claim a ready todo for --agent-id under a lease. Another agent's live claim is
     claim_owner_mismatch; only `loopx handoff adopt` transfers a claim."""
-    from loopx.engine.todos import claim_todo
-
-    ctx = context(root, agent_id, session_id)
-    result = claim_todo(
-        ctx,
-        goal_id,
-        todo_id,
-        lease_seconds=lease_seconds,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "claim on")
+    return commands.ClaimTodo(**fields)
 
 
-@todo.command("renew")
-@click.option("--goal-id", required=True)
+@write(todo, "renew", todos.renew_todo, "lease on")
 @click.option("--todo-id", required=True)
 @click.option("--lease-seconds", type=click.IntRange(*LEASE_RANGE), default=None)
-@guarded
-@actor
-@common()
-def renew(
-    goal_id: str,
-    todo_id: str,
-    lease_seconds: int | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def renew(**fields: Any) -> commands.RenewTodo:
     """Extend your lease on a todo (a heartbeat)."""
-    from loopx.engine.todos import renew_todo
-
-    ctx = context(root, agent_id, session_id)
-    result = renew_todo(
-        ctx,
-        goal_id,
-        todo_id,
-        lease_seconds=lease_seconds,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "lease on")
+    return commands.RenewTodo(**fields)
 
 
 def _transition(
-    name: str, fn_name: str, help_text: str, reason_help: str, reason_required: bool = False
+    name: str,
+    command: type[T],
+    run: Callable[[Context, T], Result],
+    help_text: str,
+    reason_help: str,
+    reason_required: bool = False,
 ) -> None:
-    @todo.command(name, help=help_text)
-    @click.option("--goal-id", required=True)
-    @click.option("--todo-id", required=True)
-    @click.option("--reason", required=reason_required, default=None, help=reason_help)
-    @guarded
-    @actor
-    @common()
-    def command(
-        goal_id: str,
-        todo_id: str,
-        reason: str | None,
-        operation_id: str | None,
-        expected_revision: int | None,
-        agent_id: str,
-        session_id: str,
-        root: Path | None,
-        fmt: str,
-        debug: bool,
-    ) -> None:
-        from loopx.engine import todos
+    def build(**fields: Any) -> T:
+        return command(**fields)
 
-        ctx = context(root, agent_id, session_id)
-        result = getattr(todos, fn_name)(
-            ctx,
-            goal_id,
-            todo_id,
-            reason=reason,
-            operation_id=operation_id,
-            expected_revision=expected_revision,
-        )
-        emit_result(fmt, result, f"{name} of")
+    build.__doc__ = help_text
+    reason = click.option("--reason", required=reason_required, default=None, help=reason_help)
+    todo_id = click.option("--todo-id", required=True)
+    write(todo, name, run, f"{name} of")(todo_id(reason(build)))
 
 
-_transition("release", "release_todo", "Give up your claim; the todo is open again.", "Why.")
+_transition(
+    "release",
+    commands.ReleaseTodo,
+    todos.release_todo,
+    "Give up your claim; the todo is open again.",
+    "Why.",
+)
 _transition(
     "block",
-    "block_todo",
+    commands.BlockTodo,
+    todos.block_todo,
     "Mark a todo blocked, with the reason.",
     "What blocks it.",
     reason_required=True,
 )
-_transition("unblock", "unblock_todo", "Clear a todo's blocked state.", "Why.")
+_transition(
+    "unblock", commands.UnblockTodo, todos.unblock_todo, "Clear a todo's blocked state.", "Why."
+)
 _transition(
     "reopen",
-    "reopen_todo",
+    commands.ReopenTodo,
+    todos.reopen_todo,
     "Reopen a done or cancelled todo (an explicit event).",
     "Why it must be reopened.",
     reason_required=True,
 )
-_transition("cancel", "cancel_todo", "Cancel an open todo.", "Why.")
+_transition("cancel", commands.CancelTodo, todos.cancel_todo, "Cancel an open todo.", "Why.")
 
 
-@todo.command("complete")
-@click.option("--goal-id", required=True)
+@write(todo, "complete", todos.complete_todo, "completion of")
 @click.option("--todo-id", required=True)
 @click.option("--summary", default=None, help="What was done.")
 @click.option(
     "--evidence-id",
     "evidence_ids",
     multiple=True,
+    callback=ids,
     help="Evidence supporting completion (repeatable).",
 )
 @click.option("--successor", default=None, help="A todo that continues this one.")
-@guarded
-@actor
-@common()
-def complete(
-    goal_id: str,
-    todo_id: str,
-    summary: str | None,
-    evidence_ids: tuple[str, ...],
-    successor: str | None,
-    operation_id: str | None,
-    expected_revision: int | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def complete(**fields: Any) -> commands.CompleteTodo:
     """Complete a todo. Refused while dependencies are open (dependency_open) or a pending
     gate blocks it (gate_pending)."""
-    from loopx.engine.todos import complete_todo
-
-    ctx = context(root, agent_id, session_id)
-    result = complete_todo(
-        ctx,
-        goal_id,
-        todo_id,
-        summary=summary,
-        evidence_ids=split_ids(evidence_ids),
-        successor=successor,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-    )
-    emit_result(fmt, result, "completion of")
+    return commands.CompleteTodo(**fields)
 
 
 def _todo_line(t: dict[str, Any]) -> str:
@@ -342,7 +180,6 @@ def list_todos(
     limit: int | None,
     root: Path | None,
     fmt: str,
-    debug: bool,
 ) -> None:
     """List a goal's todos, oldest first."""
     from loopx.engine.clock import from_env
@@ -395,7 +232,7 @@ def todo_detail(store: Any, goal_id: str, todo_id: str, now: str) -> dict[str, A
 @click.option("--goal-id", required=True)
 @click.option("--todo-id", required=True)
 @common()
-def show(goal_id: str, todo_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+def show(goal_id: str, todo_id: str, root: Path | None, fmt: str) -> None:
     """Show one todo with its claim, gates, evidence and runs."""
     from loopx.engine.clock import from_env
 

@@ -7,7 +7,9 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import actor, common, context, count, emit, emit_result, open_store
+from loopx.cli.common import common, count, emit, open_store
+from loopx.cli.write import write
+from loopx.engine import commands, turns
 from loopx.engine.evidence import OUTCOMES
 
 
@@ -16,117 +18,40 @@ def turn() -> None:
     """Journal a bounded turn's phases so an interrupted one resumes where it stopped."""
 
 
-def _operation(fn: Any) -> Any:
-    return click.option(
-        "--operation-id",
-        default=None,
-        help="Idempotency key: a retry with the same id and payload replays the original receipt.",
-    )(fn)
-
-
-@turn.command("begin")
-@click.option("--goal-id", required=True)
+@write(turn, "begin", turns.begin_turn, "turn")
 @click.option("--todo-id", required=True, help="A todo the acting agent holds.")
 @click.option("--turn-id", default=None, help="Stable id (default: turn-N).")
-@_operation
-@actor
-@common()
-def begin(
-    goal_id: str,
-    todo_id: str,
-    turn_id: str | None,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def begin(**fields: Any) -> commands.BeginTurn:
     """Open a journal entry (phase claim) for a turn on a claimed todo."""
-    from loopx.engine.turns import begin_turn
-
-    ctx = context(root, agent_id, session_id)
-    result = begin_turn(ctx, goal_id, todo_id, turn_id=turn_id, operation_id=operation_id)
-    emit_result(fmt, result, "turn")
+    return commands.BeginTurn(**fields)
 
 
-@turn.command("phase")
-@click.option("--goal-id", required=True)
+@write(turn, "phase", turns.record_phase, lambda c: f"phase {c.phase} of turn")
 @click.option("--turn-id", required=True)
 @click.option("--phase", type=click.Choice(["execute", "validate", "write_back"]), required=True)
 @click.option("--ref", default=None, help="What the phase touched (a branch, a log, a URL).")
-@_operation
-@actor
-@common()
-def phase(
-    goal_id: str,
-    turn_id: str,
-    phase: str,
-    ref: str | None,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def phase(**fields: Any) -> commands.RecordPhase:
     """Record the phase the turn reached (never backwards). It authorises nothing."""
-    from loopx.engine.turns import record_phase
-
-    ctx = context(root, agent_id, session_id)
-    result = record_phase(ctx, goal_id, turn_id, phase=phase, ref=ref, operation_id=operation_id)
-    emit_result(fmt, result, f"phase {phase} of turn")
+    return commands.RecordPhase(**fields)
 
 
-@turn.command("end")
-@click.option("--goal-id", required=True)
+@write(turn, "end", turns.end_turn, "settled turn")
 @click.option("--turn-id", required=True)
 @click.option("--outcome", type=click.Choice(OUTCOMES), required=True)
 @click.option("--summary", default=None)
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--evidence-id", "evidence_ids", multiple=True)
 @click.option("--run-id", default=None)
-@_operation
-@actor
-@common()
-def end(
-    goal_id: str,
-    turn_id: str,
-    outcome: str,
-    summary: str | None,
-    quota_spent: int,
-    evidence_ids: tuple[str, ...],
-    run_id: str | None,
-    operation_id: str | None,
-    agent_id: str,
-    session_id: str,
-    root: Path | None,
-    fmt: str,
-    debug: bool,
-) -> None:
+def end(**fields: Any) -> commands.EndTurn:
     """Settle the turn into a run record and its quota spend, exactly once (turn_settled)."""
-    from loopx.engine.turns import end_turn
-
-    ctx = context(root, agent_id, session_id)
-    result = end_turn(
-        ctx,
-        goal_id,
-        turn_id,
-        outcome=outcome,
-        summary=summary,
-        quota_spent=quota_spent,
-        evidence_ids=list(evidence_ids),
-        run_id=run_id,
-        operation_id=operation_id,
-    )
-    emit_result(fmt, result, "settled turn")
+    return commands.EndTurn(**fields)
 
 
 @turn.command("list")
 @click.option("--goal-id", required=True)
 @click.option("--open", "only_open", is_flag=True, help="Only turns not yet settled.")
 @common()
-def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str, debug: bool) -> None:
+def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str) -> None:
     """A goal's turns with their last phase and its age, oldest first."""
     from loopx.cli.common import text_resolver
     from loopx.engine.clock import from_env
@@ -156,7 +81,7 @@ def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str, debug
 @click.option("--goal-id", required=True)
 @click.option("--turn-id", required=True)
 @common()
-def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str, debug: bool) -> None:
+def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str) -> None:
     """Where an interrupted turn stopped and what to re-inspect before continuing it."""
     from loopx.cli.common import text_resolver
     from loopx.engine.clock import from_env

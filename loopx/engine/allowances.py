@@ -10,16 +10,21 @@ repeats an id the ledger already holds) says more than before. The boundary scan
 findings of that kind inside that id (see `loopx.build.allowances`); any other still blocks.
 Text fields are corrected by redaction instead (`loopx.engine.redactions`).
 
+Whether the id does hold such a finding is the boundary scanner's to say, and this layer may
+not import it: `loopx allow finding` asks it first (`loopx.build.allowances.confirm`; ids and
+the seq that created an entity never change, so the answer holds at the write).
+
 Like a redaction it is accepted on a closed goal (an exception to `goal_terminal`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from loopx.engine import lookup
+from loopx.engine.commands import AllowFinding
 from loopx.engine.core import Change, Context, Result, execute
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
@@ -27,106 +32,64 @@ from loopx.state.allowances import created_at_seq
 from loopx.state.entities import GoalState
 from loopx.state.redactions import target
 
-#: (text, kind) → whether the boundary scanner finds `kind` in `text` (the privacy layer
-#: answers; the engine may not import it).
-Finds = Callable[[str, str], bool]
 ENTITIES = ("goal", "todo", "gate", "evidence", "note", "run", "handoff")
 _KIND = re.compile(r"[a-z][a-z0-9-]{1,63}")
 
 
-def _resolve(state: GoalState, entity: str, entity_id: str | None, seq: int | None) -> str:
-    """The id of the entity named by id, or by the seq of the event that created it."""
-    found = created_at_seq(state, entity, seq) if seq is not None else entity_id
-    if found is None or target(state, entity, found) is None:
-        raise NotFound(f"{entity} not found", code=f"{entity}_not_found")
-    return found
-
-
-def _check(entity: str, kind: str, entity_id: str | None, seq: int | None) -> None:
-    if entity not in ENTITIES:
+def checked(cmd: AllowFinding) -> AllowFinding:
+    """`cmd` checked: a known entity, named by id or by seq (a goal's id defaults to the
+    goal), a finding kind, and a reason."""
+    if cmd.entity not in ENTITIES:
         raise InvalidInput(
-            f"entity must be one of {', '.join(ENTITIES)}", code="invalid_entity", entity=entity
+            f"entity must be one of {', '.join(ENTITIES)}", code="invalid_entity", entity=cmd.entity
         )
-    if not _KIND.fullmatch(kind):
+    if not _KIND.fullmatch(cmd.kind):
         raise InvalidInput("kind must be a finding kind", code="invalid_kind")
-    if (entity_id is None) == (seq is None):
+    entity_id = cmd.entity_id
+    if cmd.entity == "goal" and entity_id is None and cmd.seq is None:
+        entity_id = cmd.goal_id
+    if (entity_id is None) == (cmd.seq is None):
         raise InvalidInput("name the entity by --entity-id or by --seq", code="missing_entity_id")
     if entity_id is not None:
         check_id(entity_id, "entity_id")
+    reason = lookup.text(cmd.reason, "reason", limit=lookup.MAX_TITLE)
+    return replace(cmd, entity_id=entity_id, reason=reason)
 
 
-def _entry(
-    state: GoalState,
-    request: dict[str, Any],
-    finds: Finds,
-    allowance_id: str | None,
-) -> dict[str, Any]:
-    """The event data for `request` on the folded goal, after its preconditions."""
-    entity, kind = request["entity"], request["kind"]
-    found_id = _resolve(state, entity, request["entity_id"], request["seq"])
+def named_id(state: GoalState, cmd: AllowFinding) -> str:
+    """The id of the entity `cmd` names (by id, or by the seq of the event that created it)."""
+    found = created_at_seq(state, cmd.entity, cmd.seq) if cmd.seq is not None else cmd.entity_id
+    if found is None or target(state, cmd.entity, found) is None:
+        raise NotFound(f"{cmd.entity} not found", code=f"{cmd.entity}_not_found")
+    return found
+
+
+def _entry(state: GoalState, cmd: AllowFinding) -> dict[str, Any]:
+    """The event data for `cmd` on the folded goal, after its preconditions."""
+    found_id = named_id(state, cmd)
     for a in state.allowances.values():
-        if (a["entity"], a["entity_id"], a["kind"]) == (entity, found_id, kind):
+        if (a["entity"], a["entity_id"], a["kind"]) == (cmd.entity, found_id, cmd.kind):
             raise Conflict(
                 "that finding is already allowed",
                 code="already_allowed",
                 allowance_id=a["allowance_id"],
             )
-    if not finds(found_id, kind):
-        raise InvalidInput(
-            f"the boundary scan finds no {kind} in that {entity}'s id (user and host "
-            "names: this host's, $LOOPX_PRIVATE_NAMES and .loopx/names)",
-            code="no_such_finding",
-        )
+    new = lookup.new_id("allowance", state.allowances, cmd.allowance_id, "allowance_id")
     return {
-        "allowance_id": lookup.new_id("allowance", state.allowances, allowance_id, "allowance_id"),
-        "entity": entity,
+        "allowance_id": new,
+        "entity": cmd.entity,
         "entity_id": found_id,
         "field": "id",
-        "kind": kind,
-        "reason": request["reason"],
+        "kind": cmd.kind,
+        "reason": cmd.reason,
     }
 
 
-def allow_finding(
-    ctx: Context,
-    goal_id: str,
-    *,
-    entity: str,
-    kind: str,
-    reason: str,
-    finds: Finds,
-    entity_id: str | None = None,
-    seq: int | None = None,
-    allowance_id: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
-    """Append a `finding.allowed` event for a finding of `kind` that `finds` confirms in the
-    id of an entity (named by `entity_id`, or by the `seq` that created it; a goal's defaults
-    to `goal_id`); the goal may be closed."""
-    if entity == "goal" and entity_id is None and seq is None:
-        entity_id = goal_id
-    _check(entity, kind, entity_id, seq)
-    request = {
-        "cmd": "finding.allow",
-        "entity": entity,
-        "entity_id": entity_id,
-        "seq": seq,
-        "kind": kind,
-        "reason": lookup.text(reason, "reason", limit=lookup.MAX_TITLE),
-        "allowance_id": allowance_id,
-    }
+def allow_finding(ctx: Context, cmd: AllowFinding) -> Result:
+    """Append a `finding.allowed` event; the goal may be closed."""
+    cmd = checked(cmd)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        data = _entry(lookup.need_state(state), request, finds, allowance_id)
-        return [Change("finding.allowed", data, "team")]
+        return [Change("finding.allowed", _entry(lookup.need_state(state), cmd), "team")]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        allow_terminal=True,
-    )
+    return execute(ctx, cmd, plan)

@@ -7,7 +7,6 @@ terminal goal → revision guard → plan (preconditions) → validate → appen
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,14 +17,15 @@ import orjson
 
 from loopx import __version__
 from loopx.engine.clock import Clock, SystemClock
+from loopx.engine.commands import Command, Guarded
 from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
 from loopx.model.ids import check_id, check_operation_id
 from loopx.state.entities import GoalState, decode_state, encode_state
 from loopx.state.fold import apply
 from loopx.store.base import SnapshotStale, Store
-from loopx.store.ledger import Cursor, canonical, event_id
+from loopx.store.ledger import Cursor, event_id
 
-SNAPSHOT_FORMAT = f"loopx.snapshot/2+{__version__}"
+SNAPSHOT_FORMAT = f"loopx.snapshot/3+{__version__}"
 
 
 def snapshot_due(behind: int, revision: int) -> bool:
@@ -118,33 +118,74 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_BAD_SNAPSHOT = (
+    orjson.JSONDecodeError,
+    TypeError,
+    KeyError,
+    ValueError,
+    AttributeError,
+    IndexError,
+)
+
+
+def _split_snapshot(raw: bytes | None) -> tuple[dict[str, Any], Cursor] | None:
+    """A snapshot's header and the cursor it is valid for; None unless it is one of this
+    version's. Only the header is parsed (or copied)."""
+    if not raw:
+        return None
+    try:
+        end = raw.index(b"\n")
+        meta = orjson.loads(raw[:end])
+        if meta.get("format") != SNAPSHOT_FORMAT:
+            return None
+        return meta, Cursor(**meta["cursor"])
+    except _BAD_SNAPSHOT:
+        return None
+
+
 def _load_snapshot(store: Store, goal_id: str) -> tuple[GoalState | None, Cursor | None]:
     """The cached state and the cursor it is valid for, or (None, None).
 
-    The snapshot is three lines: a JSON header (format, cursor), the state as JSON rows, and
-    the operations index as raw bytes, which stay unparsed until a lookup needs them.
+    The snapshot is three lines: a JSON header (format, cursor, whether the goal was
+    closed), the state as JSON rows, and the operations index as raw bytes, which stay
+    unparsed until a lookup needs them.
     """
     raw = store.load_snapshot(goal_id)
-    if not raw:
+    found = _split_snapshot(raw)
+    if raw is None or found is None:
         return None, None
     try:
-        header, body, operations = raw.split(b"\n", 2)
-        meta = orjson.loads(header)
-        if meta.get("format") != SNAPSHOT_FORMAT:
-            return None, None
+        _, body, operations = raw.split(b"\n", 2)
         with gc_paused():
             state = decode_state(orjson.loads(body), operations)
         if state.goal_id != goal_id:
             return None, None
-        return state, Cursor(**meta["cursor"])
-    except (orjson.JSONDecodeError, TypeError, KeyError, ValueError, AttributeError, IndexError):
+        return state, found[1]
+    except _BAD_SNAPSHOT:
         return None, None
+
+
+def is_closed(store: Store, goal_id: str) -> bool:
+    """Whether a goal is closed, without decoding its state when its snapshot is current:
+    the snapshot says whether it was closed then, the events since whether it is now."""
+    found = _split_snapshot(store.load_snapshot(goal_id))
+    if found is not None:
+        try:
+            tail = store.read(goal_id, found[1])
+        except SnapshotStale:
+            tail = None
+        if tail is not None:
+            closed = found[0].get("closed") is True
+            return closed or any(event["type"] == "goal.closed" for event in tail.events)
+    state = load_state(store, goal_id).state
+    return state is not None and state.is_terminal
 
 
 def save_snapshot(store: Store, state: GoalState, cursor: Cursor) -> None:
     header = {
         "format": SNAPSHOT_FORMAT,
         "cursor": {"seq": cursor.seq, "head": cursor.head, "offset": cursor.offset},
+        "closed": state.is_terminal,
     }
     with gc_paused():
         body = orjson.dumps(encode_state(state))
@@ -190,10 +231,6 @@ def require_goal(store: Store, goal_id: str) -> GoalState:
 # -- writing ------------------------------------------------------------------------------
 
 
-def op_hash(request: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical(request)).hexdigest()
-
-
 def receipt_for(goal_id: str, operation_id: str, record: list[Any]) -> dict[str, Any]:
     first, last = record[1], record[2]
     return {
@@ -210,30 +247,19 @@ def receipt_for(goal_id: str, operation_id: str, record: list[Any]) -> dict[str,
 Planner = Callable[[GoalState | None, str], list[Change]]
 
 
-def execute(
-    ctx: Context,
-    goal_id: str,
-    request: dict[str, Any],
-    plan: Planner,
-    *,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-    revision_of: Callable[[GoalState], int] | None = None,
-    creates_goal: bool = False,
-    allow_terminal: bool = False,
-) -> Result:
+def execute(ctx: Context, command: Command, plan: Planner) -> Result:
     """Run one governed write. `plan(state, now)` checks preconditions and returns changes.
 
-    `allow_terminal` lets the write reach a closed goal: only governed corrections use it
-    (see `loopx.engine.redactions`)."""
-    from loopx.model.upgrade import EVENT_VERSION
-
-    check_id(goal_id, "goal_id")
+    The command says where (its goal), how it is retried (its operation id, fingerprinted by
+    its canonical form) and guarded (`Guarded.expected_revision`), and whether it may create
+    the goal or reach a closed one (`creates_goal`, `allow_terminal`)."""
+    goal_id = check_id(command.goal_id, "goal_id")
     check_id(ctx.agent_id, "agent_id")
     check_id(ctx.session_id, "session_id")
-    op_id = check_operation_id(operation_id) if operation_id else f"op-{os.urandom(16).hex()}"
-    fingerprint = op_hash({"request": request, "agent_id": ctx.agent_id})
-    if not creates_goal and not ctx.store.exists(goal_id):
+    given = command.operation_id
+    op_id = check_operation_id(given) if given else f"op-{os.urandom(16).hex()}"
+    fingerprint = command.fingerprint(ctx.agent_id, ctx.session_id)
+    if not command.creates_goal and not ctx.store.exists(goal_id):
         # Refused before the store is touched: a typo in --goal-id leaves no folder behind.
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
     cached, cursor = _load_snapshot(ctx.store, goal_id)
@@ -248,76 +274,23 @@ def execute(
                 for event in tail.events:
                     state = apply(state, event)
             repair = writer.repair.to_dict() if writer.repair else None
-
-            if state is not None and operation_id:  # a generated id is new by construction
-                record = state.operations.get(op_id)
-                if record is not None:
-                    if record[0] != fingerprint:
-                        raise Conflict(
-                            "operation id was already used for a different request",
-                            code="operation_id_reused",
-                            operation_id=op_id,
-                        )
-                    ctx.pending.clear()
-                    return Result("replayed", receipt_for(goal_id, op_id, record), repair)
-            if state is None and not creates_goal:
-                raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
-            if state is not None and creates_goal:
-                raise Conflict("goal already exists", code="goal_exists", goal_id=goal_id)
-            if state is not None and state.is_terminal and not allow_terminal:
-                raise Conflict(
-                    f"goal is {state.status}; it accepts no further events "
-                    "(start a new goal with --predecessor)",
-                    code="goal_terminal",
-                    goal_id=goal_id,
-                    status=state.status,
-                )
-            if expected_revision is not None:
-                current = 0 if state is None else (revision_of or _goal_revision)(state)
-                if current != expected_revision:
-                    raise Conflict(
-                        f"expected revision {expected_revision} but it is {current}",
-                        code="revision_conflict",
-                        expected_revision=expected_revision,
-                        current_revision=current,
-                    )
-
+            # A generated id is new by construction: only a given one can be a retry.
+            record = _retried(state, op_id, fingerprint) if given else None
+            if record is not None:
+                ctx.pending.clear()
+                return Result("replayed", receipt_for(goal_id, op_id, record), repair)
+            _admit(state, command)
             now = ctx.clock.now()
-            changes = plan(state, now)
-            actor = {"agent_id": ctx.agent_id, "session_id": ctx.session_id}
-            envelopes = []
-            for change in changes:
-                try:
-                    data = _validate(change.type, change.data)
-                except ValueError as err:  # DataError or pydantic's; neither echoes the input
-                    raise InvalidInput(
-                        f"invalid {change.type} data: {_describe(err)}", code="invalid_input"
-                    ) from None
-                envelopes.append(
-                    {
-                        "operation_id": op_id,
-                        "op_hash": fingerprint,
-                        "type": change.type,
-                        "v": EVENT_VERSION,
-                        "goal_id": goal_id,
-                        "actor": actor,
-                        "recorded_at": now,
-                        "visibility": change.visibility,
-                        "data": data,
-                    }
-                )
-            if not envelopes:
-                raise InvalidInput("nothing to change", code="no_change")
+            envelopes = _envelopes(ctx, command, op_id, fingerprint, now, plan(state, now))
             ctx.flush_blobs()
             stamped = writer.append(envelopes)
             for event in stamped:
                 state = apply(state, event)
             assert state is not None
-            record = state.operations[op_id]
             behind = len(tail.events) + len(stamped) if from_cache else state.revision
             if snapshot_due(behind, state.revision):
                 save_snapshot(ctx.store, state, writer.cursor)
-            return Result("applied", receipt_for(goal_id, op_id, record), repair)
+            return Result("applied", receipt_for(goal_id, op_id, state.operations[op_id]), repair)
         except LoopxError as err:
             # A refusal after the tail was repaired still says so (the cut bytes are kept).
             if writer.repair is not None:
@@ -325,6 +298,85 @@ def execute(
             raise
         finally:
             ctx.pending.clear()  # a refused write stores no private content either
+
+
+def _retried(state: GoalState | None, op_id: str, fingerprint: str) -> list[Any] | None:
+    """The record of `op_id` when this is a retry of it; `operation_id_reused` when the id
+    was used for another request."""
+    record = state.operations.get(op_id) if state is not None else None
+    if record is not None and record[0] != fingerprint:
+        raise Conflict(
+            "operation id was already used for a different request",
+            code="operation_id_reused",
+            operation_id=op_id,
+        )
+    return record
+
+
+def _admit(state: GoalState | None, command: Command) -> None:
+    """Refuse a write its goal cannot take: missing, existing, closed, or at another revision."""
+    goal_id = command.goal_id
+    if state is None and not command.creates_goal:
+        raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)
+    if state is not None and command.creates_goal:
+        raise Conflict("goal already exists", code="goal_exists", goal_id=goal_id)
+    if state is not None and state.is_terminal and not command.allow_terminal:
+        raise Conflict(
+            f"goal is {state.status}; it accepts no further events "
+            "(start a new goal with --predecessor)",
+            code="goal_terminal",
+            goal_id=goal_id,
+            status=state.status,
+        )
+    expected = command.expected_revision if isinstance(command, Guarded) else None
+    if expected is not None:
+        assert isinstance(command, Guarded)
+        current = 0 if state is None else command.current_revision(state)
+        if current != expected:
+            raise Conflict(
+                f"expected revision {expected} but it is {current}",
+                code="revision_conflict",
+                expected_revision=expected,
+                current_revision=current,
+            )
+
+
+def _envelopes(
+    ctx: Context,
+    command: Command,
+    op_id: str,
+    fingerprint: str,
+    now: str,
+    changes: list[Change],
+) -> list[dict[str, Any]]:
+    """The planned changes as event envelopes, each one's data checked against its schema."""
+    from loopx.model.upgrade import EVENT_VERSION
+
+    actor = {"agent_id": ctx.agent_id, "session_id": ctx.session_id}
+    envelopes = []
+    for change in changes:
+        try:
+            data = _validate(change.type, change.data)
+        except ValueError as err:  # DataError or pydantic's; neither echoes the input
+            raise InvalidInput(
+                f"invalid {change.type} data: {_describe(err)}", code="invalid_input"
+            ) from None
+        envelopes.append(
+            {
+                "operation_id": op_id,
+                "op_hash": fingerprint,
+                "type": change.type,
+                "v": EVENT_VERSION,
+                "goal_id": command.goal_id,
+                "actor": actor,
+                "recorded_at": now,
+                "visibility": change.visibility,
+                "data": data,
+            }
+        )
+    if not envelopes:
+        raise InvalidInput("nothing to change", code="no_change")
+    return envelopes
 
 
 def _validate(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -340,10 +392,6 @@ def _validate(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
     if event_type not in EVENT_MODELS:
         raise InvalidInput("unknown event type", code="invalid_input")
     return validate_data(event_type, data)
-
-
-def _goal_revision(state: GoalState) -> int:
-    return state.revision
 
 
 def _describe(err: Exception) -> str:

@@ -6,24 +6,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopx.engine.core import load_state
+from loopx.engine.core import is_closed
 from loopx.model.errors import InvalidInput, LoopxError, NotFound
 from loopx.store.config import store_config
 
 
 def _candidates(store: Any) -> tuple[list[str], list[str]]:
     """(every goal, the candidates): the goal itself when there is one; else every goal that
-    is not closed (a goal whose ledger cannot be read counts: it may be active)."""
+    is not closed (a goal whose ledger cannot be read counts: it may be active). Closed is
+    read from each goal's snapshot and the events since, not from a fold of every goal."""
     ids = sorted(store.goal_ids())
     if len(ids) <= 1:
         return ids, ids
     active = []
     for goal_id in ids:
         try:
-            state = load_state(store, goal_id).state
+            closed = is_closed(store, goal_id)
         except LoopxError:
-            state = None
-        if state is None or not state.is_terminal:
+            closed = False
+        if not closed:
             active.append(goal_id)
     return ids, active
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from loopx.engine import lookup
 from loopx.engine.clock import parse
+from loopx.engine.commands import OpenGate, ResolveGate
 from loopx.engine.core import Change, Context, Result, execute
 from loopx.model.errors import Conflict, InvalidInput
 from loopx.model.ids import check_id
-from loopx.state.entities import GoalState
+from loopx.state.entities import Gate, GoalState
 
 RESOLUTIONS = {
     "approve": "approved",
@@ -25,121 +28,84 @@ def parse_time(value: str) -> str:
     return value
 
 
-def open_gate(
-    ctx: Context,
-    goal_id: str,
-    *,
-    question: str,
-    authority: str,
-    blocks: list[str] | None = None,
-    blocks_goal: bool = False,
-    gate_id: str | None = None,
-    visibility: str | None = None,
-    ask_again_at: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
+def open_gate(ctx: Context, cmd: OpenGate) -> Result:
     """Open a gate. With no todos named it holds the whole goal. `ask_again_at`: when to ask
     the authority again if still undecided (`loopx wake` lists it then)."""
-    vis = lookup.visibility(visibility, "team")
-    question = lookup.text(question, "question", limit=lookup.MAX_TITLE)
-    check_id(authority, "authority")
-    whole_goal = blocks_goal or not blocks
-    request = {
-        "cmd": "gate.open",
-        "question": question,
-        "authority": authority,
-        "blocks": blocks or [],
-        "blocks_goal": whole_goal,
-        "gate_id": gate_id,
-        "visibility": vis,
-    }
-    if ask_again_at is not None:
-        request["ask_again_at"] = parse_time(ask_again_at)
+    vis = lookup.visibility(cmd.visibility, "team")
+    cmd = replace(
+        cmd,
+        visibility=vis,
+        question=lookup.text(cmd.question, "question", limit=lookup.MAX_TITLE),
+        blocks_goal=cmd.blocks_goal or not cmd.blocks,
+    )
+    check_id(cmd.authority, "authority")
+    if cmd.ask_again_at is not None:
+        parse_time(cmd.ask_again_at)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
-        held = lookup.existing_todos(st, blocks or [])
         data = {
-            "gate_id": lookup.new_id("gate", st.gates, gate_id, "gate_id"),
-            "question": ctx.private_text(question, vis),
-            "authority": authority,
-            "blocks": held,
-            "blocks_goal": whole_goal,
-            "ask_again_at": ask_again_at,
+            "gate_id": lookup.new_id("gate", st.gates, cmd.gate_id, "gate_id"),
+            "question": ctx.private_text(cmd.question, vis),
+            "authority": cmd.authority,
+            "blocks": lookup.existing_todos(st, cmd.blocks),
+            "blocks_goal": cmd.blocks_goal,
+            "ask_again_at": cmd.ask_again_at,
         }
         return [Change("gate.opened", data, vis)]
 
-    return execute(
-        ctx, goal_id, request, plan, operation_id=operation_id, expected_revision=expected_revision
-    )
+    return execute(ctx, cmd, plan)
 
 
-def resolve_gate(
-    ctx: Context,
-    goal_id: str,
-    gate_id: str,
-    *,
-    resolution: str,
-    by: str | None = None,
-    rationale: str | None = None,
-    ask_again_at: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
+def resolve_gate(ctx: Context, cmd: ResolveGate) -> Result:
     """Approve, reject or defer (with `ask_again_at`: when to ask again). Only the gate's
     authority may resolve it; a deferred gate may be resolved again, an approved or rejected
     one never."""
-    check_id(gate_id, "gate_id")
-    outcome = RESOLUTIONS.get(resolution)
+    gate_id = check_id(cmd.gate_id, "gate_id")
+    outcome = RESOLUTIONS.get(cmd.resolution)
     if outcome is None:
         raise InvalidInput("resolution must be approve, reject or defer", code="invalid_resolution")
-    resolver = check_id(by or ctx.agent_id, "by")
-    rationale = lookup.text(rationale, "rationale", required=False) or None
-    request = {
-        "cmd": "gate.resolve",
-        "gate_id": gate_id,
-        "resolution": outcome,
-        "by": resolver,
-        "rationale": rationale,
-    }
-    if ask_again_at is not None:
+    cmd = replace(
+        cmd,
+        resolution=outcome,
+        by=check_id(cmd.by or ctx.agent_id, "by"),
+        rationale=lookup.text(cmd.rationale, "rationale", required=False) or None,
+    )
+    if cmd.ask_again_at is not None:
         if outcome != "deferred":
             raise InvalidInput("only a deferred gate is asked again", code="ask_again_not_deferred")
-        request["ask_again_at"] = parse_time(ask_again_at)
+        parse_time(cmd.ask_again_at)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        gate = lookup.gate(st, gate_id)
-        if gate.status in ("approved", "rejected"):
-            raise Conflict(
-                f"gate is already {gate.status}",
-                code="gate_resolved",
-                gate_id=gate_id,
-                status=gate.status,
-            )
-        if resolver != gate.authority:
-            raise Conflict(
-                "only the gate's authority may resolve it",
-                code="not_gate_authority",
-                gate_id=gate_id,
-                authority=gate.authority,
-            )
+        gate = _resolvable(lookup.need_state(state), gate_id, cmd.by)
+        rationale = cmd.rationale
         data = {
             "gate_id": gate_id,
             "resolution": outcome,
-            "by": resolver,
+            "by": cmd.by,
             "rationale": ctx.private_text(rationale, gate.visibility) if rationale else None,
-            "ask_again_at": ask_again_at,
+            "ask_again_at": cmd.ask_again_at,
         }
         return [Change("gate.resolved", data, gate.visibility)]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.gate_revision(gate_id),
-    )
+    return execute(ctx, cmd, plan)
+
+
+def _resolvable(state: GoalState, gate_id: str, resolver: str | None) -> Gate:
+    """The gate, unless it is already decided or `resolver` is not its authority."""
+    gate = lookup.gate(state, gate_id)
+    if gate.status in ("approved", "rejected"):
+        raise Conflict(
+            f"gate is already {gate.status}",
+            code="gate_resolved",
+            gate_id=gate_id,
+            status=gate.status,
+        )
+    if resolver != gate.authority:
+        raise Conflict(
+            "only the gate's authority may resolve it",
+            code="not_gate_authority",
+            gate_id=gate_id,
+            authority=gate.authority,
+        )
+    return gate

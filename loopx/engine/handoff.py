@@ -14,6 +14,7 @@ path, never echoing a value.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,13 @@ import orjson
 
 from loopx.engine import lookup
 from loopx.engine.clock import add_seconds
+from loopx.engine.commands import AdoptHandoff, PrepareHandoff
 from loopx.engine.core import Change, Context, Result, execute
 from loopx.engine.git import head_and_dirty, is_ancestor
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
-from loopx.state.entities import GoalState
+from loopx.model.schema_problems import schema_problem
+from loopx.state.entities import GoalState, Todo
 from loopx.state.handoff import PENDING, SUPERSEDED, adopt_refusal, latest_handoff
 from loopx.store import fsio
 from loopx.store.ledger import canonical
@@ -69,32 +72,14 @@ def _json_path(parts: Any) -> str:
 def _problem(error: Any) -> str:
     """Say what is wrong without repeating the value (it may be a secret)."""
     kind, limit, schema = error.validator, error.validator_value, error.schema
-    if kind == "required":
-        have = error.instance if isinstance(error.instance, dict) else {}
-        missing = [name for name in limit if name not in have]
-        return "missing required field" + ("s " if len(missing) > 1 else " ") + ", ".join(missing)
     if kind == "additionalProperties":
         allowed = ", ".join(sorted(schema.get("properties", {})))
         return f"has fields that are not allowed here (allowed: {allowed})"
-    if kind == "type":
-        return f"must be {'an' if str(limit)[0] in 'aeiou' else 'a'} {limit}"
-    if kind == "minLength":
-        return "must not be empty" if limit == 1 else f"must be at least {limit} characters"
-    if kind == "maxLength":
-        return f"is longer than the limit of {limit} characters"
-    if kind == "maxItems":
-        return f"has more than the limit of {limit} items"
-    if kind == "minItems":
-        return f"needs at least {limit} items"
     if kind == "pattern":
         if limit == _NONBLANK:
             return "must not be blank"
         return "must be a path relative to the workspace (no leading '/', '~' or drive, no '..')"
-    if kind == "enum":
-        return "must be one of: " + ", ".join(str(v) for v in limit)
-    if kind == "const":
-        return f"must be {limit}"
-    return f"is not valid ({kind})"
+    return schema_problem(error)
 
 
 def check_note(note: Any, *, code: str = "invalid_note", what: str = "handoff note") -> dict:
@@ -192,23 +177,18 @@ def note_from_flags(
     }
     if note["work_summary"] is None:
         del note["work_summary"]
-    approaches = []
-    for item in tried:
-        approach, outcome, reason = _split(item, 3)
-        entry = {"approach": approach, "outcome": outcome}
-        if reason:
-            entry["reason"] = reason
-        approaches.append(entry)
-    note["approaches_tried"] = approaches
-    touched = []
-    for item in files:
-        path, action, summary = _split(item, 3)
-        entry = {"path": path, "action": action}
-        if summary:
-            entry["summary"] = summary
-        touched.append(entry)
-    note["files_touched"] = touched
+    note["approaches_tried"] = [_entry(item, ("approach", "outcome", "reason")) for item in tried]
+    note["files_touched"] = [_entry(item, ("path", "action", "summary")) for item in files]
     return check_note(note, code="invalid_note", what="handoff note")
+
+
+def _entry(item: str, names: tuple[str, str, str]) -> dict[str, str]:
+    """`A::B[::C]` as {names[0]: A, names[1]: B, names[2]: C}, the last only when given."""
+    first, second, last = _split(item, 3)
+    entry = {names[0]: first, names[1]: second}
+    if last:
+        entry[names[2]] = last
+    return entry
 
 
 # -- prepare --------------------------------------------------------------------------------
@@ -221,53 +201,20 @@ def git_binding(workspace: Path | None) -> tuple[str | None, bool | None]:
     return head_and_dirty(workspace)
 
 
-def prepare_handoff(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    note: dict[str, Any],
-    visibility: str | None = None,
-    target_agent_id: str | None = None,
-    workspace: Path | None = None,
-    git_revision: str | None = None,
-    workspace_dirty: bool | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
+def prepare_handoff(ctx: Context, cmd: PrepareHandoff) -> Result:
     """Write a continuation note for a todo you hold. `expected_revision` guards the todo.
 
     The note is bound to the todo's revision and to `git_revision` (default: the HEAD of
     `workspace`, with whether it was dirty). Visibility defaults to team (private when the
     todo is private); a private note goes to the blob store and the ledger keeps its hash.
     """
-    check_id(todo_id, "todo_id")
-    if target_agent_id is not None:
-        check_id(target_agent_id, "target_agent_id")
-    if visibility is not None:
-        lookup.visibility(visibility, "team")
-    note = check_note(note)
-    if git_revision is None:
-        git_revision, found_dirty = git_binding(workspace)
-        if workspace_dirty is None:
-            workspace_dirty = found_dirty
-    # The request is the intent (note, todo, target, visibility): a retry after a commit is
-    # still the same operation, so the git binding is not part of the idempotency payload.
-    request = {
-        "cmd": "handoff.prepare",
-        "todo_id": todo_id,
-        "note": note,
-        "visibility": visibility,
-        "target_agent_id": target_agent_id,
-        "session_id": ctx.session_id,
-    }
+    cmd = _checked_note(cmd)
+    todo_id, note = cmd.todo_id, cmd.note
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         lookup.require_holder(item, ctx.agent_id, now, doing="prepare its handoff")
-        vis = visibility or ("private" if item.visibility == "private" else "team")
+        vis = cmd.visibility or ("private" if item.visibility == "private" else "team")
         body: Any = note
         if vis == "private":
             body = {"blob": ctx.blob(canonical(note))}  # stored only if the append happens
@@ -277,22 +224,31 @@ def prepare_handoff(
             "todo_revision": item.revision,
             "source_agent_id": ctx.agent_id,
             "source_session_id": ctx.session_id,
-            "target_agent_id": target_agent_id,
-            "git_revision": git_revision,
-            "workspace_dirty": workspace_dirty,
+            "target_agent_id": cmd.target_agent_id,
+            "git_revision": cmd.git_revision,
+            "workspace_dirty": cmd.workspace_dirty,
             "note": body,
         }
         return [Change("handoff.prepared", data, vis)]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
-    )
+    return execute(ctx, cmd, plan)
+
+
+def _checked_note(cmd: PrepareHandoff) -> PrepareHandoff:
+    """`cmd` checked, its note normalised, and bound to the workspace's git HEAD unless a
+    revision was given."""
+    check_id(cmd.todo_id, "todo_id")
+    if cmd.target_agent_id is not None:
+        check_id(cmd.target_agent_id, "target_agent_id")
+    if cmd.visibility is not None:
+        lookup.visibility(cmd.visibility, "team")
+    note = check_note(cmd.note)
+    git_revision, dirty = cmd.git_revision, cmd.workspace_dirty
+    if git_revision is None:
+        git_revision, found_dirty = git_binding(cmd.workspace)
+        if dirty is None:
+            dirty = found_dirty
+    return replace(cmd, note=note, git_revision=git_revision, workspace_dirty=dirty)
 
 
 # -- adopt ----------------------------------------------------------------------------------
@@ -311,18 +267,7 @@ def pick_handoff(state: GoalState, todo_id: str, handoff_id: str | None) -> dict
     return found
 
 
-def adopt_handoff(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    target_agent_id: str | None = None,
-    handoff_id: str | None = None,
-    lease_seconds: int | None = None,
-    workspace: Path | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
+def adopt_handoff(ctx: Context, cmd: AdoptHandoff) -> Result:
     """Adopt the pending note for a todo: the claim moves to the acting (target) agent.
 
     Appends `handoff.adopted` (with the transfer grant binding source agent, target agent,
@@ -332,47 +277,21 @@ def adopt_handoff(
     (`handoff_target_mismatch`), or a third agent holds a live claim (`claim_owner_mismatch`);
     `expected_revision` guards the todo's revision (`revision_conflict`).
     """
-    check_id(todo_id, "todo_id")
-    target = check_id(target_agent_id or ctx.agent_id, "target_agent_id")
+    todo_id = check_id(cmd.todo_id, "todo_id")
+    target = check_id(cmd.target_agent_id or ctx.agent_id, "target_agent_id")
     if target != ctx.agent_id:
         raise InvalidInput(
             "the adopting agent (--agent-id) must be the target agent (--target-agent-id)",
             code="target_agent_mismatch",
         )
-    lookup.check_lease(lease_seconds)
-    git_revision, dirty = git_binding(workspace)
-    request = {
-        "cmd": "handoff.adopt",
-        "todo_id": todo_id,
-        "handoff_id": handoff_id,
-        "target_agent_id": target,
-        "session_id": ctx.session_id,
-        "lease_seconds": lease_seconds,
-    }
+    lookup.check_lease(cmd.lease_seconds)
+    cmd = replace(cmd, target_agent_id=target)
+    git_revision, dirty = git_binding(cmd.workspace)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
-        handoff = pick_handoff(st, todo_id, handoff_id)
-        refusal = adopt_refusal(st, item, handoff, target, now)
-        if refusal is not None:
-            code, message = refusal
-            details: dict[str, Any] = {"todo_id": todo_id}
-            if handoff is not None:
-                details["handoff_id"] = handoff["handoff_id"]
-            if code == "todo_closed":
-                details["status"] = item.status
-            if code == "handoff_stale":
-                details["note_revision"] = handoff["prepared_seq"] if handoff else None
-                details["todo_revision"] = item.revision
-                if handoff is not None and handoff["status"] == SUPERSEDED:
-                    message = "a newer note superseded this one"
-            if code == "claim_owner_mismatch" and item.claim:
-                details["claimed_by"] = item.claim["agent_id"]
-                details["lease_expires_at"] = item.claim["lease_expires_at"]
-            error = NotFound if code == "handoff_not_found" else Conflict
-            raise error(message, code=code, **details)
-        assert handoff is not None and handoff["status"] == PENDING
+        handoff = _adoptable(st, item, cmd.handoff_id, target, now)
         grant = {
             "handoff_id": handoff["handoff_id"],
             "todo_id": todo_id,
@@ -382,7 +301,6 @@ def adopt_handoff(
             "target_agent_id": target,
             "target_session_id": ctx.session_id,
         }
-        lease = lookup.lease_for(st, lease_seconds)
         adopted = {
             "handoff_id": handoff["handoff_id"],
             "todo_id": todo_id,
@@ -394,7 +312,7 @@ def adopt_handoff(
             "todo_id": todo_id,
             "agent_id": target,
             "session_id": ctx.session_id,
-            "lease_expires_at": add_seconds(now, lease),
+            "lease_expires_at": add_seconds(now, lookup.lease_for(st, cmd.lease_seconds)),
             "via_handoff": handoff["handoff_id"],
         }
         return [
@@ -402,15 +320,35 @@ def adopt_handoff(
             Change("todo.claimed", claimed, item.visibility),
         ]
 
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
-    )
+    return execute(ctx, cmd, plan)
+
+
+def _adoptable(
+    state: GoalState, item: Todo, handoff_id: str | None, target: str, now: str
+) -> dict[str, Any]:
+    """The pending note `target` may adopt, or the refusal `adopt_refusal` names, with the
+    details that explain it."""
+    handoff = pick_handoff(state, item.todo_id, handoff_id)
+    refusal = adopt_refusal(state, item, handoff, target, now)
+    if refusal is None:
+        assert handoff is not None and handoff["status"] == PENDING
+        return handoff
+    code, message = refusal
+    details: dict[str, Any] = {"todo_id": item.todo_id}
+    if handoff is not None:
+        details["handoff_id"] = handoff["handoff_id"]
+    if code == "todo_closed":
+        details["status"] = item.status
+    if code == "handoff_stale":
+        details["note_revision"] = handoff["prepared_seq"] if handoff else None
+        details["todo_revision"] = item.revision
+        if handoff is not None and handoff["status"] == SUPERSEDED:
+            message = "a newer note superseded this one"
+    if code == "claim_owner_mismatch" and item.claim:
+        details["claimed_by"] = item.claim["agent_id"]
+        details["lease_expires_at"] = item.claim["lease_expires_at"]
+    error = NotFound if code == "handoff_not_found" else Conflict
+    raise error(message, code=code, **details)
 
 
 # -- reading the workspace ------------------------------------------------------------------

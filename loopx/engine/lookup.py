@@ -29,6 +29,21 @@ def todo(state: GoalState, todo_id: str) -> Todo:
     return found
 
 
+def todos_named(state: GoalState, *todo_ids: str | None) -> None:
+    """Refuse a todo id the goal does not know (`todo_not_found`); None names no todo."""
+    for todo_id in todo_ids:
+        if todo_id is not None:
+            todo(state, todo_id)
+
+
+def open_todo_in(state: GoalState | None, todo_id: str) -> tuple[GoalState, Todo]:
+    """The goal and its todo `todo_id`, refused unless the todo is open (`todo_closed`)."""
+    st = need_state(state)
+    item = todo(st, todo_id)
+    open_todo(item)
+    return st, item
+
+
 def gate(state: GoalState, gate_id: str) -> Gate:
     found = state.gates.get(check_id(gate_id, "gate_id"))
     if found is None:

@@ -3,11 +3,14 @@ of it (evidence, then the next wake by the backoff, or a typed transition when i
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from typing import Any
 
 from loopx.engine import lookup
 from loopx.engine.clock import add_seconds, parse
+from loopx.engine.commands import AddMonitor, Backoff, ObserveMonitor
 from loopx.engine.core import Change, Context, Result, execute
+from loopx.engine.evidence import check_revision
 from loopx.engine.todos import _owner_check
 from loopx.model.errors import Conflict, InvalidInput
 from loopx.model.ids import check_id
@@ -35,8 +38,9 @@ def watch_kind(watch: str) -> str:
     return "text"
 
 
-def backoff_policy(kind: str, seconds: int, cap: int | None) -> dict[str, Any]:
+def check_backoff(backoff: Backoff) -> Backoff:
     """A checked backoff: `fixed` every `seconds`, or `exponential` from `seconds` to `cap`."""
+    kind, seconds, cap = backoff.kind, backoff.seconds, backoff.cap
     if kind not in BACKOFFS:
         raise InvalidInput("backoff must be fixed or exponential", code="invalid_backoff")
     if not 1 <= seconds <= MAX_INTERVAL:
@@ -50,7 +54,7 @@ def backoff_policy(kind: str, seconds: int, cap: int | None) -> dict[str, Any]:
             raise InvalidInput(
                 "cap must be at least the interval and at most 365 days", code="invalid_backoff"
             )
-    return {"kind": kind, "seconds": seconds, "cap": cap}
+    return backoff
 
 
 def delay(backoff: dict[str, Any], streak: int) -> int:
@@ -63,69 +67,44 @@ def delay(backoff: dict[str, Any], streak: int) -> int:
     return min(cap, seconds << min(max(streak - 1, 0), 40))
 
 
-def add_monitor(
-    ctx: Context,
-    goal_id: str,
-    *,
-    title: str,
-    watch: str,
-    every: int,
-    backoff: str = "fixed",
-    cap: int | None = None,
-    first_at: str | None = None,
-    todo_id: str | None = None,
-    priority: int = 2,
-    depends_on: list[str] | None = None,
-    visibility: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
+def add_monitor(ctx: Context, cmd: AddMonitor) -> Result:
     """Add a todo of kind `monitor`: first due at `first_at` (default: now)."""
-    vis = lookup.visibility(visibility, "team")
-    title = lookup.text(title, "title", limit=lookup.MAX_TITLE)
-    watch = lookup.text(watch, "watch", limit=lookup.MAX_TITLE)
-    kind_of_watch = watch_kind(watch)
-    policy = backoff_policy(backoff, every, cap)
-    if first_at is not None:
-        parse(first_at)
-    if not 0 <= priority <= 4:
+    vis = lookup.visibility(cmd.visibility, "team")
+    cmd = replace(
+        cmd,
+        visibility=vis,
+        title=lookup.text(cmd.title, "title", limit=lookup.MAX_TITLE),
+        watch=lookup.text(cmd.watch, "watch", limit=lookup.MAX_TITLE),
+    )
+    kind_of_watch = watch_kind(cmd.watch)
+    policy = check_backoff(cmd.backoff)
+    if cmd.first_at is not None:
+        parse(cmd.first_at)
+    if not 0 <= cmd.priority <= 4:
         raise InvalidInput("priority must be 0 (highest) to 4 (lowest)", code="invalid_priority")
-    request = {
-        "cmd": "monitor.add",
-        "title": title,
-        "watch": watch,
-        "backoff": policy,
-        "first_at": first_at,
-        "todo_id": todo_id,
-        "priority": priority,
-        "depends_on": depends_on or [],
-        "visibility": vis,
-    }
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         from loopx.engine.todos import _check_deps
 
         st = lookup.need_state(state)
-        new = lookup.new_id("todo", st.todos, todo_id, "todo_id")
+        new = lookup.new_id("todo", st.todos, cmd.todo_id, "todo_id")
         data = {
             "todo_id": new,
-            "title": ctx.private_text(title, vis),
+            "title": ctx.private_text(cmd.title, vis),
             "role": "agent",
             "kind": "monitor",
-            "priority": priority,
-            "depends_on": _check_deps(st, new, depends_on or []),
+            "priority": cmd.priority,
+            "depends_on": _check_deps(st, new, list(cmd.depends_on)),
             "monitor": {
-                "watch": ctx.private_text(watch, vis),
+                "watch": ctx.private_text(cmd.watch, vis),
                 "watch_kind": kind_of_watch,
-                "next_at": first_at or now,
-                "backoff": {k: v for k, v in policy.items() if v is not None},
+                "next_at": cmd.first_at or now,
+                "backoff": {k: v for k, v in asdict(policy).items() if v is not None},
             },
         }
         return [Change("todo.added", data, vis)]
 
-    return execute(
-        ctx, goal_id, request, plan, operation_id=operation_id, expected_revision=expected_revision
-    )
+    return execute(ctx, cmd, plan)
 
 
 def _monitor(state: GoalState, todo_id: str) -> Todo:
@@ -142,29 +121,48 @@ def _monitor(state: GoalState, todo_id: str) -> Todo:
     return item
 
 
-def observe(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    result: str,
-    summary: str,
-    refs: list[str] | None = None,
-    revision: str | None = None,
-    then: str | None = None,
-    successor_title: str | None = None,
-    successor_id: str | None = None,
-    reason: str | None = None,
-    evidence_id: str | None = None,
-    evidence_visibility: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
+def observe(ctx: Context, cmd: ObserveMonitor) -> Result:
     """Record one observation of a monitor as one operation: the evidence, the observation
     (its next wake by the backoff when unchanged or failed) and, when changed, the transition
     `then` names — complete the monitor, block it (`reason`), or complete it with a new
     successor todo (`successor_title`). Earlier records are never overwritten."""
-    check_id(todo_id, "todo_id")
+    cmd = _checked_observation(cmd)
+    todo_id, vis = cmd.todo_id, cmd.evidence_visibility or "private"
+
+    def plan(state: GoalState | None, now: str) -> list[Change]:
+        st = lookup.need_state(state)
+        item = _monitor(st, todo_id)
+        _owner_check(item, ctx.agent_id, now)
+        record = item.monitor or {}
+        ev_id = lookup.new_id("ev", st.evidence, cmd.evidence_id, "evidence_id")
+        evidence = {
+            "evidence_id": ev_id,
+            "kind": EVIDENCE_KIND[record["watch_kind"]],
+            "summary": ctx.private_text(cmd.summary, vis),
+            "refs": [ctx.private_text(r, vis) for r in cmd.refs],
+            "revision": cmd.revision,
+            "todo_id": todo_id,
+        }
+        observed: dict[str, Any] = {"todo_id": todo_id, "result": cmd.result, "evidence_id": ev_id}
+        # The observation first (the receipt's subject is the monitor), then its evidence.
+        changes = [
+            Change("monitor.observed", observed, item.visibility),
+            Change("evidence.added", evidence, vis),
+        ]
+        if cmd.result != "changed":
+            observed["next_at"] = add_seconds(now, delay(record["backoff"], record["streak"] + 1))
+            return changes
+        observed["transition"] = cmd.then
+        return [*changes, *_transition(ctx, cmd, st, item, ev_id, observed)]
+
+    return execute(ctx, cmd, plan)
+
+
+def _checked_observation(cmd: ObserveMonitor) -> ObserveMonitor:
+    """`cmd` checked: a result, the transition a changed one needs (and nothing a transition
+    it does not make would use), its texts; with its evidence visibility filled in."""
+    check_id(cmd.todo_id, "todo_id")
+    result, then = cmd.result, cmd.then
     if result not in RESULTS:
         raise InvalidInput("result must be unchanged, changed or failed", code="invalid_result")
     if result == "changed" and then not in TRANSITIONS:
@@ -176,9 +174,10 @@ def observe(
         raise InvalidInput(
             "only a changed observation makes a transition", code="transition_not_allowed"
         )
+    successor_title, reason = cmd.successor_title, cmd.reason
     if then == "successor":
         successor_title = lookup.text(successor_title, "successor title", limit=lookup.MAX_TITLE)
-    elif successor_title is not None or successor_id is not None:
+    elif successor_title is not None or cmd.successor_id is not None:
         raise InvalidInput(
             "a successor title or id needs --then successor", code="transition_not_allowed"
         )
@@ -186,89 +185,50 @@ def observe(
         reason = lookup.text(reason, "reason")
     elif reason is not None:
         raise InvalidInput("a reason needs --then block", code="transition_not_allowed")
-    vis = lookup.visibility(evidence_visibility, "private")
-    summary = lookup.text(summary, "summary", limit=lookup.MAX_TITLE)
-    refs = [lookup.text(r, "ref", limit=2000) for r in refs or []]
-    if revision is not None:
-        check_revision(revision)
-    request = {
-        "cmd": "monitor.observe",
-        "todo_id": todo_id,
-        "result": result,
-        "summary": summary,
-        "refs": refs,
-        "revision": revision,
-        "then": then,
-        "successor_title": successor_title,
-        "successor_id": successor_id,
-        "reason": reason,
-        "evidence_id": evidence_id,
-        "visibility": vis,
-    }
-
-    def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = _monitor(st, todo_id)
-        _owner_check(item, ctx.agent_id, now)
-        record = item.monitor or {}
-        ev_id = lookup.new_id("ev", st.evidence, evidence_id, "evidence_id")
-        evidence = {
-            "evidence_id": ev_id,
-            "kind": EVIDENCE_KIND[record["watch_kind"]],
-            "summary": ctx.private_text(summary, vis),
-            "refs": [ctx.private_text(r, vis) for r in refs],
-            "revision": revision,
-            "todo_id": todo_id,
-        }
-        observed: dict[str, Any] = {"todo_id": todo_id, "result": result, "evidence_id": ev_id}
-        # The observation first (the receipt's subject is the monitor), then its evidence.
-        changes = [
-            Change("monitor.observed", observed, item.visibility),
-            Change("evidence.added", evidence, vis),
-        ]
-        if result != "changed":
-            observed["next_at"] = add_seconds(now, delay(record["backoff"], record["streak"] + 1))
-            return changes
-        observed["transition"] = then
-        done = {"todo_id": todo_id, "evidence_ids": [ev_id]}
-        if then == "block":
-            text = ctx.private_text(reason or "", item.visibility)
-            after = [Change("todo.blocked", {"todo_id": todo_id, "reason": text}, item.visibility)]
-        elif then == "successor":
-            new = lookup.new_id("todo", st.todos, successor_id, "todo_id")
-            observed["successor"] = new
-            added = {
-                "todo_id": new,
-                "title": ctx.private_text(successor_title or "", item.visibility),
-                "role": "agent",
-                "kind": "task",
-                "priority": item.priority,
-                "depends_on": [],
-                "predecessor": todo_id,
-            }
-            after = [
-                Change("todo.added", added, item.visibility),
-                Change("todo.completed", {**done, "successor": new}, item.visibility),
-            ]
-        else:
-            after = [Change("todo.completed", done, item.visibility)]
-        return [*changes, *after]
-
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
+    vis = lookup.visibility(cmd.evidence_visibility, "private")
+    summary = lookup.text(cmd.summary, "summary", limit=lookup.MAX_TITLE)
+    refs = tuple(lookup.text(r, "ref", limit=2000) for r in cmd.refs)
+    if cmd.revision is not None:
+        check_revision(cmd.revision)
+    return replace(
+        cmd,
+        successor_title=successor_title,
+        reason=reason,
+        evidence_visibility=vis,
+        summary=summary,
+        refs=refs,
     )
 
 
-def check_revision(revision: str) -> None:
-    from loopx.engine.evidence import _REV
-
-    if not _REV.match(revision):
-        raise InvalidInput(
-            "revision must be a git commit hash (7-64 hex digits)", code="invalid_revision"
-        )
+def _transition(
+    ctx: Context,
+    cmd: ObserveMonitor,
+    state: GoalState,
+    item: Todo,
+    ev_id: str,
+    observed: dict[str, Any],
+) -> list[Change]:
+    """What a changed observation does to its monitor: complete it, block it, or complete it
+    with a new successor todo (named in `observed`)."""
+    todo_id, vis = item.todo_id, item.visibility
+    done = {"todo_id": todo_id, "evidence_ids": [ev_id]}
+    if cmd.then == "block":
+        text = ctx.private_text(cmd.reason or "", vis)
+        return [Change("todo.blocked", {"todo_id": todo_id, "reason": text}, vis)]
+    if cmd.then != "successor":
+        return [Change("todo.completed", done, vis)]
+    new = lookup.new_id("todo", state.todos, cmd.successor_id, "todo_id")
+    observed["successor"] = new
+    added = {
+        "todo_id": new,
+        "title": ctx.private_text(cmd.successor_title or "", vis),
+        "role": "agent",
+        "kind": "task",
+        "priority": item.priority,
+        "depends_on": [],
+        "predecessor": todo_id,
+    }
+    return [
+        Change("todo.added", added, vis),
+        Change("todo.completed", {**done, "successor": new}, vis),
+    ]

@@ -3,10 +3,25 @@ cancel. Each checks its preconditions on folded state and refuses with a stable 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from loopx.engine import lookup
 from loopx.engine.clock import add_seconds
+from loopx.engine.commands import (
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    ClaimTodo,
+    CompleteTodo,
+    ReleaseTodo,
+    RenewTodo,
+    ReopenTodo,
+    TodoTransition,
+    UnblockTodo,
+    UpdateTodo,
+)
 from loopx.engine.core import Change, Context, Result, execute
 from loopx.model.errors import Conflict, InvalidInput
 from loopx.model.ids import check_id
@@ -14,27 +29,6 @@ from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import lease_live, readiness_of
 
 ROLES = ("agent", "user")
-
-
-def _on_todo(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    request: dict[str, Any],
-    plan: Any,
-    operation_id: str | None,
-    expected_revision: int | None,
-) -> Result:
-    """Run a write on one todo: `--expected-revision` guards that todo's revision."""
-    return execute(
-        ctx,
-        goal_id,
-        request,
-        plan,
-        operation_id=operation_id,
-        expected_revision=expected_revision,
-        revision_of=lookup.todo_revision(todo_id),
-    )
 
 
 def _check_priority(priority: int | None) -> None:
@@ -59,117 +53,70 @@ def _check_deps(state: GoalState, todo_id: str, depends_on: list[str]) -> list[s
     return deps
 
 
-def add_todo(
-    ctx: Context,
-    goal_id: str,
-    *,
-    title: str,
-    todo_id: str | None = None,
-    role: str = "agent",
-    kind: str = "task",
-    priority: int = 2,
-    depends_on: list[str] | None = None,
-    acceptance: str | None = None,
-    visibility: str | None = None,
-    predecessor: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
-    vis = lookup.visibility(visibility, "team")
-    title = lookup.text(title, "title", limit=lookup.MAX_TITLE)
-    acceptance = lookup.text(acceptance, "acceptance", required=False) or None
-    if role not in ROLES:
+def add_todo(ctx: Context, cmd: AddTodo) -> Result:
+    """Add a todo. `expected_revision` guards the goal's head revision."""
+    vis = lookup.visibility(cmd.visibility, "team")
+    cmd = replace(
+        cmd,
+        visibility=vis,
+        title=lookup.text(cmd.title, "title", limit=lookup.MAX_TITLE),
+        acceptance=lookup.text(cmd.acceptance, "acceptance", required=False) or None,
+    )
+    if cmd.role not in ROLES:
         raise InvalidInput("role must be agent or user", code="invalid_role")
-    _check_priority(priority)
-    request = {
-        "cmd": "todo.add",
-        "title": title,
-        "todo_id": todo_id,
-        "role": role,
-        "kind": kind,
-        "priority": priority,
-        "depends_on": depends_on or [],
-        "acceptance": acceptance,
-        "visibility": vis,
-        "predecessor": predecessor,
-    }
+    _check_priority(cmd.priority)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
-        new = lookup.new_id("todo", st.todos, todo_id, "todo_id")
-        deps = _check_deps(st, new, depends_on or [])
-        if predecessor is not None:
-            lookup.todo(st, predecessor)
+        new = lookup.new_id("todo", st.todos, cmd.todo_id, "todo_id")
+        deps = _check_deps(st, new, list(cmd.depends_on))
+        lookup.todos_named(st, cmd.predecessor)
         data = {
             "todo_id": new,
-            "title": ctx.private_text(title, vis),
-            "role": role,
-            "kind": kind,
-            "priority": priority,
+            "title": ctx.private_text(cmd.title, vis),
+            "role": cmd.role,
+            "kind": cmd.kind,
+            "priority": cmd.priority,
             "depends_on": deps,
-            "predecessor": predecessor,
-            "acceptance": ctx.private_text(acceptance, vis) if acceptance else None,
+            "predecessor": cmd.predecessor,
+            "acceptance": ctx.private_text(cmd.acceptance, vis) if cmd.acceptance else None,
         }
         return [Change("todo.added", data, vis)]
 
-    return execute(
-        ctx, goal_id, request, plan, operation_id=operation_id, expected_revision=expected_revision
-    )
+    return execute(ctx, cmd, plan)
 
 
-def update_todo(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    title: str | None = None,
-    priority: int | None = None,
-    depends_on: list[str] | None = None,
-    acceptance: str | None = None,
-    kind: str | None = None,
-    role: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
-    check_id(todo_id, "todo_id")
-    if title is not None:
-        title = lookup.text(title, "title", limit=lookup.MAX_TITLE)
-    if acceptance is not None:
-        acceptance = lookup.text(acceptance, "acceptance")
-    if role is not None and role not in ROLES:
+def update_todo(ctx: Context, cmd: UpdateTodo) -> Result:
+    """Change an open todo's fields. `expected_revision` guards the todo's revision."""
+    todo_id = check_id(cmd.todo_id, "todo_id")
+    if cmd.title is not None:
+        lookup.text(cmd.title, "title", limit=lookup.MAX_TITLE)
+    if cmd.acceptance is not None:
+        lookup.text(cmd.acceptance, "acceptance")
+    if cmd.role is not None and cmd.role not in ROLES:
         raise InvalidInput("role must be agent or user", code="invalid_role")
-    _check_priority(priority)
-    fields = {
-        "title": title,
-        "priority": priority,
-        "depends_on": depends_on,
-        "acceptance": acceptance,
-        "kind": kind,
-        "role": role,
-    }
-    if all(v is None for v in fields.values()):
+    _check_priority(cmd.priority)
+    changed = (cmd.title, cmd.priority, cmd.depends_on, cmd.acceptance, cmd.kind, cmd.role)
+    if all(v is None for v in changed):
         raise InvalidInput("nothing to update: pass at least one field", code="no_change")
-    request = {"cmd": "todo.update", "todo_id": todo_id, **fields}
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         data: dict[str, Any] = {
             "todo_id": todo_id,
-            "priority": priority,
-            "kind": kind,
-            "role": role,
+            "priority": cmd.priority,
+            "kind": cmd.kind,
+            "role": cmd.role,
         }
-        if title is not None:
-            data["title"] = ctx.private_text(title, item.visibility)
-        if acceptance is not None:
-            data["acceptance"] = ctx.private_text(acceptance, item.visibility)
-        if depends_on is not None:
-            data["depends_on"] = _check_deps(st, todo_id, depends_on)
+        if cmd.title is not None:
+            data["title"] = ctx.private_text(cmd.title, item.visibility)
+        if cmd.acceptance is not None:
+            data["acceptance"] = ctx.private_text(cmd.acceptance, item.visibility)
+        if cmd.depends_on is not None:
+            data["depends_on"] = _check_deps(st, todo_id, list(cmd.depends_on))
         return [Change("todo.updated", data, item.visibility)]
 
-    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
+    return execute(ctx, cmd, plan)
 
 
 def _owner_check(item: Todo, agent_id: str, now: str) -> None:
@@ -184,137 +131,82 @@ def _owner_check(item: Todo, agent_id: str, now: str) -> None:
         )
 
 
+# What `readiness_of` says holds a todo back, as the refusal that names it.
+_NOT_READY = {
+    "dependency_open": ("dependencies are not done", "dependencies"),
+    "dependency_missing": ("dependencies do not exist in this goal", "dependencies"),
+    "gate_pending": ("pending gates block this todo", "gate_ids"),
+}
+
+
 def _ready_check(state: GoalState, item: Todo, now: str, agent_id: str) -> None:
     """Refuse with the first reason `readiness_of` gives among open or missing dependencies
     and pending gates (the callers check closed, blocked and claimed todos first)."""
     for reason in readiness_of(state, item, now, agent_id).reasons:
         code, ids = reason["code"], reason.get("todo_ids") or reason.get("gate_ids") or []
-        shown = ", ".join(ids)
-        if code == "dependency_open":
-            raise Conflict(
-                f"dependencies are not done: {shown}",
-                code="dependency_open",
-                todo_id=item.todo_id,
-                dependencies=ids,
-            )
-        if code == "dependency_missing":
-            raise Conflict(
-                f"dependencies do not exist in this goal: {shown}",
-                code="dependency_missing",
-                todo_id=item.todo_id,
-                dependencies=ids,
-            )
-        if code == "gate_pending":
-            raise Conflict(
-                f"pending gates block this todo: {shown}",
-                code="gate_pending",
-                todo_id=item.todo_id,
-                gate_ids=ids,
-            )
+        if code in _NOT_READY:
+            message, key = _NOT_READY[code]
+            details = {"todo_id": item.todo_id, key: ids}
+            raise Conflict(f"{message}: {', '.join(ids)}", code=code, **details)
 
 
-def claim_todo(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    lease_seconds: int | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-    via_handoff: str | None = None,
-) -> Result:
-    check_id(todo_id, "todo_id")
-    lookup.check_lease(lease_seconds)
-    request = {
-        "cmd": "todo.claim",
-        "todo_id": todo_id,
-        "lease_seconds": lease_seconds,
-        "session_id": ctx.session_id,
-    }
+def claim_todo(ctx: Context, cmd: ClaimTodo) -> Result:
+    """Claim a ready todo for the acting agent under a lease."""
+    todo_id = check_id(cmd.todo_id, "todo_id")
+    lookup.check_lease(cmd.lease_seconds)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         if item.status == "blocked":
             raise Conflict("todo is blocked", code="todo_blocked", todo_id=todo_id)
         _owner_check(item, ctx.agent_id, now)
         _ready_check(st, item, now, ctx.agent_id)
-        lease = lookup.lease_for(st, lease_seconds)
+        lease = lookup.lease_for(st, cmd.lease_seconds)
         data = {
             "todo_id": todo_id,
             "agent_id": ctx.agent_id,
             "session_id": ctx.session_id,
             "lease_expires_at": add_seconds(now, lease),
-            "via_handoff": via_handoff,
+            "via_handoff": None,
         }
         return [Change("todo.claimed", data, item.visibility)]
 
-    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
+    return execute(ctx, cmd, plan)
 
 
-def renew_todo(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    lease_seconds: int | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
+def renew_todo(ctx: Context, cmd: RenewTodo) -> Result:
+    """Extend the acting agent's lease on a todo it holds (a heartbeat)."""
+    todo_id = check_id(cmd.todo_id, "todo_id")
+    lookup.check_lease(cmd.lease_seconds)
+
+    def plan(state: GoalState | None, now: str) -> list[Change]:
+        st, item = lookup.open_todo_in(state, todo_id)
+        lookup.require_holder(item, ctx.agent_id)
+        lease = lookup.lease_for(st, cmd.lease_seconds)
+        data = {"todo_id": todo_id, "lease_expires_at": add_seconds(now, lease)}
+        return [Change("todo.renewed", data, item.visibility)]
+
+    return execute(ctx, cmd, plan)
+
+
+Check = Callable[[GoalState, Todo, Context, str], None]
+
+
+def _transition(
+    ctx: Context, cmd: TodoTransition, event_type: str, check: Check, *, reason_required: bool
 ) -> Result:
-    check_id(todo_id, "todo_id")
-    lookup.check_lease(lease_seconds)
-    request = {"cmd": "todo.renew", "todo_id": todo_id, "lease_seconds": lease_seconds}
+    """Append `event_type` on one todo after `check`, with the command's reason."""
+    todo_id = check_id(cmd.todo_id, "todo_id")
+    cmd = replace(cmd, reason=lookup.text(cmd.reason, "reason", required=reason_required) or None)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
-        lookup.require_holder(item, ctx.agent_id)
-        lease = lookup.lease_for(st, lease_seconds)
-        data = {"todo_id": todo_id, "lease_expires_at": add_seconds(now, lease)}
-        return [Change("todo.renewed", data, item.visibility)]
+        check(st, item, ctx, now)
+        reason = ctx.private_text(cmd.reason, item.visibility) if cmd.reason else None
+        return [Change(event_type, {"todo_id": todo_id, "reason": reason}, item.visibility)]
 
-    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
-
-
-def _simple(
-    cmd: str,
-    event_type: str,
-    check: Any,
-    *,
-    reason_required: bool = False,
-) -> Any:
-    """Build a todo transition that takes an optional (or required) reason."""
-
-    def transition(
-        ctx: Context,
-        goal_id: str,
-        todo_id: str,
-        *,
-        reason: str | None = None,
-        operation_id: str | None = None,
-        expected_revision: int | None = None,
-    ) -> Result:
-        check_id(todo_id, "todo_id")
-        text = lookup.text(reason, "reason", required=reason_required) or None
-        request = {"cmd": cmd, "todo_id": todo_id, "reason": text}
-
-        def plan(state: GoalState | None, now: str) -> list[Change]:
-            st = lookup.need_state(state)
-            item = lookup.todo(st, todo_id)
-            check(st, item, ctx, now)
-            data = {
-                "todo_id": todo_id,
-                "reason": ctx.private_text(text, item.visibility) if text else None,
-            }
-            return [Change(event_type, data, item.visibility)]
-
-        return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
-
-    transition.__name__ = cmd.replace(".", "_")
-    transition.__doc__ = f"Append `{event_type}` after checking its preconditions."
-    return transition
+    return execute(ctx, cmd, plan)
 
 
 def _can_release(st: GoalState, item: Todo, ctx: Context, now: str) -> None:
@@ -346,53 +238,52 @@ def _can_cancel(st: GoalState, item: Todo, ctx: Context, now: str) -> None:
     _owner_check(item, ctx.agent_id, now)
 
 
-release_todo = _simple("todo.release", "todo.released", _can_release)
-block_todo = _simple("todo.block", "todo.blocked", _can_block, reason_required=True)
-unblock_todo = _simple("todo.unblock", "todo.unblocked", _can_unblock)
-reopen_todo = _simple("todo.reopen", "todo.reopened", _can_reopen, reason_required=True)
-cancel_todo = _simple("todo.cancel", "todo.cancelled", _can_cancel)
+def release_todo(ctx: Context, cmd: ReleaseTodo) -> Result:
+    """Give up the acting agent's claim; the todo is open again."""
+    return _transition(ctx, cmd, "todo.released", _can_release, reason_required=False)
 
 
-def complete_todo(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    summary: str | None = None,
-    evidence_ids: list[str] | None = None,
-    successor: str | None = None,
-    operation_id: str | None = None,
-    expected_revision: int | None = None,
-) -> Result:
-    check_id(todo_id, "todo_id")
-    summary = lookup.text(summary, "summary", required=False) or None
-    request = {
-        "cmd": "todo.complete",
-        "todo_id": todo_id,
-        "summary": summary,
-        "evidence_ids": evidence_ids or [],
-        "successor": successor,
-    }
+def block_todo(ctx: Context, cmd: BlockTodo) -> Result:
+    """Mark a todo blocked, with the reason (required)."""
+    return _transition(ctx, cmd, "todo.blocked", _can_block, reason_required=True)
+
+
+def unblock_todo(ctx: Context, cmd: UnblockTodo) -> Result:
+    """Clear a todo's blocked state."""
+    return _transition(ctx, cmd, "todo.unblocked", _can_unblock, reason_required=False)
+
+
+def reopen_todo(ctx: Context, cmd: ReopenTodo) -> Result:
+    """Reopen a done or cancelled todo, with the reason (required)."""
+    return _transition(ctx, cmd, "todo.reopened", _can_reopen, reason_required=True)
+
+
+def cancel_todo(ctx: Context, cmd: CancelTodo) -> Result:
+    """Cancel an open todo."""
+    return _transition(ctx, cmd, "todo.cancelled", _can_cancel, reason_required=False)
+
+
+def complete_todo(ctx: Context, cmd: CompleteTodo) -> Result:
+    """Complete a todo, citing its evidence: refused while it is not ready."""
+    todo_id = check_id(cmd.todo_id, "todo_id")
+    cmd = replace(cmd, summary=lookup.text(cmd.summary, "summary", required=False) or None)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         if item.status == "blocked":
             raise Conflict(
                 "todo is blocked; unblock it first", code="todo_blocked", todo_id=todo_id
             )
         _owner_check(item, ctx.agent_id, now)
         _ready_check(st, item, now, ctx.agent_id)
-        evidence = lookup.existing_evidence(st, evidence_ids or [])
-        if successor is not None:
-            lookup.todo(st, successor)
+        evidence = lookup.existing_evidence(st, cmd.evidence_ids)
+        lookup.todos_named(st, cmd.successor)
         data = {
             "todo_id": todo_id,
             "evidence_ids": evidence,
-            "successor": successor,
-            "summary": ctx.private_text(summary, item.visibility) if summary else None,
+            "successor": cmd.successor,
+            "summary": ctx.private_text(cmd.summary, item.visibility) if cmd.summary else None,
         }
         return [Change("todo.completed", data, item.visibility)]
 
-    return _on_todo(ctx, goal_id, todo_id, request, plan, operation_id, expected_revision)
+    return execute(ctx, cmd, plan)

@@ -9,11 +9,13 @@ spent or settled with its spend, never spent twice.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from loopx.engine import lookup
+from loopx.engine.commands import BeginTurn, EndTurn, RecordPhase
 from loopx.engine.core import Change, Context, Result, execute
-from loopx.engine.evidence import OUTCOMES
+from loopx.engine.evidence import check_outcome
 from loopx.model.errors import Conflict, InvalidInput, NotFound
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState
@@ -52,27 +54,12 @@ def _owner(state: GoalState, turn: dict[str, Any], agent_id: str) -> None:
     )
 
 
-def begin_turn(
-    ctx: Context,
-    goal_id: str,
-    todo_id: str,
-    *,
-    turn_id: str | None = None,
-    operation_id: str | None = None,
-) -> Result:
+def begin_turn(ctx: Context, cmd: BeginTurn) -> Result:
     """Open a journal entry for a turn on `todo_id`, which the acting agent holds."""
-    check_id(todo_id, "todo_id")
-    request = {
-        "cmd": "turn.begin",
-        "todo_id": todo_id,
-        "turn_id": turn_id,
-        "session_id": ctx.session_id,
-    }
+    todo_id = check_id(cmd.todo_id, "todo_id")
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        st = lookup.need_state(state)
-        item = lookup.todo(st, todo_id)
-        lookup.open_todo(item)
+        st, item = lookup.open_todo_in(state, todo_id)
         lookup.require_holder(item, ctx.agent_id, now, doing="begin a turn on it")
         for other in st.turns.values():
             if other["todo_id"] == todo_id and other["status"] == "open":
@@ -82,34 +69,27 @@ def begin_turn(
                     turn_id=other["turn_id"],
                 )
         data = {
-            "turn_id": lookup.new_id("turn", st.turns, turn_id, "turn_id"),
+            "turn_id": lookup.new_id("turn", st.turns, cmd.turn_id, "turn_id"),
             "todo_id": todo_id,
             "agent_id": ctx.agent_id,
             "session_id": ctx.session_id,
         }
         return [Change("turn.begun", data, item.visibility)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id)
+    return execute(ctx, cmd, plan)
 
 
-def record_phase(
-    ctx: Context,
-    goal_id: str,
-    turn_id: str,
-    *,
-    phase: str,
-    ref: str | None = None,
-    operation_id: str | None = None,
-) -> Result:
+def record_phase(ctx: Context, cmd: RecordPhase) -> Result:
     """Record that the turn reached `phase` (execute, validate, write_back; never backwards)."""
-    check_id(turn_id, "turn_id")
+    turn_id, phase = check_id(cmd.turn_id, "turn_id"), cmd.phase
     if phase not in STEP_PHASES:
         raise InvalidInput(
             "phase must be execute, validate or write_back (turn end spends and settles)",
             code="invalid_phase",
         )
-    ref = lookup.text(ref, "ref", required=False, limit=lookup.MAX_TITLE) or None
-    request = {"cmd": "turn.phase", "turn_id": turn_id, "phase": phase, "ref": ref}
+    cmd = replace(
+        cmd, ref=lookup.text(cmd.ref, "ref", required=False, limit=lookup.MAX_TITLE) or None
+    )
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
@@ -128,63 +108,40 @@ def record_phase(
             "turn_id": turn_id,
             "phase": phase,
             "session_id": ctx.session_id,
-            "ref": ctx.private_text(ref, vis) if ref else None,
+            "ref": ctx.private_text(cmd.ref, vis) if cmd.ref else None,
         }
         return [Change("turn.phased", data, vis)]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id)
+    return execute(ctx, cmd, plan)
 
 
-def end_turn(
-    ctx: Context,
-    goal_id: str,
-    turn_id: str,
-    *,
-    outcome: str,
-    summary: str | None = None,
-    quota_spent: int = 1,
-    evidence_ids: list[str] | None = None,
-    run_id: str | None = None,
-    operation_id: str | None = None,
-) -> Result:
+def end_turn(ctx: Context, cmd: EndTurn) -> Result:
     """Settle the turn: its run record and quota spend, and `turn.settled`, in one operation.
     A second settlement is `turn_settled`; retry a lost answer with the same operation id."""
-    check_id(turn_id, "turn_id")
-    if outcome not in OUTCOMES:
-        raise InvalidInput("outcome must be one of " + ", ".join(OUTCOMES), code="invalid_outcome")
-    if quota_spent < 0:
-        raise InvalidInput("quota spent must be zero or more", code="invalid_quota")
-    summary = lookup.text(summary, "summary", required=False) or None
-    request = {
-        "cmd": "turn.end",
-        "turn_id": turn_id,
-        "outcome": outcome,
-        "summary": summary,
-        "quota_spent": quota_spent,
-        "evidence_ids": evidence_ids or [],
-        "run_id": run_id,
-    }
+    turn_id = check_id(cmd.turn_id, "turn_id")
+    check_outcome(cmd.outcome, cmd.quota_spent)
+    cmd = replace(cmd, summary=lookup.text(cmd.summary, "summary", required=False) or None)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
         turn = _turn(st, turn_id)
         _owner(st, turn, ctx.agent_id)
-        new_run = lookup.new_id("run", st.runs, run_id, "run_id")
+        new_run = lookup.new_id("run", st.runs, cmd.run_id, "run_id")
         run = {
             "run_id": new_run,
             "agent_id": ctx.agent_id,
             "session_id": ctx.session_id,
             "todo_id": turn["todo_id"],
-            "outcome": outcome,
-            "summary": ctx.private_text(summary, "team") if summary else None,
-            "evidence_ids": lookup.existing_evidence(st, evidence_ids or []),
-            "quota_spent": quota_spent,
+            "outcome": cmd.outcome,
+            "summary": ctx.private_text(cmd.summary, "team") if cmd.summary else None,
+            "evidence_ids": lookup.existing_evidence(st, cmd.evidence_ids),
+            "quota_spent": cmd.quota_spent,
         }
         settled = {"turn_id": turn_id, "run_id": new_run}
         # The settlement first (the receipt's subject is the turn), its run in the same operation.
         return [Change("turn.settled", settled, "team"), Change("run.recorded", run, "team")]
 
-    return execute(ctx, goal_id, request, plan, operation_id=operation_id)
+    return execute(ctx, cmd, plan)
 
 
 def refuse_unsettled(state: GoalState, todo_id: str | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,16 @@ class SessionFiles:
             )
             return None
         return data, raw
+
+    def jsons(
+        self, folder: Path, kind: str, *, severity: str = "error"
+    ) -> Iterator[tuple[Path, dict[str, Any], bytes]]:
+        """Each `*.json` file in `folder` that holds a readable JSON object, by name, with its
+        data and bytes (the others reported and skipped; no folder, no files)."""
+        for path in loopy_paths.files(folder, ".json"):
+            got = self.json(path, kind, severity=severity)
+            if got is not None:
+                yield path, got[0], got[1]
 
 
 def _versions(allowed: tuple[int, ...]) -> str:

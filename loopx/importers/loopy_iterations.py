@@ -71,12 +71,7 @@ def _receipts(s: Session, f: SessionFiles) -> dict[tuple[str, str], GitMark]:
     """Git boundary receipts keyed by (attempt id or iteration prefix, phase)."""
     out: dict[tuple[str, str], GitMark] = {}
     for folder in ("receipts", "git_receipts"):
-        root = s.directory / folder
-        for path in loopy_paths.files(root, ".json"):
-            got = f.json(path, "git receipt", severity="warning")
-            if got is None:
-                continue
-            data, _ = got
+        for path, data, _ in f.jsons(s.directory / folder, "git receipt", severity="warning"):
             phase = text_of(data.get("phase"))
             if phase not in ("before", "after"):
                 continue
@@ -142,17 +137,32 @@ def _apply_result(it: Iteration, result: dict[str, Any]) -> None:
 
 
 def read_iterations(s: Session, f: SessionFiles) -> None:
+    """The session's iterations: those its history records, then folders it does not record
+    yet, each completed from `events.jsonl` and the git receipts."""
     folders: dict[tuple[int, str], Path] = {}
-    root = s.directory / "iterations"
-    for child in loopy_paths.subdirs(root):
+    for child in loopy_paths.subdirs(s.directory / "iterations"):
         match = _ITERATION_DIR.match(child.name)
         if match:
             folders[(int(match.group(1)), match.group(2))] = child
     receipts = _receipts(s, f)
-    history = s.state.history if s.state else []
+    used = _read_recorded(s, f, folders)
+    for (number, workflow), folder in sorted(folders.items()):
+        if (number, workflow) not in used:
+            _read_unrecorded(s, f, number, workflow, folder)
+    for it in s.iterations:
+        _complete(s, it, receipts)
+    s.iterations.sort(key=lambda it: (it.number, it.attempt))
+    s.pending.sort()
+
+
+def _read_recorded(
+    s: Session, f: SessionFiles, folders: dict[tuple[int, str], Path]
+) -> set[tuple[int, str]]:
+    """An iteration per `state.json` history entry (a retry is a further attempt), with the
+    first folder of its number and workflow; return the folders used."""
     attempts: dict[int, int] = {}
     used: set[tuple[int, str]] = set()
-    for entry in history:
+    for entry in s.state.history if s.state else []:
         number = entry["iteration"]
         workflow = text_of(entry.get("workflow_id")) or "unknown"
         attempts[number] = attempts.get(number, 0) + 1
@@ -171,48 +181,53 @@ def read_iterations(s: Session, f: SessionFiles) -> None:
             if result is not None and result.get("attempt_id") in (None, it.attempt_id):
                 _apply_result(it, result)
         s.iterations.append(it)
-    for (number, workflow), folder in sorted(folders.items()):
-        if (number, workflow) in used:
-            continue
-        if s.state is not None and s.state.current_iteration == number:
-            s.pending.append(number)  # dispatched, not yet recorded by the coordinator
-            continue
-        it = Iteration(number=number, workflow=workflow)
-        it.folder = folder.relative_to(s.directory).as_posix()
-        result, present = _read_result(it, folder, f)
-        event = _finished_event(s, number)
-        if result is not None:
-            it.success = result["success"]
-            it.error = text_of(result.get("error"))
-            it.failure_kind = text_of(result.get("failure_kind"))
-            _apply_result(it, result)
-        elif event is not None and not present:
-            it.success = event.get("success") is True
-            it.error = text_of(event.get("error"))
-            it.failure_kind = text_of(event.get("failure_kind"))
-            it.attempt_id = text_of(event.get("attempt_id"))
-        else:
-            if not present:
-                s.pending.append(number)  # no result yet: still running
-            continue
-        it.finished_at = (event or {}).get("ts")
-        s.iterations.append(it)
-    for it in s.iterations:
-        event = _finished_event(s, it.number, it.attempt_id)
-        if event is not None:
-            it.finished_at = it.finished_at or event.get("ts")
-            if it.prompt_tokens is None:
-                it.prompt_tokens = int_of(event.get("prompt_tokens"))
-                it.completion_tokens = int_of(event.get("completion_tokens"))
-            if it.duration_s is None and isinstance(event.get("duration_s"), int | float):
-                it.duration_s = float(event["duration_s"])
-        for key in (it.attempt_id or "", f"#{it.number}"):
-            it.git_before = it.git_before or receipts.get((key, "before"))
-            it.git_after = it.git_after or receipts.get((key, "after"))
-        if it.finished_at is None and it.git_after is not None:
-            it.finished_at = it.git_after.captured_at
-    s.iterations.sort(key=lambda it: (it.number, it.attempt))
-    s.pending.sort()
+    return used
+
+
+def _read_unrecorded(s: Session, f: SessionFiles, number: int, workflow: str, folder: Path) -> None:
+    """An iteration folder the history does not record: finished when its result (or its
+    `task_finished` event) says so, else still pending."""
+    if s.state is not None and s.state.current_iteration == number:
+        s.pending.append(number)  # dispatched, not yet recorded by the coordinator
+        return
+    it = Iteration(number=number, workflow=workflow)
+    it.folder = folder.relative_to(s.directory).as_posix()
+    result, present = _read_result(it, folder, f)
+    event = _finished_event(s, number)
+    if result is not None:
+        it.success = result["success"]
+        it.error = text_of(result.get("error"))
+        it.failure_kind = text_of(result.get("failure_kind"))
+        _apply_result(it, result)
+    elif event is not None and not present:
+        it.success = event.get("success") is True
+        it.error = text_of(event.get("error"))
+        it.failure_kind = text_of(event.get("failure_kind"))
+        it.attempt_id = text_of(event.get("attempt_id"))
+    else:
+        if not present:
+            s.pending.append(number)  # no result yet: still running
+        return
+    it.finished_at = (event or {}).get("ts")
+    s.iterations.append(it)
+
+
+def _complete(s: Session, it: Iteration, receipts: dict[tuple[str, str], GitMark]) -> None:
+    """Fill what the iteration's files left out from its `task_finished` event and its git
+    receipts."""
+    event = _finished_event(s, it.number, it.attempt_id)
+    if event is not None:
+        it.finished_at = it.finished_at or event.get("ts")
+        if it.prompt_tokens is None:
+            it.prompt_tokens = int_of(event.get("prompt_tokens"))
+            it.completion_tokens = int_of(event.get("completion_tokens"))
+        if it.duration_s is None and isinstance(event.get("duration_s"), int | float):
+            it.duration_s = float(event["duration_s"])
+    for key in (it.attempt_id or "", f"#{it.number}"):
+        it.git_before = it.git_before or receipts.get((key, "before"))
+        it.git_after = it.git_after or receipts.get((key, "after"))
+    if it.finished_at is None and it.git_after is not None:
+        it.finished_at = it.git_after.captured_at
 
 
 def _finished_event(
@@ -225,52 +240,47 @@ def _finished_event(
 
 
 def read_failures(s: Session, f: SessionFiles) -> None:
-    root = s.directory / "protocol_failures"
-    if loopy_paths.is_dir(root):
-        for path in loopy_paths.files(root, ".json"):
-            got = f.json(path, "protocol failure")
-            if got is None:
-                continue
-            data, raw = got
-            attempt = data.get("finishing_attempt")
-            attempt = attempt if isinstance(attempt, dict) else {}
-            s.protocol_failures.append(
-                ProtocolFailure(
-                    failure_id=text_of(data.get("failure_id")) or path.stem,
-                    kind=text_of(data.get("kind")) or "protocol_failure",
-                    source="protocol_failures",
-                    path=path.relative_to(s.directory).as_posix(),
-                    attempt_id=text_of(attempt.get("attempt_id")),
-                    workflow_id=text_of(attempt.get("workflow_id")),
-                    created_at=norm_time(data.get("created_at")),
-                    raw=raw,
-                )
+    """`protocol_failures/` and `control_rejected/`, each file a failure of its own."""
+    for path, data, raw in f.jsons(s.directory / "protocol_failures", "protocol failure"):
+        attempt = data.get("finishing_attempt")
+        attempt = attempt if isinstance(attempt, dict) else {}
+        s.protocol_failures.append(
+            ProtocolFailure(
+                failure_id=text_of(data.get("failure_id")) or path.stem,
+                kind=text_of(data.get("kind")) or "protocol_failure",
+                source="protocol_failures",
+                path=path.relative_to(s.directory).as_posix(),
+                attempt_id=text_of(attempt.get("attempt_id")),
+                workflow_id=text_of(attempt.get("workflow_id")),
+                created_at=norm_time(data.get("created_at")),
+                raw=raw,
             )
-    rejected = s.directory / "control_rejected"
-    if loopy_paths.is_dir(rejected):
-        for path in loopy_paths.files(rejected):
-            body = f.read(path)
-            if body is None:
-                continue
-            producer: dict[str, Any] = {}
-            created = None
-            try:
-                data = orjson.loads(body)
-                if isinstance(data, dict):
-                    if isinstance(data.get("producer"), dict):
-                        producer = data["producer"]
-                    created = norm_time(data.get("created_at"))
-            except orjson.JSONDecodeError:
-                pass  # a rejected control is kept as it was, readable or not
-            s.protocol_failures.append(
-                ProtocolFailure(
-                    failure_id=path.stem,
-                    kind="rejected_control",
-                    source="control_rejected",
-                    path=path.relative_to(s.directory).as_posix(),
-                    attempt_id=text_of(producer.get("attempt_id")),
-                    workflow_id=text_of(producer.get("workflow_id")),
-                    created_at=created,
-                    raw=body,
-                )
-            )
+        )
+    for path in loopy_paths.files(s.directory / "control_rejected"):
+        body = f.read(path)
+        if body is not None:
+            s.protocol_failures.append(_rejected_control(s, path, body))
+
+
+def _rejected_control(s: Session, path: Path, body: bytes) -> ProtocolFailure:
+    """A control loopy-loop rejected, kept as it was, readable or not."""
+    producer: dict[str, Any] = {}
+    created = None
+    try:
+        data = orjson.loads(body)
+        if isinstance(data, dict):
+            if isinstance(data.get("producer"), dict):
+                producer = data["producer"]
+            created = norm_time(data.get("created_at"))
+    except orjson.JSONDecodeError:
+        pass
+    return ProtocolFailure(
+        failure_id=path.stem,
+        kind="rejected_control",
+        source="control_rejected",
+        path=path.relative_to(s.directory).as_posix(),
+        attempt_id=text_of(producer.get("attempt_id")),
+        workflow_id=text_of(producer.get("workflow_id")),
+        created_at=created,
+        raw=body,
+    )

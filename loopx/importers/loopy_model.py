@@ -3,7 +3,7 @@ reads them. No I/O here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,7 @@ class Problem:
     code: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "message": self.message,
-            "severity": self.severity,
-            "session_id": self.session_id,
-            "code": self.code,
-        }
+        return asdict(self)
 
 
 @dataclass

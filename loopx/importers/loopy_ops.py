@@ -10,12 +10,22 @@ the source itself changed).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import orjson
 
 from loopx.engine import evidence as ev
 from loopx.engine import goals, todos
+from loopx.engine.commands import (
+    AddEvidence,
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    Command,
+    CompleteTodo,
+    RegisterAgent,
+)
 from loopx.engine.core import Context, Result
 from loopx.engine.evidence import MAX_BODY_BYTES
 from loopx.importers.sanitize import clip, has_local_path, scrub
@@ -32,6 +42,9 @@ SUMMARY_MAX = 500
 SETTLED = ("it-", "iter-", "pf-", "eval-")
 CLOSED_AS = {"complete": "done", "block": "blocked", "cancel": "cancelled"}
 
+Call = Callable[[Context, str], Result]  # an engine call, given its context and operation id
+C = TypeVar("C", bound=Command)
+
 
 @dataclass
 class Op:
@@ -41,11 +54,20 @@ class Op:
     at: str | None
     agent: str
     label: str
-    call: Callable[[Context, str], Result]
+    call: Call
     phase: int = 1  # 0: goal set-up, 1: the session's history, 2: its stop state
     settled: bool = False  # from files loopy-loop never rewrites: once imported, skip it
     group: str | None = None  # when one op of a group is refused, the rest are left out
     exists_ok: str | None = None  # a refusal code meaning "already there": not a problem
+
+
+def bind(fn: Callable[[Context, C], Result], command: C) -> Call:
+    """`fn(ctx, command)` as an op's call, given the op's operation id when it runs."""
+
+    def call(ctx: Context, op_id: str) -> Result:
+        return fn(ctx, replace(command, operation_id=op_id))
+
+    return call
 
 
 def inline(text: str, limit: int) -> str:
@@ -81,7 +103,7 @@ class Ops:
         self,
         entity: str,
         verb: str,
-        call: Callable[[Context, str], Result],
+        call: Call,
         *,
         at: str | None,
         label: str,
@@ -116,24 +138,20 @@ class Ops:
             body = body[: MAX_BODY_BYTES - len(note)] + note
         text = summary if visibility == "private" else inline(summary, SUMMARY_MAX)
         text = clip(text, SUMMARY_MAX)
-        refs = safe_refs(refs or [])
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return ev.add_evidence(
-                ctx,
-                goal,
+        call = bind(
+            ev.add_evidence,
+            AddEvidence(
+                goal_id=self.goal_id,
                 kind=kind,
                 summary=text,
-                refs=refs,
+                refs=safe_refs(refs or []),
                 body=body,
                 revision=revision,
                 todo_id=todo_id,
                 evidence_id=evidence_id,
                 visibility=visibility,
-                operation_id=op_id,
-            )
-
+            ),
+        )
         self.op(evidence_id, "add", call, at=at, label=label, agent=agent, phase=phase)
         return evidence_id
 
@@ -149,13 +167,10 @@ class Ops:
     ) -> None:
         check_id(todo_id, "todo_id")
         text = inline(title, TITLE_MAX)
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return todos.add_todo(
-                ctx, goal, title=text, todo_id=todo_id, role=role, kind=kind, operation_id=op_id
-            )
-
+        call = bind(
+            todos.add_todo,
+            AddTodo(goal_id=self.goal_id, title=text, todo_id=todo_id, role=role, kind=kind),
+        )
         self.op(todo_id, "add", call, at=at, label=f"todo {todo_id}", phase=phase)
         self.added.add(todo_id)
 
@@ -172,16 +187,15 @@ class Ops:
     ) -> None:
         """Complete, block or cancel a todo (once: the op id names the transition)."""
         goal = self.goal_id
-        why = inline(reason, 2000) if reason else None
-
-        def call(ctx: Context, op_id: str) -> Result:
-            if verb == "complete":
-                return todos.complete_todo(
-                    ctx, goal, todo_id, evidence_ids=evidence_ids, operation_id=op_id
-                )
-            fn = todos.block_todo if verb == "block" else todos.cancel_todo
-            return fn(ctx, goal, todo_id, reason=why, operation_id=op_id)
-
+        if verb == "complete":
+            done = CompleteTodo(goal_id=goal, todo_id=todo_id, evidence_ids=evidence_ids or ())
+            call = bind(todos.complete_todo, done)
+        elif verb == "block":
+            why = inline(reason, 2000) if reason else None
+            call = bind(todos.block_todo, BlockTodo(goal_id=goal, todo_id=todo_id, reason=why))
+        else:
+            why = inline(reason, 2000) if reason else None
+            call = bind(todos.cancel_todo, CancelTodo(goal_id=goal, todo_id=todo_id, reason=why))
         self.op(
             todo_id, verb, call, at=at, label=f"{verb} todo {todo_id}", agent=agent, phase=phase
         )
@@ -192,17 +206,15 @@ class Ops:
         if agent_id in self.agents:
             return
         self.agents.add(agent_id)
-        goal = self.goal_id
-
-        def call(ctx: Context, op_id: str) -> Result:
-            return goals.register_agent(
-                ctx, goal, agent_id, name=name, kind="loopy-loop", operation_id=op_id
-            )
-
         self.op(
             agent_id,
             "register",
-            call,
+            bind(
+                goals.register_agent,
+                RegisterAgent(
+                    goal_id=self.goal_id, agent_id=agent_id, name=name, kind="loopy-loop"
+                ),
+            ),
             at=at,
             label=f"agent {agent_id}",
             phase=phase,

@@ -48,9 +48,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopx.engine import goals, todos
-from loopx.engine.core import Context, Result
+from loopx.engine.commands import (
+    AddNote,
+    ClaimTodo,
+    CloseGoal,
+    CreateGoal,
+    PrepareHandoff,
+    SetQuota,
+)
 from loopx.engine.handoff import check_note, prepare_handoff
-from loopx.importers.loopy_model import Problem, Session
+from loopx.importers.loopy_model import LayerHandoff, Problem, Session
 from loopx.importers.loopy_ops import (
     AGENT,
     EPOCH,
@@ -58,12 +65,13 @@ from loopx.importers.loopy_ops import (
     TITLE_MAX,
     Op,
     Ops,
+    bind,
     inline,
     json_body,
     safe_refs,
 )
 from loopx.importers.loopy_runs import plan_evals, plan_iteration, plan_orphan_failures
-from loopx.importers.loopy_stop import goal_evidence, stop_state
+from loopx.importers.loopy_stop import Stop, goal_evidence, stop_state
 from loopx.importers.sanitize import clip, first_line, short_hash, slug
 from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
@@ -146,7 +154,7 @@ class SessionPlan(Ops):
         return self.ordered(self.start)
 
     def goal(self) -> None:
-        s = self.s
+        s, at = self.s, self.start
         assert s.goal_text is not None
         parts = [s.goal_text]
         for heading, items in (("Constraints", s.constraints), ("Deliverables", s.deliverables)):
@@ -154,21 +162,16 @@ class SessionPlan(Ops):
                 parts.append(f"{heading}:\n" + "\n".join(f"- {i}" for i in items))
         original = "\n\n".join(parts)
         objective = inline(original, 20_000)
-        title = inline(first_line(s.goal_text, TITLE_MAX), TITLE_MAX) or s.session_id
-        acceptance = [inline(c, 2000) for c in s.criteria][:100]
-        goal, at = self.goal_id, self.start
-
-        def create(ctx: Context, op_id: str) -> Result:
-            return goals.create_goal(
-                ctx,
-                goal,
-                title=title,
+        create = bind(
+            goals.create_goal,
+            CreateGoal(
+                goal_id=self.goal_id,
+                title=inline(first_line(s.goal_text, TITLE_MAX), TITLE_MAX) or s.session_id,
                 objective=objective,
-                acceptance=acceptance,
+                acceptance=[inline(c, 2000) for c in s.criteria][:100],
                 visibility="team",
-                operation_id=op_id,
-            )
-
+            ),
+        )
         self.op("goal", "create", create, at=at, label="goal", phase=0)
         if objective != original.strip():
             self.evidence(
@@ -181,31 +184,30 @@ class SessionPlan(Ops):
                 label="goal text",
                 phase=0,
             )
+        self.goal_setup()
+
+    def goal_setup(self) -> None:
+        """The goal's run quota, its coordinator, its parent link and the session todo."""
+        s, at = self.s, self.start
         max_turns = s.state.max_turns if s.state else None
         if max_turns is not None and max_turns >= 0:
-
-            def quota(ctx: Context, op_id: str) -> Result:
-                return goals.set_quota(ctx, goal, quota=max_turns, unit="runs", operation_id=op_id)
-
+            quota = bind(
+                goals.set_quota, SetQuota(goal_id=self.goal_id, quota=max_turns, unit="runs")
+            )
             self.op(f"quota-{max_turns}", "set", quota, at=at, label="quota", phase=0)
         self.register(AGENT, "loopy-loop coordinator", at=at, phase=0)
         if self.parent_goal is not None:
-            text = (
-                f"Child of goal {self.parent_goal} (loopy-loop session "
-                f"{inline(s.parent_session_id or '?', 200)})."
-            )
-
-            def note(ctx: Context, op_id: str) -> Result:
-                return goals.add_note(
-                    ctx,
-                    goal,
-                    text=text,
+            note = bind(
+                goals.add_note,
+                AddNote(
+                    goal_id=self.goal_id,
+                    text=f"Child of goal {self.parent_goal} (loopy-loop session "
+                    f"{inline(s.parent_session_id or '?', 200)}).",
                     kind="note",
                     visibility="team",
                     note_id="parent-link",
-                    operation_id=op_id,
-                )
-
+                ),
+            )
             self.op("parent-link", "add", note, at=at, label="parent link", phase=0)
         self.add_todo(
             SESSION_TODO,
@@ -362,21 +364,8 @@ class SessionPlan(Ops):
         h = self.s.handoff
         if h is None:
             return
-        agent = slug(h.workflow, "loopy-")
-        at = h.updated_at or self.last or self.start or EPOCH
-        summary = h.summary or f"loopy-loop handoff revision {h.revision}"
-        note: dict[str, Any] = {
-            "work_summary": inline(summary, 4000),
-            "approaches_tried": [
-                {"approach": inline(a, 500), "outcome": "accepted"} for a in h.accepted[:30]
-            ],
-            "next_steps": [inline(i, 1000) for i in h.open_work[:30]],
-            "key_decisions": [inline(i, 1000) for i in h.decisions[:30]],
-            "open_questions": [inline(i, 1000) for i in h.risks[:30]],
-            "source_refs": safe_refs(h.refs)[:50],
-        }
         try:
-            note = check_note(note)  # checked before anything of the session is written
+            note = check_note(_handoff_note(h))  # checked before anything is written
         except InvalidInput as err:
             self.problems.append(
                 Problem(
@@ -387,6 +376,8 @@ class SessionPlan(Ops):
                 )
             )
             return
+        agent = slug(h.workflow, "loopy-")
+        at = h.updated_at or self.last or self.start or EPOCH
         mark = next(
             (
                 it.git_after
@@ -396,29 +387,26 @@ class SessionPlan(Ops):
             None,
         )
         head, dirty = (mark.head, mark.dirty) if mark else (None, None)
-        goal, entity = self.goal_id, f"handoff-r{h.revision}"
         self.register(agent, f"loopy-loop {h.workflow} role", at=at)
-
-        def claim(ctx: Context, op_id: str) -> Result:
-            return todos.claim_todo(ctx, goal, SESSION_TODO, operation_id=op_id)
-
-        def prepare(ctx: Context, op_id: str) -> Result:
-            return prepare_handoff(
-                ctx,
-                goal,
-                SESSION_TODO,
+        claim = bind(todos.claim_todo, ClaimTodo(goal_id=self.goal_id, todo_id=SESSION_TODO))
+        prepare = bind(
+            prepare_handoff,
+            PrepareHandoff(
+                goal_id=self.goal_id,
+                todo_id=SESSION_TODO,
                 note=note,
                 git_revision=head,
                 workspace_dirty=dirty if head else None,
-                operation_id=op_id,
-            )
-
-        label = f"handoff revision {h.revision}"
+            ),
+        )
+        entity, label = f"handoff-r{h.revision}", f"handoff revision {h.revision}"
         self.op(entity, "claim", claim, at=at, agent=agent, label=label, group=entity)
         self.op(entity, "prepare", prepare, at=at, agent=agent, label=label, group=entity)
         self.holder = agent  # its claim stands until the todo closes: the holder closes it
 
     def stop(self) -> None:
+        """The session's stop state → the session todo closed, and the goal closed or a
+        question for the user."""
         s, stop = self.s, stop_state(self.s)
         if stop.state == "running":
             if self.imported.todos.get(SESSION_TODO, "open") not in OPEN:
@@ -433,7 +421,19 @@ class SessionPlan(Ops):
                 )
             return
         at = (s.state.terminal_at if s.state else None) or self.last
-        control, outcome = s.control, s.outcome
+        words = _stop_words(stop)
+        outcome_id = self.outcome(stop, words, at)
+        if stop.state == "achieved":
+            self.achieved(outcome_id, at)
+        elif stop.state == "user_stopped":
+            self.abandoned(at)
+        else:
+            self.stopped_short(stop, words, at)
+
+    def outcome(self, stop: Stop, words: str, at: str | None) -> str:
+        """The session's outcome as a `review` evidence on the session todo (its control and
+        outcome files kept private)."""
+        s, control, outcome = self.s, self.s.control, self.s.outcome
         refs = goal_evidence(s) if stop.state == "achieved" else []
         refs = [r for r in refs if ":" in r and not r.startswith(("goal_check:", "eval:"))]
         by = ""
@@ -441,14 +441,7 @@ class SessionPlan(Ops):
             by = f" (control by {control.producer_workflow}"
             by += f" attempt {control.producer_attempt})" if control.producer_attempt else ")"
         heads = [it.git_after.head for it in s.iterations if it.git_after and it.git_after.head]
-        words = {
-            "achieved": "reports the goal met",
-            "unevidenced": "reports the goal met but cites no evidence",
-            "user_stopped": "was stopped by its operator",
-            "blocker": "stopped on an error it cannot resolve",
-            "stopped_early": f"stopped before meeting the goal ({stop.reason})",
-        }[stop.state]
-        outcome_id = self.evidence(
+        return self.evidence(
             "outcome",
             kind="review",
             summary=f"loopy-loop {words}{by}",
@@ -463,89 +456,111 @@ class SessionPlan(Ops):
             label="session outcome",
             phase=2,
         )
+
+    def achieved(self, outcome_id: str, at: str | None) -> None:
+        """The goal met with evidence: close the goal, unless todos are left open (or the
+        user was asked to confirm before): closing it is then the user's to do."""
         passing = [
             f"it-{it.number:04d}{f'-r{it.attempt}' if it.attempt > 1 else ''}-check"
-            for it in s.iterations
+            for it in self.s.iterations
             if it.goal_check and it.goal_check.goal_met
         ]
-        if stop.state == "achieved":
-            self.close_todo(
-                SESSION_TODO,
-                "complete",
-                evidence_ids=[outcome_id, *passing],
+        self.close_todo(
+            SESSION_TODO,
+            "complete",
+            evidence_ids=[outcome_id, *passing],
+            at=at,
+            phase=2,
+            agent=self.holder,
+        )
+        asked = "confirm-goal-met" in self.imported.todos
+        known = sorted(set(self.imported.todos) | self.added)
+        if asked or any(self.status(t) in (*OPEN, "blocked") for t in known):
+            self.add_todo(
+                "confirm-goal-met",
+                "loopy-loop reports the goal met, but todos are still open: review them, "
+                "then close the goal",
+                role="user",
                 at=at,
                 phase=2,
-                agent=self.holder,
             )
-            # Once the user was asked to confirm, closing the goal is theirs to do.
-            asked = "confirm-goal-met" in self.imported.todos
-            known = sorted(set(self.imported.todos) | self.added)
-            still_open = [t for t in known if self.status(t) in (*OPEN, "blocked")]
-            if asked or still_open:
-                self.add_todo(
-                    "confirm-goal-met",
-                    "loopy-loop reports the goal met, but todos are still open: review them, "
-                    "then close the goal",
-                    role="user",
-                    at=at,
-                    phase=2,
-                )
-                return
-            reason = inline(control.reason, 2000) if control and control.reason else None
-            goal = self.goal_id
+            return
+        control = self.s.control
+        reason = inline(control.reason, 2000) if control and control.reason else None
+        close = bind(
+            goals.close_goal, CloseGoal(goal_id=self.goal_id, outcome="achieved", reason=reason)
+        )
+        self.op("goal", "achieve", close, at=at, label="close goal (achieved)", phase=2)
 
-            def close(ctx: Context, op_id: str) -> Result:
-                return goals.close_goal(
-                    ctx, goal, outcome="achieved", reason=reason, operation_id=op_id
-                )
+    def abandoned(self, at: str | None) -> None:
+        self.close_todo(
+            SESSION_TODO,
+            "cancel",
+            reason="stopped by its operator",
+            at=at,
+            phase=2,
+            agent=self.holder,
+        )
+        abandon = bind(
+            goals.close_goal,
+            CloseGoal(
+                goal_id=self.goal_id,
+                outcome="abandoned",
+                reason="The loopy-loop session was stopped by its operator.",
+            ),
+        )
+        self.op("goal", "abandon", abandon, at=at, label="close goal (abandoned)", phase=2)
 
-            self.op("goal", "achieve", close, at=at, label="close goal (achieved)", phase=2)
-        elif stop.state == "user_stopped":
-            self.close_todo(
-                SESSION_TODO,
-                "cancel",
-                reason="stopped by its operator",
-                at=at,
-                phase=2,
-                agent=self.holder,
-            )
-            goal = self.goal_id
-
-            def abandon(ctx: Context, op_id: str) -> Result:
-                return goals.close_goal(
-                    ctx,
-                    goal,
-                    outcome="abandoned",
-                    reason="The loopy-loop session was stopped by its operator.",
-                    operation_id=op_id,
-                )
-
-            self.op("goal", "abandon", abandon, at=at, label="close goal (abandoned)", phase=2)
+    def stopped_short(self, stop: Stop, words: str, at: str | None) -> None:
+        """Blocked, unevidenced or stopped early: the session todo blocked, and a user todo
+        to decide what comes next."""
+        control = self.s.control
+        self.close_todo(
+            SESSION_TODO,
+            "block",
+            reason=f"loopy-loop {words}",
+            at=at,
+            phase=2,
+            agent=self.holder,
+        )
+        if stop.state == "unevidenced":
+            todo_id = "confirm-goal-met"
+            title = "Confirm loopy-loop's goal_met claim: the session cites no evidence"
+        elif stop.state == "blocker":
+            todo_id = "resolve-blocker"
+            title = "Resolve the blocker loopy-loop could not"
+            if control and control.reason:
+                title += ": " + clip(control.reason, 300)
         else:
-            detail = ""
-            if stop.state == "blocker" and control and control.reason:
-                detail = ": " + clip(control.reason, 300)
-            self.close_todo(
-                SESSION_TODO,
-                "block",
-                reason=f"loopy-loop {words}",
-                at=at,
-                phase=2,
-                agent=self.holder,
+            todo_id = "decide-after-stop"
+            title = (
+                f"loopy-loop stopped ({stop.reason}) before the goal was met: resume the "
+                "session or close this goal"
             )
-            todo_id, title = {
-                "unevidenced": (
-                    "confirm-goal-met",
-                    "Confirm loopy-loop's goal_met claim: the session cites no evidence",
-                ),
-                "blocker": (
-                    "resolve-blocker",
-                    "Resolve the blocker loopy-loop could not" + detail,
-                ),
-                "stopped_early": (
-                    "decide-after-stop",
-                    f"loopy-loop stopped ({stop.reason}) before the goal was met: resume the "
-                    "session or close this goal",
-                ),
-            }[stop.state]
-            self.add_todo(todo_id, title, role="user", at=at, phase=2)
+        self.add_todo(todo_id, title, role="user", at=at, phase=2)
+
+
+def _handoff_note(h: LayerHandoff) -> dict[str, Any]:
+    """loopy-loop's handoff as a loopx handoff note, its text fit for the shared ledger."""
+    summary = h.summary or f"loopy-loop handoff revision {h.revision}"
+    return {
+        "work_summary": inline(summary, 4000),
+        "approaches_tried": [
+            {"approach": inline(a, 500), "outcome": "accepted"} for a in h.accepted[:30]
+        ],
+        "next_steps": [inline(i, 1000) for i in h.open_work[:30]],
+        "key_decisions": [inline(i, 1000) for i in h.decisions[:30]],
+        "open_questions": [inline(i, 1000) for i in h.risks[:30]],
+        "source_refs": safe_refs(h.refs)[:50],
+    }
+
+
+def _stop_words(stop: Stop) -> str:
+    """What the session did, as the end of a sentence starting "loopy-loop …"."""
+    return {
+        "achieved": "reports the goal met",
+        "unevidenced": "reports the goal met but cites no evidence",
+        "user_stopped": "was stopped by its operator",
+        "blocker": "stopped on an error it cannot resolve",
+        "stopped_early": f"stopped before meeting the goal ({stop.reason})",
+    }[stop.state]

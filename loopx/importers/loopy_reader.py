@@ -121,13 +121,21 @@ def _fatal(session: Session) -> None:
     session.fatal = True
 
 
-def _read_manifest(s: Session, f: SessionFiles) -> None:
-    path = s.directory / "session.json"
+def _session_json(s: Session, f: SessionFiles, name: str) -> tuple[dict[str, Any], bytes] | None:
+    """The session folder's JSON file `name`: None when there is none, and None with the
+    session made fatal when it cannot be read."""
+    path = s.directory / name
     if not loopy_paths.exists(path):
-        return
-    got = f.json(path, "session.json")
+        return None
+    got = f.json(path, name)
     if got is None:
         _fatal(s)
+    return got
+
+
+def _read_manifest(s: Session, f: SessionFiles) -> None:
+    got = _session_json(s, f, "session.json")
+    if got is None:
         return
     data, _ = got
     s.session_id = text_of(data.get("session_id")) or s.session_id
@@ -205,22 +213,20 @@ def _outer_json(path: Path) -> tuple[dict[str, Any], bytes] | None:
 
 
 def _read_control(s: Session, f: SessionFiles) -> None:
-    path = s.directory / "control.json"
-    if not loopy_paths.exists(path):
+    if not loopy_paths.exists(s.directory / "control.json"):
         f.problem(
             "control.json",
             "control.json is missing; the stop state comes from state.json",
             "warning",
         )
         return
-    got = f.json(path, "control.json")
+    got = _session_json(s, f, "control.json")
     if got is None:
-        _fatal(s)
         return
     data, raw = got
     state = data.get("state")
     if state not in ("running", "stopped"):
-        f.problem(path, "control.json state must be running or stopped")
+        f.problem(s.directory / "control.json", "control.json state must be running or stopped")
         _fatal(s)
         return
     producer: dict[str, Any] = data["producer"] if isinstance(data.get("producer"), dict) else {}
@@ -240,21 +246,15 @@ def _read_control(s: Session, f: SessionFiles) -> None:
 
 
 def _read_outcome(s: Session, f: SessionFiles) -> None:
-    path = s.directory / "session_outcome.json"
-    if not loopy_paths.exists(path):
-        return
-    got = f.json(path, "session_outcome.json")
+    got = _session_json(s, f, "session_outcome.json")
     if got is None:
-        _fatal(s)
         return
     data, raw = got
     s.outcome = Outcome(
         lifecycle=text_of(data.get("lifecycle")),
         terminal_status=text_of(data.get("terminal_status")),
         stop_reason=text_of(data.get("stop_reason")),
-        evidence_refs=texts_of(data.get("evidence_refs"))
-        + texts_of(data.get("delivery_refs"))
-        + texts_of(data.get("eval_refs")),
+        evidence_refs=_refs(data),
         created_at=norm_time(data.get("created_at")),
         raw=raw,
     )
@@ -343,10 +343,14 @@ def _read_finished(s: Session, f: SessionFiles) -> None:
         open_work=_items(data.get("open_work")),
         risks=_items(data.get("risks")),
         decisions=_items(data.get("decision_refs")),
-        refs=texts_of(data.get("evidence_refs"))
-        + texts_of(data.get("delivery_refs"))
-        + texts_of(data.get("eval_refs")),
+        refs=_refs(data),
     )
+
+
+def _refs(data: dict[str, Any]) -> list[str]:
+    """A 0.12 file's evidence, delivery and eval refs, in that order."""
+    keys = ("evidence_refs", "delivery_refs", "eval_refs")
+    return [ref for key in keys for ref in texts_of(data.get(key))]
 
 
 def _items(value: Any) -> list[str]:
@@ -451,58 +455,52 @@ def _eval_counts(data: dict[str, Any]) -> tuple[bool | None, int | None, int | N
 
 
 def _read_evals(s: Session, f: SessionFiles) -> None:
-    results = s.directory / "eval_results"
-    if loopy_paths.is_dir(results):
-        for folder in loopy_paths.subdirs(results):
-            path = folder / "report.json"
-            if not loopy_paths.exists(path):
-                continue
-            got = f.json(path, "eval report", versions=())  # eval-banana's own format
-            if got is None:
-                continue
-            data, raw = got
-            passed, ok, total = _eval_counts(data)
-            s.evals.append(
-                EvalReport(
-                    report_id=folder.name,
-                    source="eval_results",
-                    passed=passed,
-                    checks_passed=ok,
-                    checks_total=total,
-                    revision=None,
-                    created_at=norm_time(
-                        data.get("finished_at") or data.get("created_at") or data.get("timestamp")
-                    ),
-                    raw=raw,
-                )
+    """eval-banana's `eval_results/<run>/report.json` and loopy-loop's `eval_receipts/`."""
+    for folder in loopy_paths.subdirs(s.directory / "eval_results"):
+        path = folder / "report.json"
+        if not loopy_paths.exists(path):
+            continue
+        got = f.json(path, "eval report", versions=())  # eval-banana's own format
+        if got is None:
+            continue
+        data, raw = got
+        passed, ok, total = _eval_counts(data)
+        s.evals.append(
+            EvalReport(
+                report_id=folder.name,
+                source="eval_results",
+                passed=passed,
+                checks_passed=ok,
+                checks_total=total,
+                revision=None,
+                created_at=norm_time(
+                    data.get("finished_at") or data.get("created_at") or data.get("timestamp")
+                ),
+                raw=raw,
             )
-    receipts = s.directory / "eval_receipts"
-    if loopy_paths.is_dir(receipts):
-        for path in loopy_paths.files(receipts, ".json"):
-            got = f.json(path, "eval receipt")
-            if got is None:
-                continue
-            data, raw = got
-            verdict = data.get("verdict")
-            if not (isinstance(verdict, dict) and isinstance(verdict.get("goal_met"), bool)):
-                continue  # a canonical report copy, not a receipt
-            results_list = data.get("check_results")
-            results_list = results_list if isinstance(results_list, list) else []
-            subject: dict[str, Any] = (
-                data["subject"] if isinstance(data.get("subject"), dict) else {}
-            )
-            commit = text_of(subject.get("git_commit"))
-            s.evals.append(
-                EvalReport(
-                    report_id=text_of(data.get("eval_id")) or path.stem,
-                    source="eval_receipts",
-                    passed=verdict["goal_met"],
-                    checks_passed=sum(
-                        1 for r in results_list if isinstance(r, dict) and r.get("passed") is True
-                    ),
-                    checks_total=len(results_list),
-                    revision=commit if commit and re.fullmatch(r"[0-9a-f]{7,64}", commit) else None,
-                    created_at=norm_time(data.get("created_at")),
-                    raw=raw,
-                )
-            )
+        )
+    for path, data, raw in f.jsons(s.directory / "eval_receipts", "eval receipt"):
+        report = _eval_receipt(path, data, raw)
+        if report is not None:
+            s.evals.append(report)
+
+
+def _eval_receipt(path: Path, data: dict[str, Any], raw: bytes) -> EvalReport | None:
+    """An eval receipt, or None for a canonical report copy (it carries no verdict)."""
+    verdict = data.get("verdict")
+    if not (isinstance(verdict, dict) and isinstance(verdict.get("goal_met"), bool)):
+        return None
+    results = data.get("check_results")
+    results = results if isinstance(results, list) else []
+    subject: dict[str, Any] = data["subject"] if isinstance(data.get("subject"), dict) else {}
+    commit = text_of(subject.get("git_commit"))
+    return EvalReport(
+        report_id=text_of(data.get("eval_id")) or path.stem,
+        source="eval_receipts",
+        passed=verdict["goal_met"],
+        checks_passed=sum(1 for r in results if isinstance(r, dict) and r.get("passed") is True),
+        checks_total=len(results),
+        revision=commit if commit and re.fullmatch(r"[0-9a-f]{7,64}", commit) else None,
+        created_at=norm_time(data.get("created_at")),
+        raw=raw,
+    )

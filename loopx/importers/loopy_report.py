@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from loopx.importers.loopy_model import Problem
@@ -24,19 +24,9 @@ class SessionReport:
     stop_state: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "goal_id": self.goal_id,
-            "imported": self.imported,
-            "applied": self.applied,
-            "replayed": self.replayed,
-            "runs": self.runs,
-            "pending_iterations": self.pending_iterations,
-            "events": {"read": self.events_read, "duplicates": self.events_duplicates},
-            "goal_status": self.goal_status,
-            "attention": self.attention,
-            "stop_state": self.stop_state,
-        }
+        out = asdict(self)
+        out["events"] = {"read": out.pop("events_read"), "duplicates": out.pop("events_duplicates")}
+        return out
 
 
 @dataclass

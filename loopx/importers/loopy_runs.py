@@ -5,12 +5,15 @@ so their operations are settled (see `loopy_ops.SETTLED`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import orjson
 
 from loopx.engine import evidence as ev
-from loopx.engine.core import Context, Result
+from loopx.engine.commands import RecordRun
 from loopx.importers.loopy_model import Iteration, ProtocolFailure, Session
-from loopx.importers.loopy_ops import SESSION_TODO, Ops, inline
+from loopx.importers.loopy_ops import SESSION_TODO, Ops, bind, inline
 from loopx.importers.sanitize import has_local_path, slug
 
 
@@ -21,101 +24,82 @@ def plan_iteration(plan: Ops, s: Session, it: Iteration) -> None:
     at = it.finished_at or it.started_at
     plan.register(agent, f"loopy-loop {it.workflow} role", at=at)
     suffix = f"-r{it.attempt}" if it.attempt > 1 else ""
-    prefix = f"it-{it.number:04d}{suffix}"
     where = f"iteration {it.number} ({it.workflow})"
-    ids: list[str] = []
-    if it.prompt:
-        ids.append(
-            plan.evidence(
-                f"{prefix}-prompt",
-                kind="log",
-                summary=f"Prompt of {where}",
-                body=it.prompt,
-                revision=it.git_before.head if it.git_before else None,
-                visibility="private",
-                at=at,
-                agent=agent,
-                todo_id=SESSION_TODO,
-                label=f"{where} prompt",
-            )
-        )
+    add = partial(plan.evidence, at=at, agent=agent, todo_id=SESSION_TODO)
+    ids = _iteration_evidence(add, it, f"it-{it.number:04d}{suffix}", where)
+    run_id = f"iter-{it.number:04d}{suffix}"
+    run = bind(
+        ev.record_run,
+        RecordRun(
+            goal_id=plan.goal_id,
+            outcome="progress" if it.success else "failed",
+            agent_id=agent,
+            session_id=plan.session_slug,
+            todo_id=SESSION_TODO,
+            summary=run_summary(it, where),
+            evidence_ids=ids,
+            quota_spent=1,
+            run_id=run_id,
+            visibility="team",
+        ),
+    )
+    plan.op(run_id, "record", run, at=at, agent=agent, label=f"run {run_id}")
+    for failure in s.protocol_failures:
+        if failure.attempt_id and failure.attempt_id == it.attempt_id:
+            plan_failure(plan, failure)
+
+
+def _iteration_evidence(
+    add: Callable[..., str], it: Iteration, prefix: str, where: str
+) -> list[str]:
+    """The evidence an iteration's files hold: its prompt and result (private logs), its goal
+    check and the commit it made. `add` plans one evidence and returns its id."""
+    before = it.git_before.head if it.git_before else None
+    head = it.git_after.head if it.git_after else None
     body = it.result_text if it.result_text and it.result_text.strip() else it.result_json
     if body is None and (it.error or it.failure_kind):
         body = orjson.dumps({"error": it.error, "failure_kind": it.failure_kind})
-    if body:
-        ids.append(
-            plan.evidence(
-                f"{prefix}-result",
-                kind="log",
-                summary=f"Result of {where}",
-                body=body,
-                revision=it.git_after.head if it.git_after else None,
-                visibility="private",
-                at=at,
-                agent=agent,
-                todo_id=SESSION_TODO,
-                label=f"{where} result",
+    ids: list[str] = []
+    for name, text, revision in (("prompt", it.prompt, before), ("result", body, head)):
+        if text:
+            ids.append(
+                add(
+                    f"{prefix}-{name}",
+                    kind="log",
+                    summary=f"{name.capitalize()} of {where}",
+                    body=text,
+                    revision=revision,
+                    visibility="private",
+                    label=f"{where} {name}",
+                )
             )
-        )
-    head = it.git_after.head if it.git_after else None
     if it.goal_check is not None:
         check = it.goal_check
-        refs = [check.eval_receipt_ref] if check.eval_receipt_ref else []
         ids.append(
-            plan.evidence(
+            add(
                 f"{prefix}-check",
                 kind="review",
                 summary=f"Goal check after {where}: goal "
                 + ("met" if check.goal_met else "not met"),
                 body=check.raw,
-                refs=refs,
+                refs=[check.eval_receipt_ref] if check.eval_receipt_ref else [],
                 revision=head,
-                at=at,
-                agent=agent,
-                todo_id=SESSION_TODO,
                 label=f"{where} goal check",
             )
         )
-    before = it.git_before.head if it.git_before else None
     if head and before and head != before:
         branch = it.git_after.branch if it.git_after else None
         on = f" on {branch}" if branch and not has_local_path(branch) else ""
         ids.append(
-            plan.evidence(
+            add(
                 f"{prefix}-commit",
                 kind="commit",
                 summary=f"{where.capitalize()} moved HEAD from {before[:12]} to {head[:12]}{on}",
                 revision=head,
-                at=at,
-                agent=agent,
-                todo_id=SESSION_TODO,
                 label=f"{where} commit",
             )
         )
-    goal, outcome = plan.goal_id, "progress" if it.success else "failed"
-    summary = run_summary(it, where)
-    run_id = f"iter-{it.number:04d}{suffix}"
-
-    def run(ctx: Context, op_id: str) -> Result:
-        return ev.record_run(
-            ctx,
-            goal,
-            outcome=outcome,
-            agent_id=agent,
-            session_id=plan.session_slug,
-            todo_id=SESSION_TODO,
-            summary=summary,
-            evidence_ids=ids,
-            quota_spent=1,
-            run_id=run_id,
-            visibility="team",
-            operation_id=op_id,
-        )
-
-    plan.op(run_id, "record", run, at=at, agent=agent, label=f"run {run_id}")
-    for failure in s.protocol_failures:
-        if failure.attempt_id and failure.attempt_id == it.attempt_id:
-            plan_failure(plan, failure)
+    return ids
 
 
 def plan_failure(plan: Ops, failure: ProtocolFailure) -> None:

@@ -1,6 +1,10 @@
 """The loopx MCP tools as plain functions: each one calls the engine function (or read) that
 the matching CLI command calls and returns what `--format json` prints.
 
+A write tool is a row of `WRITES`: its parameters are the fields of the command the CLI
+builds too (plus the goal and the actor), so a tool cannot pass the engine what its command
+does not take.
+
 No MCP import here: `server.py` registers these, turning a `LoopxError` into a structured tool
 error. The parameter annotations and `Field` descriptions become each tool's JSON Schema.
 A missing `goal_id` means `LOOPX_GOAL_ID`, else the project's only active goal; a missing
@@ -9,13 +13,28 @@ A missing `goal_id` means `LOOPX_GOAL_ID`, else the project's only active goal; 
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import Field
+
+from loopx.engine import evidence, handoff, todos
+from loopx.engine.commands import (
+    AddEvidence,
+    AdoptHandoff,
+    BlockTodo,
+    ClaimTodo,
+    Command,
+    CompleteTodo,
+    PrepareHandoff,
+    RecordRun,
+    RenewTodo,
+)
+from loopx.engine.core import Context, Result
 
 Goal = Annotated[
     str | None,
@@ -83,10 +102,14 @@ def _now() -> str:
     return from_env().now()
 
 
-def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
-    """The tools, bound to `project`, in the order they are listed."""
+class Reads:
+    """The read tools, bound to a project."""
+
+    def __init__(self, project: Project):
+        self.project = project
 
     def prime(
+        self,
         goal_id: Annotated[
             str | None,
             Field(description="Goal id (default: LOOPX_GOAL_ID, else the only active goal)."),
@@ -101,7 +124,7 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
         from loopx.projections.prime import fit_primer
         from loopx.render.prime import render_prime_markdown
 
-        store = project.store()
+        store = self.project.store()
         agent = agent_id or os.environ.get("LOOPX_AGENT_ID")
         goal = goal_id or os.environ.get("LOOPX_GOAL_ID")
         primer = primer_for(store, goal, agent, _now())
@@ -109,6 +132,7 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
         return {"data": fitted, "text": render_prime_markdown(fitted)}
 
     def status(
+        self,
         goal_id: Annotated[str | None, Field(description="One goal (default: every goal).")] = None,
     ) -> dict[str, Any]:
         """Per goal: attention state, progress, frontier, pending gates, leases, quota, health
@@ -118,7 +142,7 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
         from loopx.engine.goals_all import load_all
         from loopx.model.ids import check_id
 
-        store = project.store()
+        store = self.project.store()
         now, resolve = _now(), text_resolver(store)
         if goal_id is not None:
             check_id(goal_id, "goal_id")
@@ -130,6 +154,7 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
         return {"data": {"now": now, "goals": goals}}
 
     def next(
+        self,
         goal_id: Goal = None,
         agent_id: Annotated[
             str | None, Field(description="Show the agent todos this agent may take.")
@@ -143,256 +168,19 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
         from loopx.engine.core import require_goal
         from loopx.state.views import next_view
 
-        store = project.store()
-        state = require_goal(store, project.goal(store, goal_id))
+        store = self.project.store()
+        state = require_goal(store, self.project.goal(store, goal_id))
         return {"data": next_view(state, _now(), text_resolver(store), agent_id, explain, limit)}
 
-    def todo_show(todo_id: Todo, goal_id: Goal = None) -> dict[str, Any]:
+    def todo_show(self, todo_id: Todo, goal_id: Goal = None) -> dict[str, Any]:
         """One todo with its claim, the gates holding it, its evidence and runs."""
         from loopx.cli.todo import todo_detail
 
-        store = project.store()
-        return {"data": todo_detail(store, project.goal(store, goal_id), todo_id, _now())}
-
-    def todo_claim(
-        todo_id: Todo,
-        goal_id: Goal = None,
-        agent_id: Agent = None,
-        session_id: Session = None,
-        lease_seconds: Lease = None,
-        operation_id: OperationId = None,
-        expected_revision: Revision = None,
-    ) -> dict[str, Any]:
-        """Claim a ready todo under a lease before working on it. Another agent's live claim
-        is claim_owner_mismatch; only handoff_adopt transfers a claim."""
-        from loopx.engine.todos import claim_todo
-
-        ctx = project.context(agent_id, session_id)
-        return _receipt(
-            claim_todo(
-                ctx,
-                project.goal(ctx.store, goal_id),
-                todo_id,
-                lease_seconds=lease_seconds,
-                operation_id=operation_id,
-                expected_revision=expected_revision,
-            )
-        )
-
-    def todo_renew(
-        todo_id: Todo,
-        goal_id: Goal = None,
-        agent_id: Agent = None,
-        session_id: Session = None,
-        lease_seconds: Lease = None,
-        operation_id: OperationId = None,
-        expected_revision: Revision = None,
-    ) -> dict[str, Any]:
-        """Extend your lease on a todo you hold (a heartbeat)."""
-        from loopx.engine.todos import renew_todo
-
-        ctx = project.context(agent_id, session_id)
-        return _receipt(
-            renew_todo(
-                ctx,
-                project.goal(ctx.store, goal_id),
-                todo_id,
-                lease_seconds=lease_seconds,
-                operation_id=operation_id,
-                expected_revision=expected_revision,
-            )
-        )
-
-    def todo_complete(
-        todo_id: Todo,
-        goal_id: Goal = None,
-        summary: Annotated[str | None, Field(description="What was done.")] = None,
-        evidence_ids: Annotated[
-            list[str] | None, Field(description="Evidence supporting completion.")
-        ] = None,
-        successor: Annotated[str | None, Field(description="A todo continuing it.")] = None,
-        agent_id: Agent = None,
-        session_id: Session = None,
-        operation_id: OperationId = None,
-        expected_revision: Revision = None,
-    ) -> dict[str, Any]:
-        """Complete a todo, citing its evidence. Refused while a dependency is open
-        (dependency_open) or a pending gate holds it (gate_pending)."""
-        from loopx.engine.todos import complete_todo
-
-        ctx = project.context(agent_id, session_id)
-        return _receipt(
-            complete_todo(
-                ctx,
-                project.goal(ctx.store, goal_id),
-                todo_id,
-                summary=summary,
-                evidence_ids=list(evidence_ids or []),
-                successor=successor,
-                operation_id=operation_id,
-                expected_revision=expected_revision,
-            )
-        )
-
-    def todo_block(
-        todo_id: Todo,
-        reason: Annotated[str, Field(description="What blocks it.")],
-        goal_id: Goal = None,
-        agent_id: Agent = None,
-        session_id: Session = None,
-        operation_id: OperationId = None,
-        expected_revision: Revision = None,
-    ) -> dict[str, Any]:
-        """Mark a todo blocked, with the reason."""
-        from loopx.engine.todos import block_todo
-
-        ctx = project.context(agent_id, session_id)
-        return _receipt(
-            block_todo(
-                ctx,
-                project.goal(ctx.store, goal_id),
-                todo_id,
-                reason=reason,
-                operation_id=operation_id,
-                expected_revision=expected_revision,
-            )
-        )
-
-    def evidence_add(
-        kind: Annotated[str, Field(description="test, ci, pr, commit, review, log, note, …")],
-        summary: Annotated[str, Field(description="One line: what was observed.")],
-        todo_id: Annotated[str | None, Field(description="The todo it supports.")] = None,
-        goal_id: Goal = None,
-        refs: Annotated[list[str] | None, Field(description="URIs or sha256: refs.")] = None,
-        body: Annotated[
-            str | None,
-            Field(description="A body (e.g. test output, max 5 MiB) for the private blob store."),
-        ] = None,
-        revision: Annotated[
-            str | None,
-            Field(description="Git commit it was observed at (default: the project's HEAD)."),
-        ] = None,
-        evidence_id: Annotated[str | None, Field(description="Explicit id.")] = None,
-        visibility: Visibility = "private",
-        agent_id: Agent = None,
-        session_id: Session = None,
-        operation_id: OperationId = None,
-    ) -> dict[str, Any]:
-        """Record evidence, bound to the git revision it was observed at."""
-        from loopx.engine.evidence import add_evidence
-
-        ctx = project.context(agent_id, session_id)
-        return _receipt(
-            add_evidence(
-                ctx,
-                project.goal(ctx.store, goal_id),
-                kind=kind,
-                summary=summary,
-                refs=list(refs or []),
-                body=body.encode("utf-8") if body is not None else None,
-                revision=revision,
-                workspace=project.workspace(ctx.store),
-                todo_id=todo_id,
-                evidence_id=evidence_id,
-                visibility=visibility,
-                operation_id=operation_id,
-            )
-        )
-
-    def run_record(
-        outcome: Annotated[
-            str, Field(description="progress, done, blocked, waiting, failed or handoff.")
-        ],
-        goal_id: Goal = None,
-        todo_id: Annotated[str | None, Field(description="The todo worked on.")] = None,
-        summary: Annotated[str | None, Field(description="What the turn did.")] = None,
-        evidence_ids: Annotated[list[str] | None, Field(description="Evidence ids.")] = None,
-        successor: Annotated[str | None, Field(description="A todo continuing it.")] = None,
-        wait: Annotated[str | None, Field(description="What it waits for.")] = None,
-        quota_spent: Annotated[int, Field(ge=0)] = 1,
-        run_id: Annotated[str | None, Field(description="Explicit id.")] = None,
-        agent_id: Agent = None,
-        session_id: Session = None,
-        operation_id: OperationId = None,
-    ) -> dict[str, Any]:
-        """Record one bounded agent turn: on what, how it ended, what it spent."""
-        from loopx.engine.evidence import record_run
-
-        ctx = project.context(agent_id, session_id)
-        return _receipt(
-            record_run(
-                ctx,
-                project.goal(ctx.store, goal_id),
-                outcome=outcome,
-                todo_id=todo_id,
-                summary=summary,
-                evidence_ids=list(evidence_ids or []),
-                successor=successor,
-                wait=wait,
-                quota_spent=quota_spent,
-                run_id=run_id,
-                operation_id=operation_id,
-            )
-        )
-
-    def handoff_prepare(
-        todo_id: Todo,
-        work_summary: Annotated[str, Field(description="What was done; where it stands.")],
-        next_steps: Annotated[list[str] | None, Field(description="What to do next.")] = None,
-        approaches_tried: Annotated[
-            list[dict[str, str]] | None,
-            Field(description="Each {approach, outcome: worked|failed|partial|…, reason}."),
-        ] = None,
-        files_touched: Annotated[
-            list[dict[str, str]] | None,
-            Field(description="Each {path, action: read|modified|created|deleted, summary}."),
-        ] = None,
-        key_decisions: list[str] | None = None,
-        open_questions: list[str] | None = None,
-        source_refs: list[str] | None = None,
-        target_agent_id: Annotated[
-            str | None, Field(description="The agent meant to adopt.")
-        ] = None,
-        visibility: Visibility | None = None,
-        goal_id: Goal = None,
-        agent_id: Agent = None,
-        session_id: Session = None,
-        operation_id: OperationId = None,
-        expected_revision: Revision = None,
-    ) -> dict[str, Any]:
-        """Before you stop with work unfinished: write a continuation note for a todo you
-        hold, bound to its revision and the project's git HEAD. Checked against the
-        loopx.handoff-context/v1 schema (every problem reported)."""
-        from loopx.engine.handoff import check_note, prepare_handoff
-
-        note: dict[str, Any] = {"work_summary": work_summary}
-        lists = {
-            "next_steps": next_steps,
-            "approaches_tried": approaches_tried,
-            "files_touched": files_touched,
-            "key_decisions": key_decisions,
-            "open_questions": open_questions,
-            "source_refs": source_refs,
-        }
-        note.update({k: v for k, v in lists.items() if v is not None})
-        note = check_note(note)
-        ctx = project.context(agent_id, session_id)
-        result = prepare_handoff(
-            ctx,
-            project.goal(ctx.store, goal_id),
-            todo_id,
-            note=note,
-            visibility=visibility,
-            target_agent_id=target_agent_id,
-            workspace=project.workspace(ctx.store),
-            operation_id=operation_id,
-            expected_revision=expected_revision,
-        )
-        out = _receipt(result)
-        out["data"]["handoff_id"] = result.receipt["subject"]
-        return out
+        store = self.project.store()
+        return {"data": todo_detail(store, self.project.goal(store, goal_id), todo_id, _now())}
 
     def handoff_inspect(
+        self,
         todo_id: Todo,
         goal_id: Goal = None,
         handoff_id: Annotated[str | None, Field(description="Default: the latest.")] = None,
@@ -405,13 +193,13 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
         from loopx.projections.handoff import fit_digest
         from loopx.render.handoff import render_digest_markdown
 
-        store = project.store()
-        reader, session = project.actor(agent_id, None)
+        store = self.project.store()
+        reader, session = self.project.actor(agent_id, None)
         digest = inspect_handoff(
             store,
-            project.goal(store, goal_id),
+            self.project.goal(store, goal_id),
             todo_id,
-            workspace=project.workspace(store),
+            workspace=self.project.workspace(store),
             now=_now(),
             reader={"agent_id": reader, "session_id": session},
             handoff_id=handoff_id,
@@ -420,50 +208,274 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
             digest = fit_digest(digest, max_chars, render_digest_markdown)
         return {"data": digest, "text": render_digest_markdown(digest, max_chars)}
 
-    def handoff_adopt(
-        todo_id: Todo,
-        goal_id: Goal = None,
-        handoff_id: Annotated[str | None, Field(description="Default: the latest.")] = None,
-        lease_seconds: Lease = None,
-        agent_id: Agent = None,
-        session_id: Session = None,
-        operation_id: OperationId = None,
-        expected_revision: Revision = None,
-    ) -> dict[str, Any]:
-        """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
-        Refused when the note is stale (handoff_stale) or meant for another agent."""
-        from loopx.engine.handoff import adopt_handoff
 
-        ctx = project.context(agent_id, session_id)
-        return _receipt(
-            adopt_handoff(
-                ctx,
-                project.goal(ctx.store, goal_id),
-                todo_id,
-                handoff_id=handoff_id,
-                lease_seconds=lease_seconds,
-                workspace=project.workspace(ctx.store),
-                operation_id=operation_id,
-                expected_revision=expected_revision,
-            )
-        )
+# -- the write tools ------------------------------------------------------------------------
 
-    return [
-        prime,
-        status,
-        next,
-        todo_show,
-        todo_claim,
-        todo_renew,
-        todo_complete,
-        todo_block,
-        evidence_add,
-        run_record,
-        handoff_prepare,
-        handoff_inspect,
-        handoff_adopt,
-    ]
+C = TypeVar("C", bound=Command)
+_EMPTY = inspect.Parameter.empty
 
 
-def _receipt(result: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Param:
+    """A tool parameter: its name (the command field it sets), JSON Schema type, default."""
+
+    name: str
+    annotation: Any
+    default: Any = _EMPTY
+
+
+def _receipt(result: Result) -> dict[str, Any]:
     return {"data": result.to_dict()}
+
+
+@dataclass(frozen=True)
+class Write(Generic[C]):
+    """A write tool: the engine path it runs, the command it builds, its parameters (in the
+    order its schema lists them), its description; `fields` turns arguments into command
+    fields before the store is opened (None values are left to the command's defaults);
+    `workspace`: the project's checkout binds git facts; `output`: what the tool returns."""
+
+    name: str
+    run: Callable[[Context, C], Result]
+    command: type[C]
+    params: tuple[Param, ...]
+    doc: str
+    fields: Callable[[dict[str, Any]], dict[str, Any]] = dict
+    workspace: bool = False
+    output: Callable[[Result], dict[str, Any]] = field(default=_receipt)
+
+    def tool(self, project: Project) -> Callable[..., dict[str, Any]]:
+        """The tool function, bound to `project`, with this row's signature."""
+
+        def call(**arguments: Any) -> dict[str, Any]:
+            agent, session = arguments.pop("agent_id", None), arguments.pop("session_id", None)
+            goal_id = arguments.pop("goal_id", None)
+            given = self.fields(arguments)
+            ctx = project.context(agent, session)
+            if self.workspace:
+                given["workspace"] = project.workspace(ctx.store)
+            values = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+            fields: dict[str, Any] = {k: v for k, v in values.items() if v is not None}
+            command = self.command(goal_id=project.goal(ctx.store, goal_id), **fields)
+            return self.output(self.run(ctx, command))
+
+        call.__name__ = call.__qualname__ = self.name
+        call.__doc__ = self.doc
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        parameters = [inspect.Parameter(p.name, kind, default=p.default, annotation=p.annotation)
+                      for p in self.params]  # fmt: skip
+        call.__signature__ = inspect.Signature(parameters, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+        return call
+
+
+GOAL = Param("goal_id", Goal, None)
+TODO = Param("todo_id", Todo)
+AGENT = Param("agent_id", Agent, None)
+SESSION = Param("session_id", Session, None)
+OPERATION = Param("operation_id", OperationId, None)
+REVISION = Param("expected_revision", Revision, None)
+LEASE = Param("lease_seconds", Lease, None)
+
+
+def _text(name: str, description: str) -> Param:
+    return Param(name, Annotated[str | None, Field(description=description)], None)
+
+
+def _ids(name: str, description: str) -> Param:
+    return Param(name, Annotated[list[str] | None, Field(description=description)], None)
+
+
+def _encoded(arguments: dict[str, Any]) -> dict[str, Any]:
+    """An evidence body, given as text, kept as its UTF-8 bytes."""
+    body = arguments.get("body")
+    return {**arguments, "body": body.encode("utf-8") if body is not None else None}
+
+
+def _note(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The note fields as one checked note (every problem reported at once)."""
+    note: dict[str, Any] = {"work_summary": arguments.pop("work_summary")}
+    for name in handoff.NOTE_LISTS:
+        value = arguments.pop(name, None)
+        if value is not None:
+            note[name] = value
+    return {**arguments, "note": handoff.check_note(note)}
+
+
+def _with_handoff_id(result: Result) -> dict[str, Any]:
+    out = _receipt(result)
+    out["data"]["handoff_id"] = result.receipt["subject"]
+    return out
+
+
+WRITES: tuple[Write[Any], ...] = (
+    Write(
+        "todo_claim",
+        todos.claim_todo,
+        ClaimTodo,
+        (TODO, GOAL, AGENT, SESSION, LEASE, OPERATION, REVISION),
+        """Claim a ready todo under a lease before working on it. Another agent's live claim
+        is claim_owner_mismatch; only handoff_adopt transfers a claim.""",
+    ),
+    Write(
+        "todo_renew",
+        todos.renew_todo,
+        RenewTodo,
+        (TODO, GOAL, AGENT, SESSION, LEASE, OPERATION, REVISION),
+        """Extend your lease on a todo you hold (a heartbeat).""",
+    ),
+    Write(
+        "todo_complete",
+        todos.complete_todo,
+        CompleteTodo,
+        (
+            TODO,
+            GOAL,
+            _text("summary", "What was done."),
+            _ids("evidence_ids", "Evidence supporting completion."),
+            _text("successor", "A todo continuing it."),
+            AGENT,
+            SESSION,
+            OPERATION,
+            REVISION,
+        ),
+        """Complete a todo, citing its evidence. Refused while a dependency is open
+        (dependency_open) or a pending gate holds it (gate_pending).""",
+    ),
+    Write(
+        "todo_block",
+        todos.block_todo,
+        BlockTodo,
+        (
+            TODO,
+            Param("reason", Annotated[str, Field(description="What blocks it.")]),
+            GOAL,
+            AGENT,
+            SESSION,
+            OPERATION,
+            REVISION,
+        ),
+        """Mark a todo blocked, with the reason.""",
+    ),
+    Write(
+        "evidence_add",
+        evidence.add_evidence,
+        AddEvidence,
+        (
+            Param(
+                "kind",
+                Annotated[str, Field(description="test, ci, pr, commit, review, log, note, …")],
+            ),
+            Param("summary", Annotated[str, Field(description="One line: what was observed.")]),
+            _text("todo_id", "The todo it supports."),
+            GOAL,
+            _ids("refs", "URIs or sha256: refs."),
+            _text("body", "A body (e.g. test output, max 5 MiB) for the private blob store."),
+            _text("revision", "Git commit it was observed at (default: the project's HEAD)."),
+            _text("evidence_id", "Explicit id."),
+            Param("visibility", Visibility, "private"),
+            AGENT,
+            SESSION,
+            OPERATION,
+        ),
+        """Record evidence, bound to the git revision it was observed at.""",
+        fields=_encoded,
+        workspace=True,
+    ),
+    Write(
+        "run_record",
+        evidence.record_run,
+        RecordRun,
+        (
+            Param(
+                "outcome",
+                Annotated[
+                    str, Field(description="progress, done, blocked, waiting, failed or handoff.")
+                ],
+            ),
+            GOAL,
+            _text("todo_id", "The todo worked on."),
+            _text("summary", "What the turn did."),
+            _ids("evidence_ids", "Evidence ids."),
+            _text("successor", "A todo continuing it."),
+            _text("wait", "What it waits for."),
+            Param("quota_spent", Annotated[int, Field(ge=0)], 1),
+            _text("run_id", "Explicit id."),
+            AGENT,
+            SESSION,
+            OPERATION,
+        ),
+        """Record one bounded agent turn: on what, how it ended, what it spent.""",
+    ),
+    Write(
+        "handoff_prepare",
+        handoff.prepare_handoff,
+        PrepareHandoff,
+        (
+            TODO,
+            Param(
+                "work_summary", Annotated[str, Field(description="What was done; where it stands.")]
+            ),
+            _ids("next_steps", "What to do next."),
+            Param(
+                "approaches_tried",
+                Annotated[
+                    list[dict[str, str]] | None,
+                    Field(description="Each {approach, outcome: worked|failed|partial|…, reason}."),
+                ],
+                None,
+            ),
+            Param(
+                "files_touched",
+                Annotated[
+                    list[dict[str, str]] | None,
+                    Field(
+                        description="Each {path, action: read|modified|created|deleted, summary}."
+                    ),
+                ],
+                None,
+            ),
+            Param("key_decisions", list[str] | None, None),
+            Param("open_questions", list[str] | None, None),
+            Param("source_refs", list[str] | None, None),
+            _text("target_agent_id", "The agent meant to adopt."),
+            Param("visibility", Visibility | None, None),
+            GOAL,
+            AGENT,
+            SESSION,
+            OPERATION,
+            REVISION,
+        ),
+        """Before you stop with work unfinished: write a continuation note for a todo you
+        hold, bound to its revision and the project's git HEAD. Checked against the
+        loopx.handoff-context/v1 schema (every problem reported).""",
+        fields=_note,
+        workspace=True,
+        output=_with_handoff_id,
+    ),
+    Write(
+        "handoff_adopt",
+        handoff.adopt_handoff,
+        AdoptHandoff,
+        (
+            TODO,
+            GOAL,
+            _text("handoff_id", "Default: the latest."),
+            LEASE,
+            AGENT,
+            SESSION,
+            OPERATION,
+            REVISION,
+        ),
+        """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
+        Refused when the note is stale (handoff_stale) or meant for another agent.""",
+        workspace=True,
+    ),
+)
+
+
+def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
+    """The tools, bound to `project`, in the order they are listed."""
+    reads = Reads(project)
+    writes = [w.tool(project) for w in WRITES]
+    return [reads.prime, reads.status, reads.next, reads.todo_show, *writes[:6], writes[6],
+            reads.handoff_inspect, writes[7]]  # fmt: skip

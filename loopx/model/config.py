@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from loopx.model.errors import InvalidInput
+from loopx.model.schema_problems import schema_problem
 from loopx.resources import resource_dir
 
 CONFIG_SCHEMA = "config.schema.json"
@@ -98,23 +99,15 @@ def _validator() -> Any:
 
 def _problem(error: Any) -> str:
     """What is wrong with one key, without repeating its value (it may be a secret)."""
-    kind, limit, schema = error.validator, error.validator_value, error.schema
+    kind, schema = error.validator, error.schema
     if kind == "additionalProperties":
         allowed = ", ".join(sorted(schema.get("properties", {})))
         return f"holds keys loopx does not know (known: {allowed})"
-    if kind == "type":
-        return f"must be {'an' if str(limit)[0] in 'aeiou' else 'a'} {limit}"
-    if kind == "minLength":
-        return "must not be empty"
-    if kind == "maxLength":
-        return f"is longer than the limit of {limit} characters"
     if kind in ("minItems", "uniqueItems"):
         return "must list at least one value, each once"
-    if kind == "enum":
-        return "must be one of: " + ", ".join(str(v) for v in limit)
     if kind == "pattern":
         return f"must be {schema['title']}" if "title" in schema else "must not be blank"
-    return f"is not valid ({kind})"
+    return schema_problem(error)
 
 
 def _where(parts: Any) -> str:

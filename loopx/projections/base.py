@@ -7,9 +7,8 @@ from typing import Any
 
 from loopx import __version__
 from loopx.privacy.audience import Lens
+from loopx.state import views
 from loopx.state.entities import Evidence, Gate, GoalState, Todo
-from loopx.state.frontier import lease_live
-from loopx.state.views import freshness
 
 GENERATOR = f"loopx {__version__}"
 RECENT_EVIDENCE = 10
@@ -20,9 +19,32 @@ def source(state: GoalState) -> dict[str, Any]:
     return {"goal_id": state.goal_id, "revision": state.revision, "head": state.head}
 
 
+def header(
+    schema: str, state: GoalState, lens: Lens, head: str | None, visible_goals: set[str]
+) -> dict[str, Any]:
+    """What every per-goal artifact starts with: its schema, generator, audience and source,
+    the checkout it was built in, and the goal's identity."""
+    return {
+        "schema": schema,
+        "generator": GENERATOR,
+        "audience": lens.audience,
+        "source": source(state),
+        "checkout": {"head": head},
+        "goal": goal_identity(state, lens, visible_goals),
+    }
+
+
 def ledger_now(state: GoalState) -> str:
     """Projections never read the clock: "now" is the time of the goal's last event."""
     return state.updated_at
+
+
+def progress(state: GoalState) -> dict[str, Any]:
+    """Counts over the full state, never a truncated list."""
+    c = views.counts(state)
+    live = c["total"] - c["cancelled"]
+    c["percent_done"] = round(100 * c["done"] / live) if live else 0
+    return c
 
 
 def ordered_todos(state: GoalState) -> list[Todo]:
@@ -30,51 +52,21 @@ def ordered_todos(state: GoalState) -> list[Todo]:
 
 
 def todo_card(todo: Todo, lens: Lens, state: GoalState, now: str | None = None) -> dict[str, Any]:
-    """A todo as this audience may see it; hidden dependencies are counted, never named.
-    `now` decides whether a lease is live (default: the time of the goal's last event)."""
-    todos = state.todos
-    deps = [d for d in todo.depends_on if d in todos and lens.sees(todos[d].visibility)]
-    card: dict[str, Any] = {
-        "todo_id": todo.todo_id,
-        "title": lens.text(todo.title),
-        "status": todo.status,
-        "role": todo.role,
-        "kind": todo.kind,
-        "priority": todo.priority,
-        "depends_on": deps,
-        "hidden_dependencies": len(todo.depends_on) - len(deps),
-        "visibility": todo.visibility,
-    }
-    if not lens.is_public:
-        if todo.claim is not None:
-            card["claim"] = {
-                "agent_id": todo.claim["agent_id"],
-                "session_id": todo.claim["session_id"],
-                "lease_expires_at": todo.claim["lease_expires_at"],
-                "live": lease_live(todo, now or ledger_now(state)),
-            }
-        if todo.acceptance is not None:
-            card["acceptance"] = lens.text(todo.acceptance)
-        if todo.reason is not None:
-            card["reason"] = lens.text(todo.reason)
-    return card
+    """A todo as this audience may see it (`loopx.state.views.todo_card`). `now` decides
+    whether a lease is live (default: the time of the goal's last event)."""
+    return views.todo_card(
+        todo,
+        lens.text,
+        state.todos,
+        now or ledger_now(state),
+        sees=lens.sees,
+        team=not lens.is_public,
+    )
 
 
 def evidence_item(ev: Evidence, lens: Lens, head: str | None) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "evidence_id": ev.evidence_id,
-        "kind": ev.kind,
-        "summary": lens.text(ev.summary),
-        "refs": [lens.text(r) for r in ev.refs],
-        "revision": ev.revision,
-        "freshness": freshness(ev.revision, head),
-        "recorded_at": ev.recorded_at,
-        "todo_id": ev.todo_id,
-    }
-    if not lens.is_public:
-        item["agent_id"] = ev.agent_id
-        item["has_body"] = ev.body is not None
-    return item
+    """An evidence item as this audience may see it (`loopx.state.views.evidence_card`)."""
+    return views.evidence_card(ev, lens.text, head, team=not lens.is_public)
 
 
 def recent_evidence(
@@ -103,21 +95,8 @@ def _todo_visible(state: GoalState, lens: Lens, todo_id: str) -> bool:
 
 
 def gate_item(gate: Gate, lens: Lens, state: GoalState) -> dict[str, Any]:
-    blocks = [t for t in gate.blocks if _todo_visible(state, lens, t)]
-    item: dict[str, Any] = {
-        "gate_id": gate.gate_id,
-        "question": lens.text(gate.question),
-        "status": gate.status,
-        "blocks_goal": gate.blocks_goal,
-        "blocks": blocks,
-        "hidden_blocks": len(gate.blocks) - len(blocks),
-        "opened_at": gate.opened_at,
-    }
-    if not lens.is_public:
-        item["authority"] = gate.authority
-        item["resolved_by"] = gate.resolved_by
-        item["rationale"] = lens.text(gate.rationale) if gate.rationale is not None else None
-    return item
+    """A gate as this audience may see it (`loopx.state.views.gate_card`)."""
+    return views.gate_card(gate, lens.text, state.todos, sees=lens.sees, team=not lens.is_public)
 
 
 def goal_identity(state: GoalState, lens: Lens, visible_goals: set[str]) -> dict[str, Any]:
@@ -128,7 +107,7 @@ def goal_identity(state: GoalState, lens: Lens, visible_goals: set[str]) -> dict
         "objective": lens.text(state.objective),
         "acceptance": [lens.text(a) for a in state.acceptance],
         "status": state.status,
-        "repository": lens.text(state.repository) if state.repository else None,
+        "repository": lens.field(state, "repository") or None,
         "predecessor": state.predecessor if state.predecessor in visible_goals else None,
         "created_at": state.created_at,
         "updated_at": state.updated_at,

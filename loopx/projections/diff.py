@@ -6,6 +6,7 @@ diff of two ledger revisions and a diff of two build folders read the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from loopx.privacy.audience import Lens
@@ -73,14 +74,8 @@ def diff_facts(old: Facts | None, new: Facts | None) -> list[dict[str, Any]]:
         return []
     if old is None:
         assert new is not None
-        return [
-            {
-                "kind": "goal_added",
-                "goal_id": new["goal_id"],
-                "title": new["title"],
-                "revision": new["revision"],
-            }
-        ]
+        added = {k: new[k] for k in ("goal_id", "title", "revision")}
+        return [{"kind": "goal_added", **added}]
     if new is None:
         return [{"kind": "goal_removed", "goal_id": old["goal_id"]}]
     goal = new["goal_id"]
@@ -89,77 +84,49 @@ def diff_facts(old: Facts | None, new: Facts | None) -> list[dict[str, Any]]:
         out.append(
             {"kind": "goal_status", "goal_id": goal, "from": old["status"], "to": new["status"]}
         )
-    for tid in sorted(new["todos"].keys() - old["todos"].keys()):
-        t = new["todos"][tid]
-        out.append(
-            {
-                "kind": "todo_added",
-                "goal_id": goal,
-                "todo_id": tid,
-                "title": t["title"],
-                "status": t["status"],
-            }
-        )
-    for tid in sorted(old["todos"].keys() & new["todos"].keys()):
-        a, b = old["todos"][tid]["status"], new["todos"][tid]["status"]
-        if a == b:
-            continue
-        kind = (
-            "todo_closed"
-            if b in CLOSED and a not in CLOSED
-            else "todo_reopened"
-            if a in CLOSED and b not in CLOSED
-            else "todo_status"
-        )
-        out.append(
-            {
-                "kind": kind,
-                "goal_id": goal,
-                "todo_id": tid,
-                "title": new["todos"][tid]["title"],
-                "from": a,
-                "to": b,
-            }
-        )
-    for tid in sorted(old["todos"].keys() - new["todos"].keys()):
-        out.append({"kind": "todo_hidden", "goal_id": goal, "todo_id": tid})
-    for gid in sorted(new["gates"].keys() - old["gates"].keys()):
-        g = new["gates"][gid]
-        out.append(
-            {
-                "kind": "gate_opened",
-                "goal_id": goal,
-                "gate_id": gid,
-                "question": g["question"],
-                "status": g["status"],
-            }
-        )
-    for gid in sorted(old["gates"].keys() & new["gates"].keys()):
-        a, b = old["gates"][gid]["status"], new["gates"][gid]["status"]
-        if a != b:
-            out.append(
-                {
-                    "kind": "gate_resolved",
-                    "goal_id": goal,
-                    "gate_id": gid,
-                    "question": new["gates"][gid]["question"],
-                    "from": a,
-                    "to": b,
-                }
-            )
-    for eid in sorted(new["evidence"].keys() - old["evidence"].keys()):
-        e = new["evidence"][eid]
-        out.append(
-            {
-                "kind": "evidence_added",
-                "goal_id": goal,
-                "evidence_id": eid,
-                "evidence_kind": e["kind"],
-                "summary": e["summary"],
-                "revision": e["revision"],
-            }
-        )
+    out += _added("todo_added", "todos", old, new, ("title", "status"))
+    out += _moved("todos", "title", old, new, _todo_move)
+    hidden = sorted(old["todos"].keys() - new["todos"].keys())
+    out += [{"kind": "todo_hidden", "goal_id": goal, "todo_id": tid} for tid in hidden]
+    out += _added("gate_opened", "gates", old, new, ("question", "status"))
+    out += _moved("gates", "question", old, new, lambda a, b: "gate_resolved")
+    out += _added("evidence_added", "evidence", old, new, ("kind", "summary", "revision"))
     return out
+
+
+_ID_KEY = {"todos": "todo_id", "gates": "gate_id", "evidence": "evidence_id"}
+
+
+def _added(kind: str, family: str, old: Facts, new: Facts, fields: tuple[str, ...]) -> list[Any]:
+    """A `kind` change per item of `family` in `new` and not in `old`, with the item's
+    `fields` (its own `kind` as `evidence_kind`: it must not overwrite the change's)."""
+    before, after = old[family], new[family]
+    out = []
+    for i in sorted(after.keys() - before.keys()):
+        item = {("evidence_kind" if f == "kind" else f): after[i][f] for f in fields}
+        out.append({"kind": kind, "goal_id": new["goal_id"], _ID_KEY[family]: i, **item})
+    return out
+
+
+def _moved(family: str, label: str, old: Facts, new: Facts, kind: Callable[..., str]) -> list[Any]:
+    """A change per item of `family` on both sides whose status moved, its kind named by
+    `kind(from, to)`, with the item's `label` as it is now."""
+    before, after = old[family], new[family]
+    out = []
+    for i in sorted(before.keys() & after.keys()):
+        a, b = before[i]["status"], after[i]["status"]
+        if a != b:
+            change = {"kind": kind(a, b), "goal_id": new["goal_id"], _ID_KEY[family]: i}
+            out.append({**change, label: after[i][label], "from": a, "to": b})
+    return out
+
+
+def _todo_move(a: str, b: str) -> str:
+    if b in CLOSED and a not in CLOSED:
+        return "todo_closed"
+    if a in CLOSED and b not in CLOSED:
+        return "todo_reopened"
+    return "todo_status"
 
 
 _PHRASES = {

@@ -8,7 +8,7 @@ from typing import Any
 
 from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR, ordered_todos, source
-from loopx.state.entities import GoalState
+from loopx.state.entities import Gate, GoalState, Todo
 
 SCHEMA = "loopx.graph/v1"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_]")
@@ -21,57 +21,17 @@ def node_id(kind: str, entity_id: str) -> str:
 
 def graph(state: GoalState, lens: Lens) -> dict[str, Any]:
     todos = lens.keep(ordered_todos(state), "todos")
-    visible = {t.todo_id for t in todos}
     gates = lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
-    ids: dict[str, str] = {}
+    nodes = [_node("todo", t.todo_id, lens.text(t.title), t.status, t.role) for t in todos]
+    nodes += [_node("gate", g.gate_id, lens.text(g.question), g.status) for g in gates]
+    ids: dict[str, str] = {}  # "kind:ref" → node id
     taken: set[str] = set()
-    nodes: list[dict[str, Any]] = []
-
-    def add(kind: str, entity_id: str, label: str, status: str, role: str | None = None) -> None:
-        nid = node_id(kind, entity_id)
-        while nid in taken:  # two ids that sanitise alike: keep both, deterministically
-            nid += "_"
-        taken.add(nid)
-        ids[f"{kind}:{entity_id}"] = nid
-        node = {"id": nid, "kind": kind, "ref": entity_id, "label": label, "status": status}
-        if role is not None:
-            node["role"] = role
-        nodes.append(node)
-
-    for t in todos:
-        add("todo", t.todo_id, lens.text(t.title), t.status, t.role)
-    for g in gates:
-        add("gate", g.gate_id, lens.text(g.question), g.status)
-    edges: list[dict[str, str]] = []
-    hidden_edges = 0
-    for t in todos:
-        for dep in t.depends_on:
-            if dep in visible:
-                edges.append(
-                    {
-                        "from": ids[f"todo:{dep}"],
-                        "to": ids[f"todo:{t.todo_id}"],
-                        "kind": "depends_on",
-                    }
-                )
-            else:
-                hidden_edges += 1
-        if t.successor and t.successor in visible:
-            edges.append(
-                {
-                    "from": ids[f"todo:{t.todo_id}"],
-                    "to": ids[f"todo:{t.successor}"],
-                    "kind": "successor",
-                }
-            )
-    for g in gates:
-        for target in g.blocks:
-            if target in visible:
-                edges.append(
-                    {"from": ids[f"gate:{g.gate_id}"], "to": ids[f"todo:{target}"], "kind": "gates"}
-                )
-            else:
-                hidden_edges += 1
+    for node in nodes:
+        while node["id"] in taken:  # two ids that sanitise alike: keep both, deterministically
+            node["id"] += "_"
+        taken.add(node["id"])
+        ids[f"{node['kind']}:{node['ref']}"] = node["id"]
+    edges, hidden_edges = _edges(todos, gates, ids)
     if hidden_edges:
         lens.omitted["edges to hidden todos"] += hidden_edges
     return {
@@ -83,3 +43,40 @@ def graph(state: GoalState, lens: Lens) -> dict[str, Any]:
         "edges": edges,
         "omissions": lens.omissions(),
     }
+
+
+def _node(
+    kind: str, entity_id: str, label: str, status: str, role: str | None = None
+) -> dict[str, Any]:
+    node = {
+        "id": node_id(kind, entity_id),
+        "kind": kind,
+        "ref": entity_id,
+        "label": label,
+        "status": status,
+    }
+    if role is not None:
+        node["role"] = role
+    return node
+
+
+def _edges(
+    todos: list[Todo], gates: list[Gate], ids: dict[str, str]
+) -> tuple[list[dict[str, str]], int]:
+    """Dependencies, successors and gated todos between visible nodes (`ids`: `kind:ref` →
+    node id), and how many edges lead to a todo this audience does not see."""
+    links: list[tuple[str, str, str]] = []
+    for t in todos:
+        links += [(f"todo:{dep}", f"todo:{t.todo_id}", "depends_on") for dep in t.depends_on]
+        if t.successor:
+            links.append((f"todo:{t.todo_id}", f"todo:{t.successor}", "successor"))
+    for g in gates:
+        links += [(f"gate:{g.gate_id}", f"todo:{target}", "gates") for target in g.blocks]
+    edges: list[dict[str, str]] = []
+    hidden = 0
+    for start, target, kind in links:
+        if start in ids and target in ids:
+            edges.append({"from": ids[start], "to": ids[target], "kind": kind})
+        elif kind != "successor":  # counted: hidden dependencies and gated todos
+            hidden += 1
+    return edges, hidden

@@ -20,82 +20,24 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from loopx.model.errors import InvalidInput, NotFound
 from loopx.model.ids import visible_to
-from loopx.privacy.audience import PRIVATE_MISSING
+from loopx.privacy.audience import BlobReader, Lens
 from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
 from loopx.state.handoff import ADOPTED, PENDING, adopt_refusal, is_stale, latest_handoff
 from loopx.state.turns import RESUME_ADVICE, open_turns
-from loopx.state.views import freshness
+from loopx.state.views import claim_view, evidence_card, todo_card
 
 SCHEMA_ID = "loopx.handoff/v1"
 AUDIENCES = ("team", "private")
 FRONTIER_LIMIT = 5
-NOT_ON_HOST = PRIVATE_MISSING  # the one marker every view shows for text not on this host
-HIDDEN = "[private]"
 
 TEMPLATES = {
     "digest": "handoff/digest.md.j2",  # compact Markdown to paste into any agent
     "markdown": "handoff/handoff.md.j2",  # the full report, with provenance and tables
     "text": "handoff/digest.txt.j2",  # the digest as plain text, for plain prompts
 }
-
-TextFn = Callable[[Any], Any]
-
-
-def _identity(value: Any) -> Any:
-    return value
-
-
-class _View:
-    """One audience's reading of stored values, counting what it leaves out."""
-
-    def __init__(self, audience: str, text: TextFn | None):
-        if audience not in AUDIENCES:
-            raise ValueError(f"handoff digests are for {' or '.join(AUDIENCES)} audiences")
-        self.audience = audience
-        self._text = text or _identity
-        self.omitted: Counter[str] = Counter()
-
-    def sees(self, visibility: str) -> bool:
-        return visible_to(visibility, self.audience)
-
-    def text(self, value: Any) -> str:
-        if value is None:
-            return ""
-        if isinstance(value, dict) and "blob" in value:
-            if self.audience != "private":
-                self.omitted["private text"] += 1
-                return HIDDEN
-            out = self._text(value)
-            if not isinstance(out, str) or out == value:
-                self.omitted["private text not on this host"] += 1
-                return NOT_ON_HOST
-            if out == NOT_ON_HOST:
-                self.omitted["private text not on this host"] += 1
-            return out
-        return str(value)
-
-    def note(self, handoff: dict[str, Any]) -> dict[str, Any] | None:
-        """The note as this audience may read it, or None (counted) when it may not."""
-        if not self.sees(handoff["visibility"]):
-            self.omitted[f"{handoff['visibility']} handoff note"] += 1
-            return None
-        body = handoff["note"]
-        if isinstance(body, dict) and "blob" in body:
-            raw = self._text(body)
-            try:
-                body = orjson.loads(raw) if isinstance(raw, str | bytes) else None
-            except orjson.JSONDecodeError:
-                body = None
-            if not isinstance(body, dict):
-                self.omitted["private handoff note not on this host"] += 1
-                return None
-        return body
-
 
 # -- the digest ---------------------------------------------------------------------------
 
@@ -105,7 +47,7 @@ def handoff_digest(
     todo_id: str,
     *,
     audience: str,
-    text: TextFn | None,
+    read_blob: BlobReader | None,
     workspace_facts: dict[str, Any] | None,
     now: str | None = None,
     reader: dict[str, str] | None = None,
@@ -114,10 +56,10 @@ def handoff_digest(
     """The `loopx.handoff/v1` digest of the latest note for `todo_id` (or `handoff_id`).
 
     `workspace_facts` is `{"head", "dirty", "relation", "files": {path: exists}}` as observed
-    in the reader's checkout, or None.
+    in the reader's checkout, or None; `read_blob` reads private text on this host.
     Raises `NotFound` (`todo_not_found`, `handoff_not_found`) when there is nothing to show.
     """
-    view = _View(audience, text)
+    view = _lens(audience, read_blob)
     now = now or state.updated_at
     todo = state.todos.get(todo_id)
     if todo is None or not view.sees(todo.visibility) or not view.sees(state.visibility):
@@ -165,11 +107,17 @@ def handoff_digest(
     return digest
 
 
+def _lens(audience: str, read_blob: BlobReader | None) -> Lens:
+    if audience not in AUDIENCES:
+        raise ValueError(f"handoff digests are for {' or '.join(AUDIENCES)} audiences")
+    return Lens(audience, read_blob)
+
+
 def handoff_digests(
     state: GoalState,
     *,
     audience: str,
-    text: TextFn | None,
+    read_blob: BlobReader | None,
     workspace_facts: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """One digest per todo with a note this audience may see, by todo id (for the build)."""
@@ -181,7 +129,7 @@ def handoff_digests(
         if todo is None or not visible_to(todo.visibility, audience):
             continue
         out[todo_id] = handoff_digest(
-            state, todo_id, audience=audience, text=text, workspace_facts=workspace_facts
+            state, todo_id, audience=audience, read_blob=read_blob, workspace_facts=workspace_facts
         )
     return out
 
@@ -189,18 +137,15 @@ def handoff_digests(
 def _claim(todo: Todo, now: str) -> dict[str, Any] | None:
     if todo.claim is None:
         return None
-    claim = todo.claim
-    return {
-        "agent_id": claim["agent_id"],
-        "session_id": claim["session_id"],
-        "claimed_at": claim["claimed_at"],
-        "lease_expires_at": claim["lease_expires_at"],
-        "live": lease_live(todo, now),
-        "via_handoff": claim.get("via_handoff"),
-    }
+    claim = claim_view(todo, now, ("agent_id", "session_id", "claimed_at"))
+    return {**claim, "via_handoff": todo.claim.get("via_handoff")}
 
 
-def _todo(state: GoalState, todo: Todo, view: _View, now: str) -> dict[str, Any]:
+# The digest's todo: these keys of the todo's card, and what a handoff needs besides.
+_CARD_KEYS = ("todo_id", "title", "status", "role", "kind", "priority", "visibility")
+
+
+def _todo(state: GoalState, todo: Todo, view: Lens, now: str) -> dict[str, Any]:
     todos = state.todos
     deps = []
     for dep_id in todo.depends_on:
@@ -229,16 +174,11 @@ def _todo(state: GoalState, todo: Todo, view: _View, now: str) -> dict[str, Any]
                 "blocking": gate.gate_id in holding,
             }
         )
+    card = todo_card(todo, view.text, todos, now, sees=view.sees, team=False)
     return {
-        "todo_id": todo.todo_id,
-        "title": view.text(todo.title),
-        "status": todo.status,
-        "role": todo.role,
-        "kind": todo.kind,
-        "priority": todo.priority,
+        **{key: card[key] for key in _CARD_KEYS},
         "revision": todo.revision,
-        "visibility": todo.visibility,
-        "acceptance": view.text(todo.acceptance) if todo.acceptance is not None else None,
+        "acceptance": view.field(todo, "acceptance"),
         "claim": _claim(todo, now),
         "dependencies": deps,
         "gates": gates,
@@ -332,8 +272,14 @@ def _adoption(
     }
 
 
+# The digest's evidence item: these keys of the item's card, and its visibility.
+_EVIDENCE_KEYS = (
+    "evidence_id", "kind", "summary", "refs", "revision", "freshness", "recorded_at", "agent_id"
+)  # fmt: skip
+
+
 def _evidence(
-    state: GoalState, todo_id: str, view: _View, head: str | None
+    state: GoalState, todo_id: str, view: Lens, head: str | None
 ) -> tuple[list[dict[str, Any]], int]:
     items = sorted(
         (e for e in state.evidence.values() if e.todo_id == todo_id),
@@ -344,23 +290,12 @@ def _evidence(
         if not view.sees(ev.visibility):
             view.omitted[f"{ev.visibility} evidence item"] += 1
             continue
-        out.append(
-            {
-                "evidence_id": ev.evidence_id,
-                "kind": ev.kind,
-                "summary": view.text(ev.summary),
-                "refs": [view.text(r) for r in ev.refs],
-                "revision": ev.revision,
-                "freshness": freshness(ev.revision, head),
-                "recorded_at": ev.recorded_at,
-                "agent_id": ev.agent_id,
-                "visibility": ev.visibility,
-            }
-        )
+        card = evidence_card(ev, view.text, head)
+        out.append({**{k: card[k] for k in _EVIDENCE_KEYS}, "visibility": ev.visibility})
     return out, len(out)
 
 
-def _frontier(state: GoalState, view: _View, now: str, todo_id: str) -> dict[str, Any]:
+def _frontier(state: GoalState, view: Lens, now: str, todo_id: str) -> dict[str, Any]:
     ready = [t for t in frontier(state, now) if t.todo_id != todo_id]
     shown = [t for t in ready if view.sees(t.visibility)]
     return {
@@ -709,7 +644,7 @@ def pending_handoffs(
     state: GoalState,
     *,
     audience: str = "team",
-    text: TextFn | None = None,
+    read_blob: BlobReader | None = None,
     now: str | None = None,
 ) -> list[dict[str, Any]]:
     """Notes prepared and not yet adopted (open todos only), newest first.
@@ -717,11 +652,9 @@ def pending_handoffs(
     For the status projection and `loopx handoff list`: todo, source agent and session, when,
     the note's first line (when this audience may read it), target, and whether it is stale.
     """
-    if audience not in ("public", "team", "private"):
-        raise ValueError(f"unknown audience {audience!r}")
-    if not visible_to(state.visibility, audience):
+    view = Lens(audience, read_blob)
+    if not view.sees(state.visibility):
         return []
-    view = _View("private" if audience == "private" else "team", text)
     now = now or state.updated_at
     out = []
     for handoff in state.handoffs.values():

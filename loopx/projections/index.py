@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.privacy.audience import Lens
-from loopx.projections.base import GENERATOR, ledger_now
-from loopx.projections.status import progress
+from loopx.projections.base import GENERATOR, ledger_now, progress
 from loopx.state.entities import GoalState
 from loopx.state.frontier import attention, attention_reasons
 

@@ -6,14 +6,7 @@ import shlex
 from typing import Any
 
 from loopx.privacy.audience import Lens
-from loopx.projections.base import (
-    GENERATOR,
-    gate_item,
-    goal_identity,
-    recent_evidence,
-    source,
-    todo_card,
-)
+from loopx.projections.base import gate_item, header, recent_evidence, todo_card
 from loopx.projections.diff import describe, diff_facts, facts_from_state
 from loopx.state.entities import GoalState
 
@@ -69,12 +62,7 @@ def review_packet(
         if todo is not None:
             changes = [c for c in changes if c.get("todo_id") in (None, todo.todo_id)]
     return {
-        "schema": SCHEMA,
-        "generator": GENERATOR,
-        "audience": lens.audience,
-        "source": source(state),
-        "checkout": {"head": head},
-        "goal": goal_identity(state, lens, visible_goals),
+        **header(SCHEMA, state, lens, head, visible_goals),
         "todo": todo_card(todo, lens, state) if todo is not None else None,
         "questions": questions,
         "since_revision": since.revision if since is not None else None,

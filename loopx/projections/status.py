@@ -6,30 +6,21 @@ from typing import Any
 
 from loopx.privacy.audience import Lens
 from loopx.projections.base import (
-    GENERATOR,
     gate_item,
-    goal_identity,
+    header,
     ledger_now,
     ordered_todos,
+    progress,
     recent_evidence,
-    source,
     todo_card,
 )
-from loopx.state.entities import GoalState
+from loopx.state.entities import Gate, GoalState
 from loopx.state.frontier import attention, attention_reasons, frontier
-from loopx.state.views import counts, quota_view
+from loopx.state.views import claim_view, quota_view
 
 SCHEMA = "loopx.status/v1"
 FRONTIER_LIMIT = 25
 TODO_LIMIT = 500
-
-
-def progress(state: GoalState) -> dict[str, Any]:
-    """Counts over the full state, never a truncated list."""
-    c = counts(state)
-    live = c["total"] - c["cancelled"]
-    c["percent_done"] = round(100 * c["done"] / live) if live else 0
-    return c
 
 
 def status(
@@ -45,18 +36,11 @@ def status(
     visible_ids = {t.todo_id for t in todos}
     full = frontier(state, now)  # once: attention needs the whole frontier, pages the visible
     ready = [t for t in full if t.todo_id in visible_ids]
-    gates = lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
     evidence, evidence_cut = recent_evidence(state, lens, head)
     att = attention(state, now, full)
-    shown_todos = todos[:TODO_LIMIT]
     quota = quota_view(state)
     data: dict[str, Any] = {
-        "schema": SCHEMA,
-        "generator": GENERATOR,
-        "audience": lens.audience,
-        "source": source(state),
-        "checkout": {"head": head},
-        "goal": goal_identity(state, lens, visible_goals),
+        **header(SCHEMA, state, lens, head, visible_goals),
         "attention": {
             "state": att["state"],
             "reason": att["reason"],
@@ -64,13 +48,8 @@ def status(
         },
         "progress": progress(state),
         "frontier": [todo_card(t, lens, state) for t in ready[:FRONTIER_LIMIT]],
-        "todos": [todo_card(t, lens, state) for t in shown_todos],
-        "gates": {
-            "pending": sum(1 for g in state.gates.values() if g.status == "pending"),
-            "deferred": sum(1 for g in state.gates.values() if g.status == "deferred"),
-            "resolved": sum(1 for g in state.gates.values() if not g.is_blocking),
-            "items": [gate_item(g, lens, state) for g in gates],
-        },
+        "todos": [todo_card(t, lens, state) for t in todos[:TODO_LIMIT]],
+        "gates": _gates(state, lens),
         "evidence": evidence,
         "quota": {**quota, "unit": lens.text(quota["unit"])},
         "handoffs": {
@@ -84,16 +63,18 @@ def status(
         },
     }
     if not lens.is_public:
-        data["leases"] = [
-            {
-                "todo_id": t.todo_id,
-                "agent_id": t.claim["agent_id"],
-                "lease_expires_at": t.claim["lease_expires_at"],
-                "live": t.claim["lease_expires_at"] > now,
-            }
-            for t in todos
-            if t.claim is not None
-        ]
+        data["leases"] = [claim_view(t, now) for t in todos if t.claim is not None]
         data["agents"] = sorted(state.agents)
     data["omissions"] = lens.omissions()
     return data
+
+
+def _gates(state: GoalState, lens: Lens) -> dict[str, Any]:
+    """Gate counts over the full state; the gates this audience may see."""
+    every: list[Gate] = sorted(state.gates.values(), key=lambda g: g.created_seq)
+    return {
+        "pending": sum(1 for g in every if g.status == "pending"),
+        "deferred": sum(1 for g in every if g.status == "deferred"),
+        "resolved": sum(1 for g in every if not g.is_blocking),
+        "items": [gate_item(g, lens, state) for g in lens.keep(every, "gates")],
+    }

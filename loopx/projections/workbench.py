@@ -14,19 +14,9 @@ import re
 from typing import Any
 
 from loopx.privacy.audience import Lens
+from loopx.projections import base
 from loopx.projections.allowances import allowance_items
-from loopx.projections.base import (
-    GENERATOR,
-    gate_item,
-    goal_identity,
-    ledger_now,
-    ordered_todos,
-    recent_evidence,
-    source,
-    todo_card,
-)
-from loopx.projections.status import progress
-from loopx.state.entities import GoalState
+from loopx.state.entities import MONITOR, GoalState
 from loopx.state.frontier import attention, frontier
 from loopx.state.redactions import target
 
@@ -42,8 +32,8 @@ LIST_LIMIT = 50  # longer lists are cut, and the workbench says by how much
 def workbench(
     state: GoalState, lens: Lens, *, head: str | None, visible_goals: set[str]
 ) -> dict[str, Any]:
-    now = state.changed_at or ledger_now(state)
-    todos = lens.keep(ordered_todos(state), "todos")
+    now = state.changed_at or base.ledger_now(state)
+    todos = lens.keep(base.ordered_todos(state), "todos")
     visible = {t.todo_id for t in todos}
     full = frontier(state, now)  # once: attention needs the whole frontier, pages the visible
     ready = [t for t in full if t.todo_id in visible]
@@ -52,28 +42,23 @@ def workbench(
     user_todos = [t for t in open_todos if t.role == "user"]
     done = [t for t in reversed(todos) if not t.is_open]
     notes = lens.keep(sorted(state.notes.values(), key=lambda n: n.created_seq), "notes")
-    evidence, _ = recent_evidence(state, lens, head)
+    evidence, _ = base.recent_evidence(state, lens, head)
     att = attention(state, now, full)
     gates = lens.keep(sorted(state.gates.values(), key=lambda g: g.created_seq), "gates")
     return {
-        "schema": SCHEMA,
-        "generator": GENERATOR,
-        "audience": lens.audience,
-        "source": source(state),
-        "checkout": {"head": head},
-        "goal": goal_identity(state, lens, visible_goals),
+        **base.header(SCHEMA, state, lens, head, visible_goals),
         "attention": {"state": att["state"], "reason": att["reason"]},
         "next_action": _next_action(att, ready, gates, public=lens.is_public),
-        "progress": progress(state),
-        "frontier": [todo_card(t, lens, state, now) for t in ready[:LIST_LIMIT]],
+        "progress": base.progress(state),
+        "frontier": [base.todo_card(t, lens, state, now) for t in ready[:LIST_LIMIT]],
         "frontier_total": len(ready),
-        "agent_todos": [todo_card(t, lens, state, now) for t in agent_todos[:LIST_LIMIT]],
+        "agent_todos": [base.todo_card(t, lens, state, now) for t in agent_todos[:LIST_LIMIT]],
         "agent_total": len(agent_todos),
-        "user_todos": [todo_card(t, lens, state, now) for t in user_todos[:LIST_LIMIT]],
+        "user_todos": [base.todo_card(t, lens, state, now) for t in user_todos[:LIST_LIMIT]],
         "user_total": len(user_todos),
-        "closed_todos": [todo_card(t, lens, state, now) for t in done[:DONE_LIMIT]],
+        "closed_todos": [base.todo_card(t, lens, state, now) for t in done[:DONE_LIMIT]],
         "closed_total": len(done),
-        "gates": [gate_item(g, lens, state) for g in gates],
+        "gates": [base.gate_item(g, lens, state) for g in gates],
         "evidence": evidence,
         "notes": [
             {
@@ -101,7 +86,7 @@ def _waiting_for(open_todos: list[Any], gates: list[Any], lens: Any) -> list[dic
         if t.monitor is None or t.status == "blocked":
             continue
         m = t.monitor
-        watch = m["watch_kind"] if lens.is_public else lens.text(m["watch"])
+        watch = m["watch_kind"] if lens.is_public else lens.field(m, "watch", MONITOR)
         out.append(
             {
                 "at": m["next_at"],

@@ -226,6 +226,30 @@ def _outline(n: dict[str, Any], x: float, y: float, fill: str, stroke: str) -> s
     return f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{NODE_H}" rx="6" {paint}/>'
 
 
+_DASHES = {
+    "depends_on": "",
+    "successor": ' stroke-dasharray="6 4"',
+    "gates": ' stroke-dasharray="2 3"',
+}
+
+
+def _node(n: dict[str, Any], x: float, y: float) -> str:
+    """A node's outline (coloured by its status) and its label, centred, one tspan a line."""
+    fill, stroke = FILLS.get(n["status"], "#fff"), STROKES.get(n["status"], "#333")
+    lines = _label(n["label"])
+    leading = FONT + 3
+    text = "".join(
+        f'<tspan x="{x + NODE_W / 2:.1f}" dy="{0 if i == 0 else leading}">{escape(line)}</tspan>'
+        for i, line in enumerate(lines)
+    )
+    ty = y + NODE_H / 2 - (len(lines) - 1) * leading / 2 + FONT * 0.35
+    return (
+        _outline(n, x, y, fill, stroke)
+        + f'<text x="{x + NODE_W / 2:.1f}" y="{ty:.1f}" text-anchor="middle" '
+        f'font-family="system-ui, sans-serif" font-size="{FONT}" fill="#111">{text}</text>'
+    )
+
+
 def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | None:
     """Inline SVG of the graph (links to todo pages via `node_href`), or None if too large."""
     laid = layout(g)
@@ -253,32 +277,14 @@ def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | 
         if e["from"] == e["to"]:
             continue
         ends = (ports[(i, "out")], ports[(i, "in")])
-        dash = {
-            "depends_on": "",
-            "successor": ' stroke-dasharray="6 4"',
-            "gates": ' stroke-dasharray="2 3"',
-        }[e["kind"]]
         out.append(
             f'<path d="{_route(routes.get(i, []), pos, e, dx, dy, ends)}" fill="none" '
-            f'stroke="#555" stroke-width="1.4"{dash} marker-end="url(#arrow)"/>'
+            f'stroke="#555" stroke-width="1.4"{_DASHES[e["kind"]]} marker-end="url(#arrow)"/>'
         )
     for n in g["nodes"]:
         x, y = pos[n["id"]]
         x, y = x + dx - NODE_W / 2, y + dy - NODE_H / 2
-        fill, stroke = FILLS.get(n["status"], "#fff"), STROKES.get(n["status"], "#333")
-        lines = _label(n["label"])
-        leading = FONT + 3
-        text = "".join(
-            f'<tspan x="{x + NODE_W / 2:.1f}" dy="{0 if i == 0 else leading}">'
-            f"{escape(line)}</tspan>"
-            for i, line in enumerate(lines)
-        )
-        ty = y + NODE_H / 2 - (len(lines) - 1) * leading / 2 + FONT * 0.35
-        shape = (
-            _outline(n, x, y, fill, stroke)
-            + f'<text x="{x + NODE_W / 2:.1f}" y="{ty:.1f}" text-anchor="middle" '
-            f'font-family="system-ui, sans-serif" font-size="{FONT}" fill="#111">{text}</text>'
-        )
+        shape = _node(n, x, y)
         who = {"user": "a person's todo", "agent": "an agent's todo"}.get(n.get("role", ""), "")
         kind = "decision gate" if n["kind"] == "gate" else who or n["kind"]
         title = f"<title>{escape(kind)} {escape(n['ref'])} ({escape(n['status'])})</title>"

@@ -1,21 +1,100 @@
 """Folded state: plain dataclasses that `apply()` mutates and the snapshot cache serialises.
 
-Text fields hold either a string or `{"blob": "sha256:…"}` for private content kept off the
-ledger; projections resolve those through the privacy layer.
+Free-text fields hold either a string or a `PrivateText` (`{"blob": "sha256:…"}`) for private
+content kept off the ledger; projections resolve those through the privacy layer (one lens).
+
+Every record declares its fields once (`Fields`): which are free text people typed, which are
+plain (ids, enums, times, numbers, flags) and which hold nested records. The audience lens,
+the public boundary's forbidden strings and the governed redaction all read the declarations,
+and a test fails when a record gains a field declared neither way: a new text field cannot
+skip the boundary.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, ClassVar, TypedDict
 
 OPEN_STATUSES = ("open", "active", "blocked")
 CLOSED_STATUSES = ("done", "cancelled")
 BLOCKING_GATE_STATUSES = ("pending", "deferred")
 
 
+class PrivateText(TypedDict):
+    """Private text kept in this host's blob store: the ledger, the fold and the snapshots
+    hold only this reference to it."""
+
+    blob: str
+
+
+def private_ref(value: Any) -> str | None:
+    """The blob reference when `value` is private text, else None (inline text, or nothing)."""
+    if isinstance(value, dict):
+        ref = value.get("blob")
+        return ref if isinstance(ref, str) else None
+    return None
+
+
+@dataclass(frozen=True)
+class Fields:
+    """One kind of record's fields, each declared once.
+
+    `text`: free text (a string or `PrivateText`, or a list of them; ``a.b`` is field `b` of
+    each item of the list `a`). `plain`: ids, enums, times, numbers, flags: never free text.
+    `nested`: (field, kind) of a record a field holds; `tables`: of a dict of records by id.
+    `shapes`: (field, kind) of a text field that may hold a structured record of free text.
+    `published`: whether a public record's text may appear in public output (else it counts
+    as non-public always). `unmatched`: text fields the boundary does not look for as exact
+    text (the scanner's rules still read every public byte). `names`: (field, name) where
+    commands call a field otherwise.
+    """
+
+    kind: str
+    text: tuple[str, ...]
+    plain: tuple[str, ...] = ()
+    nested: tuple[tuple[str, str], ...] = ()
+    tables: tuple[tuple[str, str], ...] = ()
+    shapes: tuple[tuple[str, str], ...] = ()
+    published: bool = True
+    unmatched: tuple[str, ...] = ()
+    names: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, kind: str, text: str, plain: str = "", **pairs: Any) -> Fields:
+        """Names are space-separated; `nested`, `tables` and `shapes` as ``field:kind``."""
+        for key in ("nested", "tables", "shapes"):
+            if isinstance(pairs.get(key), str):
+                pairs[key] = tuple(_pair(p) for p in pairs[key].split())
+        if isinstance(pairs.get("unmatched"), str):
+            pairs["unmatched"] = tuple(pairs["unmatched"].split())
+        return cls(kind, tuple(text.split()), tuple(plain.split()), **pairs)
+
+    def declared(self) -> set[str]:
+        """Every field this declaration names."""
+        pairs = self.nested + self.tables
+        return {*self.text, *self.plain, *(name for name, _ in pairs)}
+
+    def named(self) -> tuple[str, ...]:
+        """The text fields as commands and events call them."""
+        rename = dict(self.names)
+        return tuple(rename.get(n, n) for n in self.text)
+
+
+def _pair(spec: str) -> tuple[str, str]:
+    name, kind = spec.split(":")
+    return name, kind
+
+
 @dataclass(slots=True)
 class Todo:
+    FIELDS: ClassVar[Fields] = Fields.of(
+        "todo",
+        text="title acceptance reason summary",
+        plain="todo_id role kind priority depends_on visibility status predecessor successor "
+        "evidence_ids created_seq created_at updated_at closed_at revision",
+        nested="claim:claim monitor:monitor",
+    )
+
     todo_id: str
     title: Any
     role: str = "agent"
@@ -46,6 +125,13 @@ class Todo:
 
 @dataclass(slots=True)
 class Gate:
+    FIELDS: ClassVar[Fields] = Fields.of(
+        "gate",
+        text="question rationale",
+        plain="gate_id authority blocks blocks_goal visibility status resolved_by opened_at "
+        "resolved_at created_seq revision ask_again_at",
+    )
+
     gate_id: str
     question: Any
     authority: str
@@ -68,13 +154,20 @@ class Gate:
 
 @dataclass(slots=True)
 class Evidence:
+    FIELDS: ClassVar[Fields] = Fields.of(
+        "evidence",
+        text="summary refs body",
+        plain="evidence_id kind revision todo_id body_bytes visibility recorded_at agent_id "
+        "created_seq",
+    )
+
     evidence_id: str
     kind: str
     summary: Any
     refs: list[str] = field(default_factory=list)
     revision: str | None = None
     todo_id: str | None = None
-    body: dict[str, str] | None = None
+    body: PrivateText | None = None
     body_bytes: int | None = None
     visibility: str = "private"
     recorded_at: str = ""
@@ -84,6 +177,13 @@ class Evidence:
 
 @dataclass(slots=True)
 class Run:
+    FIELDS: ClassVar[Fields] = Fields.of(
+        "run",
+        text="summary wait",
+        plain="run_id agent_id session_id outcome todo_id evidence_ids successor quota_spent "
+        "visibility recorded_at created_seq",
+    )
+
     run_id: str
     agent_id: str
     session_id: str
@@ -101,6 +201,12 @@ class Run:
 
 @dataclass(slots=True)
 class Note:
+    FIELDS: ClassVar[Fields] = Fields.of(
+        "note",
+        text="text",
+        plain="note_id kind todo_id visibility agent_id recorded_at created_seq",
+    )
+
     note_id: str
     kind: str
     text: Any
@@ -109,6 +215,51 @@ class Note:
     agent_id: str = ""
     recorded_at: str = ""
     created_seq: int = 0
+
+
+# Records the fold keeps as plain dicts, declared like the dataclasses.
+HANDOFF = Fields.of(
+    "handoff",
+    text="note",
+    plain="handoff_id todo_id todo_revision prepared_seq prepared_at source_agent_id "
+    "source_session_id target_agent_id git_revision workspace_dirty visibility status "
+    "superseded_by adopted_seq adopted_at adopted_git_revision grant",
+    shapes="note:handoff_note",
+)
+HANDOFF_NOTE = Fields.of(
+    "handoff_note",
+    text="work_summary next_steps key_decisions open_questions source_refs "
+    "approaches_tried.approach approaches_tried.outcome approaches_tried.reason "
+    "files_touched.path files_touched.summary",
+    plain="files_touched.action",
+)
+MONITOR = Fields.of(
+    "monitor",
+    text="watch",
+    plain="watch_kind backoff next_at observations streak last_result last_observed_at "
+    "last_evidence_id",
+    published=False,  # public output names only the watch's kind
+)
+TURN = Fields.of(
+    "turn",
+    text="phases.ref",
+    plain="turn_id todo_id agent_id session_id phase phases.phase phases.at phases.session_id "
+    "begun_at updated_at status run_id settled_at",
+    published=False,
+)
+CLAIM = Fields.of(
+    "claim",
+    text="",
+    plain="agent_id session_id claimed_at heartbeat_at lease_expires_at via_handoff",
+)
+QUOTA = Fields.of("quota", text="quota_unit", plain="lease_seconds quota")
+AGENT = Fields.of("agent", text="name kind", plain="agent_id registered_at", published=False)
+REDACTION = Fields.of(
+    "redaction",
+    text="reason",
+    plain="redaction_id entity entity_id field by at seq",
+    published=False,
+)
 
 
 class OpIndex:
@@ -192,6 +343,20 @@ def _last_id(blob: bytes) -> str:
 
 @dataclass(slots=True)
 class GoalState:
+    FIELDS: ClassVar[Fields] = Fields.of(
+        "goal",
+        text="title objective acceptance outcome_reason repository",
+        plain="goal_id predecessor visibility status quota_spent created_at updated_at "
+        "changed_at closed_at revision head operations",
+        nested="policy:quota",
+        tables="agents:agent todos:todo gates:gate evidence:evidence runs:run notes:note "
+        "handoffs:handoff redactions:redaction turns:turn",
+        # A goal's repository is most often the project's own, which loopx.toml's
+        # `repository_url` shows on every public page: matching it would refuse every build.
+        unmatched="repository",
+        names=(("outcome_reason", "reason"),),
+    )
+
     goal_id: str
     title: str = ""
     objective: Any = ""

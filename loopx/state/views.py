@@ -1,7 +1,8 @@
 """Plain-dict views of folded state for the CLI and the Python API (the operator's view).
 
 `text` turns a stored text value (a string or a private blob reference) into display text;
-the caller decides how (the CLI reads this host's blob store).
+the caller decides how (the CLI: the private audience's `Lens`, reading this host's blob
+store). `todo_card` is the one todo shape: the projections' cards and the CLI's views alike.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo
+from loopx.state.entities import Evidence, Gate, GoalState, Run, Todo, private_ref
 from loopx.state.frontier import attention, frontier, lease_live, readiness
 from loopx.state.monitors import due, next_wake, waiting_monitor
 from loopx.state.turns import RESUME_ADVICE, open_turns
@@ -30,29 +31,69 @@ def freshness(revision: str | None, head: str | None) -> str:
     return "historical"
 
 
-def todo_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def todo_card(
+    todo: Todo,
+    text: TextFn,
+    todos: dict[str, Todo],
+    now: str | None,
+    *,
+    sees: Callable[[str], bool] | None = None,
+    team: bool = True,
+) -> dict[str, Any]:
+    """A todo as one reader sees it: the one todo shape of every view. `sees` says which
+    visibilities the reader may see (None: all, and dependencies are named as written); the
+    others' dependencies are counted, never named. `team` adds the claim (live at `now`,
+    when given), the acceptance and the reason."""
+    deps = _named(todo.depends_on, todos, sees)
+    card: dict[str, Any] = {
         "todo_id": todo.todo_id,
         "title": text(todo.title),
         "status": todo.status,
         "role": todo.role,
         "kind": todo.kind,
         "priority": todo.priority,
-        "depends_on": todo.depends_on,
+        "depends_on": deps,
+        "hidden_dependencies": len(todo.depends_on) - len(deps),
         "visibility": todo.visibility,
-        "revision": todo.revision,
-        "created_at": todo.created_at,
-        "updated_at": todo.updated_at,
     }
+    if team:
+        if todo.claim is not None:
+            card["claim"] = claim_view(todo, now, keys=("agent_id", "session_id"))
+        for name in ("acceptance", "reason"):
+            value = getattr(todo, name)
+            if value is not None:
+                card[name] = text(value)
+    return card
+
+
+def _named(ids: list[str], todos: dict[str, Todo], sees: Callable[[str], bool] | None) -> list[str]:
+    """The todo ids a reader may see named (`sees` None: all, as written)."""
+    if sees is None:
+        return list(ids)
+    return [i for i in ids if i in todos and sees(todos[i].visibility)]
+
+
+def claim_view(
+    todo: Todo, now: str | None, keys: tuple[str, ...] = ("todo_id", "agent_id")
+) -> dict[str, Any]:
+    """A claimed todo's lease: `keys` (of the todo's id and its claim), when it expires, and
+    whether it is live at `now` (when given)."""
+    claim = todo.claim or {}
+    out = {k: todo.todo_id if k == "todo_id" else claim[k] for k in keys}
+    out["lease_expires_at"] = claim["lease_expires_at"]
+    if now is not None:
+        out["live"] = lease_live(todo, now)
+    return out
+
+
+def todo_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, Any]:
+    """The operator's view of a todo: its card, with everything the ledger knows of it."""
+    out = todo_card(todo, text, {}, now)
+    out.update(revision=todo.revision, created_at=todo.created_at, updated_at=todo.updated_at)
     if todo.claim:
-        claim = dict(todo.claim)
-        if now is not None:
-            claim["live"] = lease_live(todo, now)
-        out["claim"] = claim
-    for name in ("acceptance", "reason", "summary"):
-        value = getattr(todo, name)
-        if value is not None:
-            out[name] = text(value)
+        out["claim"] = {**todo.claim, **out["claim"]}
+    if todo.summary is not None:
+        out["summary"] = text(todo.summary)
     for name in ("predecessor", "successor", "closed_at"):
         value = getattr(todo, name)
         if value:
@@ -151,43 +192,72 @@ def wake_view(state: GoalState, now: str, text: TextFn) -> dict[str, Any]:
     }
 
 
-def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def gate_card(
+    gate: Gate,
+    text: TextFn,
+    todos: dict[str, Todo],
+    *,
+    sees: Callable[[str], bool] | None = None,
+    team: bool = True,
+) -> dict[str, Any]:
+    """A gate as one reader sees it: the one gate shape of every view (`sees` and `team` as
+    for `todo_card`: the todos it blocks that the reader may not see are counted)."""
+    blocks = _named(gate.blocks, todos, sees)
+    card: dict[str, Any] = {
         "gate_id": gate.gate_id,
         "question": text(gate.question),
-        "authority": gate.authority,
         "status": gate.status,
-        "blocks": gate.blocks,
         "blocks_goal": gate.blocks_goal,
-        "visibility": gate.visibility,
+        "blocks": blocks,
+        "hidden_blocks": len(gate.blocks) - len(blocks),
         "opened_at": gate.opened_at,
-        "revision": gate.revision,
     }
+    if team:
+        card["authority"] = gate.authority
+        card["resolved_by"] = gate.resolved_by
+        card["rationale"] = None if gate.rationale is None else text(gate.rationale)
+    return card
+
+
+def gate_view(gate: Gate, text: TextFn) -> dict[str, Any]:
+    """The operator's view of a gate: its card, with its revision and times."""
+    out = gate_card(gate, text, {})
+    out.update(visibility=gate.visibility, revision=gate.revision)
     if gate.resolved_by:
-        out["resolved_by"] = gate.resolved_by
         out["resolved_at"] = gate.resolved_at
-    if gate.rationale is not None:
-        out["rationale"] = text(gate.rationale)
     if gate.ask_again_at and gate.is_blocking:
         out["ask_again_at"] = gate.ask_again_at
     return out
 
 
-def evidence_view(ev: Evidence, text: TextFn, head: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def evidence_card(
+    ev: Evidence, text: TextFn, head: str | None, *, team: bool = True
+) -> dict[str, Any]:
+    """An evidence item as one reader sees it, its freshness against the checkout's `head`:
+    the one evidence shape of every view; `team` adds who recorded it and whether it has a
+    body."""
+    card: dict[str, Any] = {
         "evidence_id": ev.evidence_id,
         "kind": ev.kind,
         "summary": text(ev.summary),
         "refs": [text(r) for r in ev.refs],
         "revision": ev.revision,
         "freshness": freshness(ev.revision, head),
-        "todo_id": ev.todo_id,
-        "visibility": ev.visibility,
         "recorded_at": ev.recorded_at,
-        "agent_id": ev.agent_id,
+        "todo_id": ev.todo_id,
     }
+    if team:
+        card["agent_id"] = ev.agent_id
+        card["has_body"] = ev.body is not None
+    return card
+
+
+def evidence_view(ev: Evidence, text: TextFn, head: str | None = None) -> dict[str, Any]:
+    """The operator's view of an evidence item: its card, its visibility and body reference."""
+    out = evidence_card(ev, text, head)
+    out["visibility"] = ev.visibility
     if ev.body:
-        out["body"] = ev.body["blob"]
+        out["body"] = private_ref(ev.body)
         out["body_bytes"] = ev.body_bytes
     return out
 
@@ -270,19 +340,10 @@ def status_view(state: GoalState, now: str, text: TextFn, *, limit: int = 20) ->
         "revision": state.revision,
         "attention": attention(state, now, ready),
         "counts": counts(state),
-        "frontier": [todo_view(t, text) for t in ready[:limit]],
+        "frontier": [todo_view(t, text, now) for t in ready[:limit]],
         "frontier_total": len(ready),
         "gates": [gate_view(g, text) for g in pending],
-        "leases": [
-            {
-                "todo_id": t.todo_id,
-                "agent_id": t.claim["agent_id"],  # type: ignore[index]
-                "session_id": t.claim["session_id"],  # type: ignore[index]
-                "lease_expires_at": t.claim["lease_expires_at"],  # type: ignore[index]
-                "live": lease_live(t, now),
-            }
-            for t in leases
-        ],
+        "leases": [claim_view(t, now, ("todo_id", "agent_id", "session_id")) for t in leases],
         "quota": quota_view(state),
         "monitors": {k: v for k, v in wake_view(state, now, text).items() if k != "goal_id"},
         "open_turns": [turn_view(t, now, text) for t in open_turns(state)],
@@ -304,7 +365,7 @@ def next_view(
     out: dict[str, Any] = {
         "goal_id": state.goal_id,
         "agent_id": agent_id,
-        "frontier": [todo_view(t, text) for t in ready[:limit]],
+        "frontier": [todo_view(t, text, now) for t in ready[:limit]],
         "frontier_total": len(ready),
     }
     if explain:

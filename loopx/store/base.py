@@ -6,11 +6,13 @@ implement it, and one contract test suite runs against both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from loopx.store.ledger import Cursor, Scan
+from loopx.store.verify import VerifyReport
 
 
 @dataclass
@@ -23,32 +25,7 @@ class Repair:
     quarantine: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "offset": self.offset,
-            "length": self.length,
-            "reason": self.reason,
-            "quarantine": self.quarantine,
-        }
-
-
-@dataclass
-class VerifyReport:
-    goal_id: str
-    events: int
-    size: int
-    head: str
-    ok: bool
-    damage: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "goal_id": self.goal_id,
-            "events": self.events,
-            "size": self.size,
-            "head": self.head,
-            "ok": self.ok,
-            "damage": self.damage,
-        }
+        return asdict(self)
 
 
 class Writer(Protocol):
@@ -61,6 +38,28 @@ class Writer(Protocol):
     def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Stamp seq/prev/sum on `envelopes`, append them durably, and return them stamped."""
         ...
+
+
+class StampingWriter:
+    """A `Writer` at the end of `tail` (the events read under the lock), whose append stamps
+    the envelopes after its cursor and hands the bytes to `_write`, which makes them durable
+    or raises (the cursor then stays put)."""
+
+    def __init__(self, goal_id: str, tail: Scan, repair: Repair | None):
+        self._goal_id = goal_id
+        self.cursor = tail.cursor
+        self.repair = repair
+        self.tail: Scan | None = tail
+
+    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        data, stamped, cursor = stamp(envelopes, self.cursor)
+        self._write(data, stamped, cursor)
+        self.cursor = cursor
+        return stamped
+
+    def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
+        """Append `data` (the lines of `stamped`) after `self.cursor`, leaving `head`."""
+        raise NotImplementedError
 
 
 class Store(Protocol):
@@ -94,81 +93,13 @@ class SnapshotStale(Exception):
     """A cached cursor no longer matches the ledger (internal: triggers a full replay)."""
 
 
-def verify_buffer(goal_id: str, buf: bytes) -> VerifyReport:
-    """Walk a whole ledger buffer and report every problem; never raises for damage."""
-    from loopx.model.errors import LedgerDamage
-    from loopx.store.ledger import scan
-
+def read_tail(read: Callable[[Cursor | None], Scan], since: Cursor | None) -> Scan:
+    """`read(since)`, or the whole ledger when `since` no longer names one of its lines (a
+    stale snapshot's cursor)."""
     try:
-        result = scan(buf, Cursor(), goal_id=goal_id)
-    except LedgerDamage as err:
-        return VerifyReport(
-            goal_id=goal_id,
-            events=0,
-            size=len(buf),
-            head="",
-            ok=False,
-            damage=[
-                {"kind": "corrupt", "offset": err.details.get("offset"), "reason": err.message}
-            ],
-        )
-    damage: list[dict[str, Any]] = _data_problems(result.events, buf)
-    if result.damage is not None:
-        damage.append({"kind": "tail", **result.damage.to_dict()})
-    return VerifyReport(
-        goal_id=goal_id,
-        events=len(result.events),
-        size=len(buf),
-        head=result.cursor.head,
-        ok=not damage,
-        damage=damage,
-    )
-
-
-def _data_problems(events: list[dict[str, Any]], buf: bytes) -> list[dict[str, Any]]:
-    """Events whose data does not match their type's schema.
-
-    The checksum and chain prove a line was not damaged, not that loopx wrote it: a
-    hand-made line can be intact and still carry data no write path would accept. Reads
-    do not re-validate every event (a replay must stay cheap); `verify` does.
-    """
-    from loopx.model.jsoncheck import DataError, check_data
-
-    problems: list[dict[str, Any]] = []
-    offset = 0
-    for i, event in enumerate(events):
-        start, offset = offset, buf.index(b"\n", offset) + 1
-        event_type = event["type"]
-        if event.get("more") is True and (
-            i + 1 == len(events) or events[i + 1]["operation_id"] != event["operation_id"]
-        ):
-            problems.append(
-                {
-                    "kind": "invalid",
-                    "offset": start,
-                    "seq": event["seq"],
-                    "reason": "an operation's events stop before its last one",
-                }
-            )
-        try:
-            if check_data(event_type, event["data"]) is None:
-                from loopx.model.events import EVENT_MODELS, validate_data
-
-                if event_type in EVENT_MODELS:  # unknown types (a newer loopx) are carried
-                    validate_data(event_type, event["data"])
-        except ValueError as err:  # DataError names the field; pydantic's would echo values
-            where = f": {err}" if isinstance(err, DataError) else ""
-            problems.append(
-                {
-                    "kind": "invalid",
-                    "offset": start,
-                    "seq": event["seq"],
-                    "reason": f"{event_type} data does not match its schema{where}",
-                }
-            )
-            if len(problems) == 20:
-                break
-    return problems
+        return read(since)
+    except SnapshotStale:
+        return read(None)
 
 
 def stamp(

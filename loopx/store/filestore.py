@@ -18,9 +18,11 @@ from typing import Any
 from loopx.model.errors import LedgerDamage
 from loopx.model.ids import check_id
 from loopx.store import fsio
-from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
+from loopx.store.base import Repair, SnapshotStale, StampingWriter, read_tail
 from loopx.store.blobs import BlobStore
 from loopx.store.ledger import Cursor, Scan, cursor_holds, digest, scan
+from loopx.store.snapshots import SnapshotCache
+from loopx.store.verify import VerifyReport, verify_buffer
 
 LEDGER = "ledger.jsonl"
 LOCK = "lock"
@@ -34,21 +36,15 @@ GITIGNORE = (
 QUARANTINE_IGNORE = b"# loopx: quarantined ledger tails stay on this machine\n*\n"
 
 
-class FileWriter:
-    def __init__(self, store: FileStore, goal_id: str, cursor: Cursor, repair: Repair | None):
+class FileWriter(StampingWriter):
+    def __init__(self, store: FileStore, goal_id: str, tail: Scan, repair: Repair | None):
+        super().__init__(goal_id, tail, repair)
         self._store = store
-        self._goal_id = goal_id
-        self.cursor = cursor
-        self.repair = repair
-        self.tail: Scan | None = None
 
-    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
         """Append durably (write + fsync) or not at all: a failure cuts back what it wrote."""
-        data, stamped, cursor = stamp(envelopes, self.cursor)
         with fsio.guard("append to the ledger"):
             self._store._append(self._goal_id, data, self.cursor.offset)
-        self.cursor = cursor
-        return stamped
 
 
 class FileStore:
@@ -59,6 +55,7 @@ class FileStore:
         self.state_dir = self.root / ".loopx"
         fsio.confine(self.root)  # nothing under the project is reached through a link
         self.blobs = BlobStore(self.state_dir / "private" / "blobs")
+        self._cache = SnapshotCache(self.state_dir / "cache")
 
     # -- layout -------------------------------------------------------------------------
 
@@ -177,17 +174,12 @@ class FileStore:
             with fsio.guard("lock the goal's ledger"):
                 fs.makedirs(goal_dir, sync=True)
                 stack.enter_context(fs.locked(goal_dir / LOCK))
-            try:
-                result = self._scan_locked(goal_id, since)
-            except SnapshotStale:
-                result = self._scan_locked(goal_id, None)
+            result = read_tail(lambda start: self._scan_locked(goal_id, start), since)
             repair = None
             if result.damage is not None:
                 with fsio.guard("quarantine a damaged ledger tail"):
                     repair = self._quarantine(goal_id, result.cursor.offset, result.damage.reason)
-            writer = FileWriter(self, goal_id, result.cursor, repair)
-            writer.tail = result
-            yield writer
+            yield FileWriter(self, goal_id, result, repair)
 
     def _scan_locked(self, goal_id: str, since: Cursor | None) -> Scan:
         start = since or Cursor()
@@ -246,23 +238,11 @@ class FileStore:
 
     # -- cache and blobs ----------------------------------------------------------------
 
-    def _snapshot_path(self, goal_id: str) -> Path:
-        return self.state_dir / "cache" / "goals" / check_id(goal_id, "goal_id") / "state.json"
-
     def load_snapshot(self, goal_id: str) -> bytes | None:
-        try:
-            return fsio.current().read_file(self._snapshot_path(goal_id))
-        except OSError:
-            return None  # the cache is an optimisation; the ledger is replayed instead
+        return self._cache.load(goal_id)
 
     def save_snapshot(self, goal_id: str, data: bytes) -> None:
-        path = self._snapshot_path(goal_id)
-        fs = fsio.current()
-        try:
-            fs.makedirs(path.parent)
-            fs.write_atomic(path, data)
-        except OSError:
-            pass  # the cache is an optimisation; a failure to write it is never an error
+        self._cache.save(goal_id, data)
 
     def put_blob(self, data: bytes) -> str:
         with fsio.guard("store a private blob"):

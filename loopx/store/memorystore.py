@@ -9,24 +9,19 @@ from contextlib import contextmanager
 from typing import Any
 
 from loopx.model.ids import check_id
-from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
+from loopx.store.base import Repair, SnapshotStale, StampingWriter, read_tail
 from loopx.store.blobs import blob_ref
 from loopx.store.ledger import Cursor, Scan, cursor_holds, scan
+from loopx.store.verify import VerifyReport, verify_buffer
 
 
-class MemoryWriter:
-    def __init__(self, store: MemoryStore, goal_id: str, cursor: Cursor, repair: Repair | None):
+class MemoryWriter(StampingWriter):
+    def __init__(self, store: MemoryStore, goal_id: str, tail: Scan, repair: Repair | None):
+        super().__init__(goal_id, tail, repair)
         self._store = store
-        self._goal_id = goal_id
-        self.cursor = cursor
-        self.repair = repair
-        self.tail: Scan | None = None
 
-    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        data, stamped, cursor = stamp(envelopes, self.cursor)
+    def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
         self._store.ledgers[self._goal_id] += data
-        self.cursor = cursor
-        return stamped
 
 
 class MemoryStore:
@@ -57,10 +52,7 @@ class MemoryStore:
     def writing(self, goal_id: str, since: Cursor | None = None) -> Iterator[MemoryWriter]:
         check_id(goal_id, "goal_id")
         with self._locks[goal_id]:
-            try:
-                result = self.read(goal_id, since)
-            except SnapshotStale:
-                result = self.read(goal_id, None)
+            result = read_tail(lambda start: self.read(goal_id, start), since)
             repair = None
             if result.damage is not None:
                 offset = result.cursor.offset
@@ -73,9 +65,7 @@ class MemoryStore:
                     reason=result.damage.reason,
                     quarantine=f"memory:{goal_id}/{offset}",
                 )
-            writer = MemoryWriter(self, goal_id, result.cursor, repair)
-            writer.tail = result
-            yield writer
+            yield MemoryWriter(self, goal_id, result, repair)
 
     def verify(self, goal_id: str) -> VerifyReport:
         return verify_buffer(goal_id, self.raw(goal_id))

@@ -37,21 +37,23 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from loopx.model.errors import Conflict, LedgerDamage, StoreUnavailable
 from loopx.model.ids import check_id
-from loopx.store import fsio
-from loopx.store.base import Repair, SnapshotStale, VerifyReport, stamp, verify_buffer
+from loopx.store.base import Repair, SnapshotStale, StampingWriter
 from loopx.store.blobs import _hex, blob_ref
 from loopx.store.ledger import Cursor, Scan, parse_line, scan
 from loopx.store.pg_schema import migrate
+from loopx.store.snapshots import SnapshotCache
+from loopx.store.verify import VerifyReport, verify_buffer
 
 CHANNEL = "loopx_ledger"  # NOTIFY channel: the payload is the goal id that changed
 
 # A hook called at each step of a write with (step, backend pid): the fault-injection seam
 # the failure tests use to kill the connection at every point of a write.
 Fault = Callable[[str, int], None]
+T = TypeVar("T")
 
 
 def _lock_key(goal_id: str) -> int:
@@ -76,27 +78,23 @@ def guard(what: str) -> Iterator[None]:
         ) from err
 
 
-class PostgresWriter:
-    def __init__(self, store: PostgresStore, conn: Any, goal_id: str, cursor: Cursor, key: int):
+class PostgresWriter(StampingWriter):
+    def __init__(
+        self, store: PostgresStore, conn: Any, goal_id: str, tail: Scan, repair: Repair | None
+    ):
+        super().__init__(goal_id, tail, repair)
         self._store = store
         self._conn = conn
-        self._goal_id = goal_id
-        self._key = key
+        self._key = _lock_key(goal_id)
         self._locked = True
-        self.cursor = cursor
-        self.repair: Repair | None = None
-        self.tail: Scan | None = None
 
-    def append(self, envelopes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _write(self, data: bytes, stamped: list[dict[str, Any]], head: Cursor) -> None:
         """Insert the stamped lines, the operations and the new head, and commit."""
         if not self._locked:  # a second append: the first one's commit released the lock
             self._relock()
-        data, stamped, cursor = stamp(envelopes, self.cursor)
         rows, ops = _rows(self._goal_id, stamped, data, self.cursor.offset)
-        _insert(self._conn, self._store.fault, rows, ops, cursor)
+        _insert(self._conn, self._store.fault, rows, ops, head)
         self._locked = False
-        self.cursor = cursor
-        return stamped
 
     def _relock(self) -> None:
         conn = self._conn
@@ -269,7 +267,7 @@ class PostgresStore:
         self.root = root  # the project folder of this host (its checkout), when there is one
         # Where this host keeps its own caches (rendered handoff digests), as in the file store.
         self.state_dir = root / ".loopx" if root is not None else None
-        self._cache_dir = cache_dir
+        self._cache = SnapshotCache(cache_dir) if cache_dir is not None else None
         self._snapshots: dict[str, bytes] = {}
         self._max = max_connections
         self._timeout = connect_timeout
@@ -325,19 +323,23 @@ class PostgresStore:
         with guard("connect"), pool.connection() as conn:
             yield conn
 
-    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Run a read; a pooled connection the server dropped is replaced once."""
+    def _reading(self, read: Callable[[Any], T]) -> T:
+        """`read(conn)` on a connection; a pooled connection the server dropped is replaced
+        once."""
         import psycopg
 
         for attempt in (1, 2):
             try:
                 with self.connection() as conn:
-                    rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
-                    return rows
+                    return read(conn)
             except StoreUnavailable as err:
                 if attempt == 2 or not isinstance(err.__cause__, psycopg.OperationalError):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run a read (see `_reading`)."""
+        return self._reading(lambda conn: list(conn.execute(sql, params).fetchall()))
 
     def close(self) -> None:
         if self._pool is not None and self._pid == os.getpid():
@@ -377,16 +379,7 @@ class PostgresStore:
 
     def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
         check_id(goal_id, "goal_id")
-        import psycopg
-
-        for attempt in (1, 2):
-            try:
-                with self.connection() as conn:
-                    return _read(conn, goal_id, since)
-            except StoreUnavailable as err:
-                if attempt == 2 or not isinstance(err.__cause__, psycopg.OperationalError):
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._reading(lambda conn: _read(conn, goal_id, since))
 
     def verify(self, goal_id: str) -> VerifyReport:
         return verify_buffer(goal_id, self.raw(goal_id))
@@ -425,10 +418,7 @@ class PostgresStore:
                     with guard("quarantine a damaged ledger tail"):
                         conn.execute("COMMIT")
                     since = None
-                writer = PostgresWriter(self, conn, goal_id, result.cursor, key)
-                writer.tail = result
-                writer.repair = repair
-                yield writer
+                yield PostgresWriter(self, conn, goal_id, result, repair)
             finally:
                 # Nothing appended (a refusal) or a failed append: end the transaction (a
                 # broken connection already lost it, and its lock, with the session).
@@ -454,31 +444,16 @@ class PostgresStore:
 
     # -- cache and blobs --------------------------------------------------------------------
 
-    def _snapshot_path(self, goal_id: str) -> Path | None:
-        if self._cache_dir is None:
-            return None
-        return self._cache_dir / "goals" / check_id(goal_id, "goal_id") / "state.json"
-
     def load_snapshot(self, goal_id: str) -> bytes | None:
-        path = self._snapshot_path(goal_id)
-        if path is None:
+        if self._cache is None:
             return self._snapshots.get(goal_id)
-        try:
-            return fsio.current().read_file(path)
-        except OSError:
-            return None  # the cache is an optimisation; the ledger is replayed instead
+        return self._cache.load(goal_id)
 
     def save_snapshot(self, goal_id: str, data: bytes) -> None:
-        path = self._snapshot_path(goal_id)
-        if path is None:
+        if self._cache is None:
             self._snapshots[goal_id] = data
-            return
-        fs = fsio.current()
-        try:
-            fs.makedirs(path.parent)
-            fs.write_atomic(path, data)
-        except OSError:
-            pass  # the cache is an optimisation; a failure to write it is never an error
+        else:
+            self._cache.save(goal_id, data)
 
     def put_blob(self, data: bytes) -> str:
         ref = blob_ref(data)

@@ -176,7 +176,7 @@ def test_goal_met_with_evidence_is_achieved(tmp_path: Path) -> None:
     ]
     assert note["note"]["source_refs"] == ["repo:/hello.txt", "session:/project_state/finished.md"]
     digest = handoff_digest(
-        state, "loopy-session", audience="team", text=None, workspace_facts=None
+        state, "loopy-session", audience="team", read_blob=None, workspace_facts=None
     )
     assert problems("loopx.handoff/v1", digest) == []
     assert [e["evidence_id"] for e in digest["evidence"]] == ["outcome", "it-0003-commit"]

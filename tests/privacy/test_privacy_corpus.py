@@ -12,6 +12,7 @@ from benign_corpus import COMMON_WORD_IDS, ISSUE_CASES, ISSUE_IDS, OVERLAPS, cor
 
 from loopx.build.pipeline import build
 from loopx.engine import evidence, gates, goals, todos
+from loopx.engine.commands import AddEvidence, AddTodo, CancelTodo, CloseGoal, CreateGoal, OpenGate
 from loopx.privacy.redact import redact
 from loopx.privacy.scanner import Scanner
 from loopx.store import fsio
@@ -65,26 +66,42 @@ def test_corpus_builds_unblocked_and_unaltered(tmp_path: Path) -> None:
     expected: dict[str, dict[str, str]] = {}
     for n, chunk in enumerate(chunks):
         goal = f"corpus-{n}"
-        goals.create_goal(ctx, goal, title=f"Corpus {n}", objective="Ship", visibility="public")
+        goals.create_goal(
+            ctx,
+            CreateGoal(goal_id=goal, title=f"Corpus {n}", objective="Ship", visibility="public"),
+        )
         titles = expected.setdefault(goal, {})
         for i, text in enumerate(chunk):
-            todos.add_todo(ctx, goal, title=text, todo_id=f"c{i}", visibility="public")
+            todos.add_todo(
+                ctx, AddTodo(goal_id=goal, title=text, todo_id=f"c{i}", visibility="public")
+            )
             titles[f"c{i}"] = text
     goal = "corpus-0"
     for todo_id, title in ISSUE_IDS:
-        todos.add_todo(ctx, goal, title=title, todo_id=todo_id, visibility="public")
+        todos.add_todo(
+            ctx, AddTodo(goal_id=goal, title=title, todo_id=todo_id, visibility="public")
+        )
         expected[goal][todo_id] = title
     for team, _ in OVERLAPS:
-        todos.add_todo(ctx, goal, title=team, visibility="team")
+        todos.add_todo(ctx, AddTodo(goal_id=goal, title=team, visibility="team"))
     for word in COMMON_WORD_IDS:
-        todos.add_todo(ctx, goal, title=f"Internal {word} work", todo_id=word, visibility="private")
+        todos.add_todo(
+            ctx,
+            AddTodo(
+                goal_id=goal, title=f"Internal {word} work", todo_id=word, visibility="private"
+            ),
+        )
     for text in ISSUE_CASES:
-        gates.open_gate(ctx, goal, question=text, authority="maintainer", visibility="public")
-        evidence.add_evidence(ctx, goal, kind="note", summary=text, visibility="public")
+        gates.open_gate(
+            ctx, OpenGate(goal_id=goal, question=text, authority="maintainer", visibility="public")
+        )
+        evidence.add_evidence(
+            ctx, AddEvidence(goal_id=goal, kind="note", summary=text, visibility="public")
+        )
     last = f"corpus-{len(chunks) - 1}"
     for todo_id in expected[last]:
-        todos.cancel_todo(ctx, last, todo_id)
-    goals.close_goal(ctx, last, outcome="abandoned")
+        todos.cancel_todo(ctx, CancelTodo(goal_id=last, todo_id=todo_id))
+    goals.close_goal(ctx, CloseGoal(goal_id=last, outcome="abandoned"))
 
     out = tmp_path / "site"
     build(root, out, audiences=("public",), head=None)  # raises BoundaryViolation if blocked

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from loopx.engine import evidence, goals, todos
+from loopx.engine.commands import AddEvidence, AddTodo, CreateGoal
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
 
@@ -37,18 +38,26 @@ def small_project(root: Path) -> None:
     store = FileStore(root)
     store.init()
     ctx = make_ctx(store, agent="maintainer")
-    goals.create_goal(ctx, "site", title="Status site", objective="Ship it", visibility="public")
+    goals.create_goal(
+        ctx,
+        CreateGoal(goal_id="site", title="Status site", objective="Ship it", visibility="public"),
+    )
     for n in range(4):
-        todos.add_todo(ctx, "site", title=f"Step {n}", todo_id=f"step-{n}", visibility="public")
+        todos.add_todo(
+            ctx,
+            AddTodo(goal_id="site", title=f"Step {n}", todo_id=f"step-{n}", visibility="public"),
+        )
     for n, head in enumerate(HEADS):  # evidence at each head: fresh for one build, not the other
         evidence.add_evidence(
             ctx,
-            "site",
-            kind="test",
-            summary=f"tests pass at {n}",
-            revision=head,
-            todo_id="step-0",
-            visibility="public",
+            AddEvidence(
+                goal_id="site",
+                kind="test",
+                summary=f"tests pass at {n}",
+                revision=head,
+                todo_id="step-0",
+                visibility="public",
+            ),
         )
 
 

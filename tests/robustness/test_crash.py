@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
 from loopx.store.filestore import FileStore
@@ -61,7 +62,10 @@ def test_sigkill_never_loses_or_duplicates_an_acknowledged_operation(tmp_path: P
     store = FileStore(root)
     store.init()
     create_goal(
-        make_ctx(store), "crash", title="Crash", objective="Survive SIGKILL", operation_id="create"
+        make_ctx(store),
+        CreateGoal(
+            goal_id="crash", title="Crash", objective="Survive SIGKILL", operation_id="create"
+        ),
     )
     acks = tmp_path / "acks"
     in_flight_written = torn = 0  # kills after the write but before the receipt; torn tails
@@ -107,9 +111,9 @@ def test_sigkill_never_loses_or_duplicates_an_acknowledged_operation(tmp_path: P
 
     ctx = make_ctx(FileStore(root))
     for i in range(10):
-        assert add_todo(ctx, "crash", title=f"after {i}", operation_id=f"after-{i}").status == (
-            "applied"
-        )
+        assert add_todo(
+            ctx, AddTodo(goal_id="crash", title=f"after {i}", operation_id=f"after-{i}")
+        ).status == ("applied")
     store = FileStore(root)
     report = store.verify("crash")
     assert report.ok, report.damage

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from scratch import scratch
 
+from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.engine.core import load_state
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
@@ -44,10 +45,13 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     store = FileStore(root)
     store.init()
     ctx = make_ctx(store)
-    create_goal(ctx, GOAL, title="Goal", objective="Survive damage", operation_id="op-goal")
+    create_goal(
+        ctx,
+        CreateGoal(goal_id=GOAL, title="Goal", objective="Survive damage", operation_id="op-goal"),
+    )
     for i in range(3):
-        add_todo(ctx, GOAL, title=f"todo {i}", operation_id=f"op-{i}")
-    add_todo(ctx, GOAL, title=LONG_TITLE[:500], operation_id="op-long")
+        add_todo(ctx, AddTodo(goal_id=GOAL, title=f"todo {i}", operation_id=f"op-{i}"))
+    add_todo(ctx, AddTodo(goal_id=GOAL, title=LONG_TITLE[:500], operation_id="op-long"))
     return store.raw(GOAL)
 
 
@@ -81,7 +85,9 @@ def assert_recovers(store: FileStore, ledger: Path, intact: bytes, damaged: byte
     assert scan_.events == intact_events(intact)
     report = store.verify(GOAL)
     assert not report.ok and [d["kind"] for d in report.damage] == ["tail"]
-    result = add_todo(make_ctx(store), GOAL, title="after repair", operation_id=f"op-after-{n}")
+    result = add_todo(
+        make_ctx(store), AddTodo(goal_id=GOAL, title="after repair", operation_id=f"op-after-{n}")
+    )
     assert result.status == "applied"
     assert result.repair is not None
     assert (result.repair["offset"], result.repair["length"]) == (len(intact), len(damaged))
@@ -169,7 +175,7 @@ def test_an_intact_line_that_does_not_chain_is_refused_not_cut(
     assert caught.value.code == "ledger_corrupt"
     assert caught.value.details["offset"] == len(pristine)
     with pytest.raises(LedgerDamage):
-        add_todo(make_ctx(store), GOAL, title="refused", operation_id="op-refused")
+        add_todo(make_ctx(store), AddTodo(goal_id=GOAL, title="refused", operation_id="op-refused"))
     assert ledger.read_bytes() == content and quarantined(store) == []
     assert store.verify(GOAL).damage[0]["kind"] == "corrupt"
 
@@ -228,7 +234,9 @@ def test_damage_before_the_last_line_is_refused_with_its_offset(
         assert caught.value.details["offset"] == starts[index]
         # a write is refused and cuts nothing
         with pytest.raises(LedgerDamage):
-            add_todo(make_ctx(store), GOAL, title="refused", operation_id="op-refused")
+            add_todo(
+                make_ctx(store), AddTodo(goal_id=GOAL, title="refused", operation_id="op-refused")
+            )
         assert ledger.read_bytes() == content
         assert quarantined(store) == []
         report = store.verify(GOAL).to_dict()

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from faultfs import FaultFS, PowerCut
 
+from loopx.engine.commands import AddTodo, AdoptHandoff, ClaimTodo, CreateGoal, PrepareHandoff
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
 from loopx.model.errors import StorageError
@@ -52,9 +53,12 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = FileStore(root)
     store.init()
     ctx = make_ctx(store)
-    create_goal(ctx, GOAL, title="Goal", objective="Survive faults", operation_id="op-goal")
+    create_goal(
+        ctx,
+        CreateGoal(goal_id=GOAL, title="Goal", objective="Survive faults", operation_id="op-goal"),
+    )
     for i in range(3):
-        add_todo(ctx, GOAL, title=f"todo {i}", operation_id=f"op-base-{i}")
+        add_todo(ctx, AddTodo(goal_id=GOAL, title=f"todo {i}", operation_id=f"op-base-{i}"))
     return root
 
 
@@ -105,7 +109,9 @@ def count_calls(base: Path, tmp: Path, op: Callable[[FileStore], Any]) -> list[s
 
 
 def add_new(store: FileStore) -> Any:
-    return add_todo(make_ctx(store), GOAL, title="the new one", operation_id="op-new")
+    return add_todo(
+        make_ctx(store), AddTodo(goal_id=GOAL, title="the new one", operation_id="op-new")
+    )
 
 
 def check_fault_outcome(
@@ -134,7 +140,9 @@ def recover(root: Path, op: Callable[[FileStore], Any], had_new: bool) -> None:
     store = FileStore(root)
     retry = op(store)
     assert retry.status == ("replayed" if had_new else "applied")
-    more = add_todo(make_ctx(store), GOAL, title="after the fault", operation_id="op-after")
+    more = add_todo(
+        make_ctx(store), AddTodo(goal_id=GOAL, title="after the fault", operation_id="op-after")
+    )
     assert more.status == "applied"
     report = store.verify(GOAL)
     assert report.ok, report.damage
@@ -210,7 +218,10 @@ def test_a_failing_read_is_io_error_not_a_traceback(base: Path, tmp_path: Path) 
 
 def create_new(store: FileStore) -> Any:
     ctx = make_ctx(store)
-    return create_goal(ctx, "fresh", title="Fresh", objective="Be born", operation_id="op-create")
+    return create_goal(
+        ctx,
+        CreateGoal(goal_id="fresh", title="Fresh", objective="Be born", operation_id="op-create"),
+    )
 
 
 def test_every_call_of_a_goal_creation_fails_cleanly(base: Path, tmp_path: Path) -> None:
@@ -280,7 +291,9 @@ def test_repairs_at_one_offset_never_overwrite_each_other(base: Path, tmp_path: 
     store = FileStore(root)
     for n, junk in enumerate((b"first torn tail", b"second torn tail")):
         ledger.write_bytes(good + junk)
-        result = add_todo(make_ctx(store), GOAL, title="t", operation_id=f"op-twice-{n}")
+        result = add_todo(
+            make_ctx(store), AddTodo(goal_id=GOAL, title="t", operation_id=f"op-twice-{n}")
+        )
         assert result.repair is not None and result.repair["offset"] == len(good)
         ledger.write_bytes(good)  # forget that append so the next tear lands at the same offset
     assert sorted(quarantined(root, GOAL)) == [b"first torn tail", b"second torn tail"]
@@ -296,9 +309,14 @@ def handoff_base(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = clone(base, tmp_path_factory.mktemp("handoff"))
     store = FileStore(root)
-    claim_todo(make_ctx(store, agent="agent-a"), GOAL, "todo-1", operation_id="op-claim")
+    claim_todo(
+        make_ctx(store, agent="agent-a"),
+        ClaimTodo(goal_id=GOAL, todo_id="todo-1", operation_id="op-claim"),
+    )
     note = {"work_summary": "half done", "next_steps": ["finish it"]}
-    prepare_handoff(make_ctx(store, agent="agent-a"), GOAL, "todo-1", note=note)
+    prepare_handoff(
+        make_ctx(store, agent="agent-a"), PrepareHandoff(goal_id=GOAL, todo_id="todo-1", note=note)
+    )
     return root
 
 
@@ -306,7 +324,7 @@ def adopt(store: FileStore) -> Any:
     from loopx.engine.handoff import adopt_handoff
 
     ctx = make_ctx(store, agent="agent-b", session="s2")
-    return adopt_handoff(ctx, GOAL, "todo-1", operation_id="op-adopt")
+    return adopt_handoff(ctx, AdoptHandoff(goal_id=GOAL, todo_id="todo-1", operation_id="op-adopt"))
 
 
 def test_every_call_of_a_two_event_operation_is_all_or_nothing(

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from loopx.engine.demo import REV_NEW, create_demo
+from loopx.engine.demo import REV_NEW
 from loopx.store import fsio
 from tests.conftest import run_cli
 
@@ -51,13 +51,6 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("demo") / "proj"
-    create_demo(root)
-    return root
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from scratch import scratch
 
+from loopx.engine.commands import AddNote, AddTodo, CompleteTodo, CreateGoal, UpdateTodo
 from loopx.engine.core import load_state
 from loopx.engine.goals import add_note, create_goal
 from loopx.engine.todos import add_todo, complete_todo, update_todo
@@ -38,7 +39,9 @@ def tmp_path(tmp_path: Path) -> Iterator[Path]:
 def new_store(tmp_path: Path) -> FileStore:
     store = FileStore(tmp_path / "proj")
     store.init()
-    create_goal(make_ctx(store), GOAL, title="Big", objective="Stay within bounds")
+    create_goal(
+        make_ctx(store), CreateGoal(goal_id=GOAL, title="Big", objective="Stay within bounds")
+    )
     return store
 
 
@@ -84,9 +87,9 @@ def test_a_10_mb_note_is_refused_clearly_without_a_memory_blowup(tmp_path: Path)
     assert store.ledger_path(GOAL).read_bytes() == ledger
     # the same through the API, and for titles, and at the limit itself
     with pytest.raises(Exception) as caught:
-        add_note(make_ctx(store), GOAL, text=text)
+        add_note(make_ctx(store), AddNote(goal_id=GOAL, text=text))
     assert getattr(caught.value, "code", None) == "text_too_long"
-    assert add_note(make_ctx(store), GOAL, text="n" * 20_000).status == "applied"
+    assert add_note(make_ctx(store), AddNote(goal_id=GOAL, text="n" * 20_000)).status == "applied"
     out = run_cli(["todo", "add", "--root", root, "--goal-id", GOAL, "--title", "t" * 501])
     assert out.exit_code == 2 and "[text_too_long]" in out.stderr
 
@@ -115,7 +118,9 @@ def test_one_hundred_thousand_todos_in_one_goal(tmp_path: Path) -> None:
     n = 100_000
     bulk_todos(store, [{"todo_id": f"t{i}", "title": f"todo {i}"} for i in range(n)])
     # one governed write on top of it: a full fold (no snapshot yet), then the snapshot
-    result = add_todo(make_ctx(store), GOAL, title="one more", operation_id="op-one-more")
+    result = add_todo(
+        make_ctx(store), AddTodo(goal_id=GOAL, title="one more", operation_id="op-one-more")
+    )
     assert result.status == "applied" and result.receipt["revision"] == n + 2
     state = load_state(store, GOAL).state  # from the snapshot the write left
     assert state is not None and len(state.todos) == n + 1
@@ -149,13 +154,15 @@ def test_a_10000_deep_dependency_chain(tmp_path: Path) -> None:
         # closing the loop at the bottom is a cycle through all 10,000 todos
         before = store.ledger_path(GOAL).read_bytes()
         with pytest.raises(Conflict) as caught:
-            update_todo(ctx, GOAL, "c0", depends_on=[f"c{depth - 1}"])
+            update_todo(ctx, UpdateTodo(goal_id=GOAL, todo_id="c0", depends_on=[f"c{depth - 1}"]))
         assert caught.value.code == "dependency_cycle"
         assert len(caught.value.message) < 1_000, "the refusal must stay readable"
         assert store.ledger_path(GOAL).read_bytes() == before
         # depending on the top is fine; completing the bottom frees the next one
-        assert add_todo(ctx, GOAL, title="after all", depends_on=[f"c{depth - 1}"]).status
-        assert complete_todo(ctx, GOAL, "c0").status == "applied"
+        assert add_todo(
+            ctx, AddTodo(goal_id=GOAL, title="after all", depends_on=[f"c{depth - 1}"])
+        ).status
+        assert complete_todo(ctx, CompleteTodo(goal_id=GOAL, todo_id="c0")).status == "applied"
         state = load_state(store, GOAL).state
         assert state is not None
         assert [t.todo_id for t in frontier(state, T0)] == ["c1"]
@@ -195,7 +202,7 @@ def test_a_10000_deep_dependency_chain(tmp_path: Path) -> None:
 )
 def test_deep_json_from_context_is_refused_clearly(doc: bytes, tmp_path: Path) -> None:
     store = new_store(tmp_path)
-    add_todo(make_ctx(store), GOAL, title="hand me off", todo_id="h")
+    add_todo(make_ctx(store), AddTodo(goal_id=GOAL, title="hand me off", todo_id="h"))
     before = store.ledger_path(GOAL).read_bytes()
     context = tmp_path / "context.json"
     context.write_bytes(doc)
@@ -232,7 +239,7 @@ def test_a_deeply_nested_last_line_is_quarantined_and_a_corrupt_cache_ignored(
     tmp_path: Path,
 ) -> None:
     store = new_store(tmp_path)
-    add_todo(make_ctx(store), GOAL, title="before")
+    add_todo(make_ctx(store), AddTodo(goal_id=GOAL, title="before"))
     intact = store.raw(GOAL)
     line = _line(b'{"data":' + b'{"d":' * 500 + b"1" + b"}" * 500 + b',"seq":3}') + b"\n"
     store.ledger_path(GOAL).write_bytes(intact + line)
@@ -243,7 +250,7 @@ def test_a_deeply_nested_last_line_is_quarantined_and_a_corrupt_cache_ignored(
         loaded = load_state(store, GOAL)
         assert loaded.state is not None and loaded.state.revision == 2
         assert loaded.damage is not None and loaded.damage["offset"] == len(intact)
-    result = add_todo(make_ctx(store), GOAL, title="after")
+    result = add_todo(make_ctx(store), AddTodo(goal_id=GOAL, title="after"))
     assert result.repair is not None and result.repair["length"] == len(line)
     assert store.verify(GOAL).ok
 

@@ -32,6 +32,20 @@ from scratch import scratch
 
 from loopx.engine import gates, goals, todos
 from loopx.engine.clock import add_seconds
+from loopx.engine.commands import (
+    AddTodo,
+    BlockTodo,
+    CancelTodo,
+    ClaimTodo,
+    CloseGoal,
+    CompleteTodo,
+    CreateGoal,
+    OpenGate,
+    ReleaseTodo,
+    ReopenTodo,
+    ResolveGate,
+    UnblockTodo,
+)
 from loopx.engine.core import Context, load_state
 from loopx.model.errors import LoopxError
 from loopx.state.frontier import frontier
@@ -124,7 +138,9 @@ class LedgerRules(RuleBasedStateMachine):
         self.clock = ManualClock()
         self.model = Model()
         self.n = 0
-        goals.create_goal(self.ctx("user"), GOAL, title="Model", objective="Match the rules")
+        goals.create_goal(
+            self.ctx("user"), CreateGoal(goal_id=GOAL, title="Model", objective="Match the rules")
+        )
 
     def ctx(self, agent: str) -> Context:
         return Context(self.store, self.clock, agent_id=agent, session_id="s1")
@@ -160,7 +176,8 @@ class LedgerRules(RuleBasedStateMachine):
         ok = self.attempt(
             expected,
             lambda: todos.add_todo(
-                self.ctx("user"), GOAL, title=f"todo {todo_id}", todo_id=todo_id, depends_on=deps
+                self.ctx("user"),
+                AddTodo(goal_id=GOAL, title=f"todo {todo_id}", todo_id=todo_id, depends_on=deps),
             ),
         )
         if not ok:
@@ -180,7 +197,8 @@ class LedgerRules(RuleBasedStateMachine):
         else:
             code = self.model.ready_error(todo)
         if self.attempt(
-            self.terminal_or(code), lambda: todos.claim_todo(self.ctx(agent), GOAL, todo)
+            self.terminal_or(code),
+            lambda: todos.claim_todo(self.ctx(agent), ClaimTodo(goal_id=GOAL, todo_id=todo)),
         ):
             item.status, item.claim, item.expires = "active", agent, add_seconds(now, LEASE)
 
@@ -196,7 +214,8 @@ class LedgerRules(RuleBasedStateMachine):
         else:
             code = self.model.ready_error(todo)
         if self.attempt(
-            self.terminal_or(code), lambda: todos.complete_todo(self.ctx(agent), GOAL, todo)
+            self.terminal_or(code),
+            lambda: todos.complete_todo(self.ctx(agent), CompleteTodo(goal_id=GOAL, todo_id=todo)),
         ):
             item.status, item.claim = "done", None
 
@@ -211,7 +230,9 @@ class LedgerRules(RuleBasedStateMachine):
             code = "claim_owner_mismatch"
         else:
             code = None
-        call = lambda: todos.block_todo(self.ctx(agent), GOAL, todo, reason="waiting")  # noqa: E731
+        call = lambda: todos.block_todo(  # noqa: E731
+            self.ctx(agent), BlockTodo(goal_id=GOAL, todo_id=todo, reason="waiting")
+        )
         if self.attempt(self.terminal_or(code), call):
             item.status = "blocked"
 
@@ -220,7 +241,8 @@ class LedgerRules(RuleBasedStateMachine):
         item = self.model.todos[todo]
         code = None if item.status == "blocked" else "todo_not_blocked"
         if self.attempt(
-            self.terminal_or(code), lambda: todos.unblock_todo(self.ctx(agent), GOAL, todo)
+            self.terminal_or(code),
+            lambda: todos.unblock_todo(self.ctx(agent), UnblockTodo(goal_id=GOAL, todo_id=todo)),
         ):
             item.status = "active" if item.claim else "open"
 
@@ -236,7 +258,8 @@ class LedgerRules(RuleBasedStateMachine):
         else:
             code = None
         if self.attempt(
-            self.terminal_or(code), lambda: todos.release_todo(self.ctx(agent), GOAL, todo)
+            self.terminal_or(code),
+            lambda: todos.release_todo(self.ctx(agent), ReleaseTodo(goal_id=GOAL, todo_id=todo)),
         ):
             item.status, item.claim = "open", None
 
@@ -244,7 +267,9 @@ class LedgerRules(RuleBasedStateMachine):
     def reopen(self, todo: str, agent: str) -> None:
         item = self.model.todos[todo]
         code = "todo_not_closed" if item.status in ("open", "active", "blocked") else None
-        call = lambda: todos.reopen_todo(self.ctx(agent), GOAL, todo, reason="again")  # noqa: E731
+        call = lambda: todos.reopen_todo(  # noqa: E731
+            self.ctx(agent), ReopenTodo(goal_id=GOAL, todo_id=todo, reason="again")
+        )
         if self.attempt(self.terminal_or(code), call):
             item.status, item.claim = "open", None
 
@@ -258,7 +283,8 @@ class LedgerRules(RuleBasedStateMachine):
         else:
             code = None
         if self.attempt(
-            self.terminal_or(code), lambda: todos.cancel_todo(self.ctx(agent), GOAL, todo)
+            self.terminal_or(code),
+            lambda: todos.cancel_todo(self.ctx(agent), CancelTodo(goal_id=GOAL, todo_id=todo)),
         ):
             item.status, item.claim = "cancelled", None
 
@@ -273,11 +299,13 @@ class LedgerRules(RuleBasedStateMachine):
             self.terminal_or(None),
             lambda: gates.open_gate(
                 self.ctx("user"),
-                GOAL,
-                question="May we?",
-                authority=authority,
-                blocks=blocks,
-                gate_id=gate_id,
+                OpenGate(
+                    goal_id=GOAL,
+                    question="May we?",
+                    authority=authority,
+                    blocks=blocks,
+                    gate_id=gate_id,
+                ),
             ),
         )
         if not ok:
@@ -299,7 +327,7 @@ class LedgerRules(RuleBasedStateMachine):
         else:
             code = None
         call = lambda: gates.resolve_gate(  # noqa: E731
-            self.ctx(by), GOAL, gate, resolution=resolution, by=by
+            self.ctx(by), ResolveGate(goal_id=GOAL, gate_id=gate, resolution=resolution, by=by)
         )
         if self.attempt(self.terminal_or(code), call):
             item.status = {"approve": "approved", "reject": "rejected", "defer": "deferred"}[
@@ -311,7 +339,9 @@ class LedgerRules(RuleBasedStateMachine):
         """Commands on a todo that does not exist."""
         self.attempt(
             self.terminal_or("todo_not_found"),
-            lambda: todos.claim_todo(self.ctx(agent), GOAL, "no-such-todo"),
+            lambda: todos.claim_todo(
+                self.ctx(agent), ClaimTodo(goal_id=GOAL, todo_id="no-such-todo")
+            ),
         )
 
     @rule(seconds=st.sampled_from([1, 600, 1799, 1800, 3600]))
@@ -325,7 +355,7 @@ class LedgerRules(RuleBasedStateMachine):
         code = "todos_open" if outcome == "achieved" and open_ else None
         if self.attempt(
             self.terminal_or(code),
-            lambda: goals.close_goal(self.ctx("user"), GOAL, outcome=outcome),
+            lambda: goals.close_goal(self.ctx("user"), CloseGoal(goal_id=GOAL, outcome=outcome)),
         ):
             self.model.status = outcome
 

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from loopx.engine.commands import AddTodo, ClaimTodo, CreateGoal, OpenGate
 from loopx.engine.gates import open_gate
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo, claim_todo
@@ -36,11 +37,11 @@ EXAMPLES = int(os.environ.get("LOOPX_PARSER_EXAMPLES", "5000"))
 def _real_ledger() -> bytes:
     store = MemoryStore()
     ctx = make_ctx(store)
-    create_goal(ctx, "g", title="Goal", objective="Parse me")
-    add_todo(ctx, "g", title="first", todo_id="a")
-    add_todo(ctx, "g", title="second", todo_id="b", depends_on=["a"])
-    open_gate(ctx, "g", question="Go?", authority="agent-a", blocks=["b"])
-    claim_todo(ctx, "g", "a")
+    create_goal(ctx, CreateGoal(goal_id="g", title="Goal", objective="Parse me"))
+    add_todo(ctx, AddTodo(goal_id="g", title="first", todo_id="a"))
+    add_todo(ctx, AddTodo(goal_id="g", title="second", todo_id="b", depends_on=["a"]))
+    open_gate(ctx, OpenGate(goal_id="g", question="Go?", authority="agent-a", blocks=["b"]))
+    claim_todo(ctx, ClaimTodo(goal_id="g", todo_id="a"))
     return store.raw("g")
 
 

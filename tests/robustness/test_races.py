@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from scratch import scratch
 
+from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
 from loopx.store.filestore import FileStore
@@ -40,9 +41,12 @@ def project(tmp_path: Path, todos: int = 0) -> Path:
     store = FileStore(root)
     store.init()
     ctx = make_ctx(store)
-    create_goal(ctx, GOAL, title="Race", objective="Stay consistent", operation_id="create")
+    create_goal(
+        ctx,
+        CreateGoal(goal_id=GOAL, title="Race", objective="Stay consistent", operation_id="create"),
+    )
     for i in range(todos):
-        add_todo(ctx, GOAL, title=f"contested {i}", operation_id=f"seed-{i}")
+        add_todo(ctx, AddTodo(goal_id=GOAL, title=f"contested {i}", operation_id=f"seed-{i}"))
     return root
 
 

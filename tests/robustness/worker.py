@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from loopx.engine.clock import FixedClock
+from loopx.engine.commands import AddTodo, ClaimTodo, SetQuota
 from loopx.engine.core import Context, load_state
 from loopx.engine.goals import set_quota
 from loopx.engine.todos import add_todo, claim_todo
@@ -38,7 +39,7 @@ def crash_child(root: str, goal: str, acks: str, start: int) -> None:
     n = start
     while True:
         op = f"op-{n}"
-        add_todo(ctx, goal, title=f"todo number {n}", operation_id=op)
+        add_todo(ctx, AddTodo(goal_id=goal, title=f"todo number {n}", operation_id=op))
         os.write(fd, f"{op}\n".encode())  # acknowledged: the receipt came back
         n += 1
 
@@ -75,7 +76,9 @@ def race(mode: str, root: str, goal: str, ident: int, n: int, go: str) -> dict[s
     if mode == "append":
         # quota.set: the lightest event, so the cost measured is the store's, not the state's
         for i in range(n):
-            result = set_quota(ctx, goal, quota=ident * 1000 + i, operation_id=f"w{ident}-{i}")
+            result = set_quota(
+                ctx, SetQuota(goal_id=goal, quota=ident * 1000 + i, operation_id=f"w{ident}-{i}")
+            )
             out["applied"] += result.status == "applied"
     elif mode == "cas":
         out["seen"] = []
@@ -84,10 +87,12 @@ def race(mode: str, root: str, goal: str, ident: int, n: int, go: str) -> dict[s
             try:
                 result = set_quota(
                     ctx,
-                    goal,
-                    quota=ident * 1000 + i,
-                    operation_id=f"cas{ident}-{i}",
-                    expected_revision=seen,
+                    SetQuota(
+                        goal_id=goal,
+                        quota=ident * 1000 + i,
+                        operation_id=f"cas{ident}-{i}",
+                        expected_revision=seen,
+                    ),
                 )
             except LoopxError as err:
                 out["errors"].append([err.code, err.details.get("current_revision"), seen])
@@ -95,13 +100,20 @@ def race(mode: str, root: str, goal: str, ident: int, n: int, go: str) -> dict[s
             out["applied"] += 1
             out["seen"].append([seen, result.receipt["revision"]])
     elif mode == "same-op":
-        result = add_todo(ctx, goal, title="the same request", operation_id="op-shared")
+        result = add_todo(
+            ctx, AddTodo(goal_id=goal, title="the same request", operation_id="op-shared")
+        )
         out["status"], out["receipt"] = result.status, result.receipt
     elif mode == "claim":
         out["won"] = []
         for i in range(n):
             try:
-                claim_todo(ctx, goal, f"todo-{i + 1}", operation_id=f"claim{ident}-{i}")
+                claim_todo(
+                    ctx,
+                    ClaimTodo(
+                        goal_id=goal, todo_id=f"todo-{i + 1}", operation_id=f"claim{ident}-{i}"
+                    ),
+                )
                 out["won"].append(i + 1)
             except LoopxError as err:
                 out["errors"].append(err.code)

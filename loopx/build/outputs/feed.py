@@ -1,0 +1,75 @@
+"""Atom feeds of what changed: `feed.xml` per goal, and one per audience over the goals it may
+see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopx.build.registry import AudienceContext, Context, GoalContext, Output, Projection
+from loopx.privacy.audience import Lens
+from loopx.projections import feed as feed_mod
+from loopx.projections.base import GENERATOR
+from loopx.render.env import render
+
+TEMPLATE = "feed.xml"
+Entries = list[dict[str, Any]]
+
+
+def atom(ctx: Context, entries: Entries, *, goal: str | None, title: str, within: str) -> str:
+    """An Atom feed of `entries`. Links are relative to the feed; in the public partition with
+    a configured `base_url` they are resolved against it (xml:base) and the feed names itself."""
+    project = ctx.project
+    base = f"{project.base_url.rstrip('/')}/{within}" if project.base_url else None
+    public = ctx.audience == "public" and base is not None
+    fd = feed_mod.feed(
+        entries, feed_id=f"urn:loopx:{goal or 'project'}:{ctx.audience}:feed", title=title
+    )
+    return render(
+        TEMPLATE,
+        fd=fd,
+        base=base if public else None,
+        self_href="feed.xml" if public else None,
+        page="index.html",
+        author=project.name,
+        generator=GENERATOR,
+    )
+
+
+def _goal_feed(ctx: GoalContext, entries: Entries) -> str:
+    goal = ctx.state.goal_id
+    title = f"{ctx['status']['goal']['title']} · {ctx.project.name}"
+    return atom(ctx, entries, goal=goal, title=title, within=f"goals/{goal}/")
+
+
+def _audience_entries(ctx: AudienceContext) -> Entries:
+    return [
+        e
+        for g in sorted(ctx.goals)
+        for e in feed_mod.goal_entries(
+            ctx.goals[g], Lens(ctx.audience, ctx.read_blob), f"goals/{g}/"
+        )
+    ]
+
+
+PROJECTIONS = (
+    Projection(
+        "feed",
+        "goal",
+        lambda ctx: feed_mod.goal_entries(ctx.state, ctx.lens(), ""),
+        (Output("feed.xml", _goal_feed, template=TEMPLATE),),
+    ),
+    Projection(
+        "feed",
+        "audience",
+        _audience_entries,
+        (
+            Output(
+                "feed.xml",
+                lambda ctx, entries: atom(
+                    ctx, entries, goal=None, title=ctx.project.name, within=""
+                ),
+                template=TEMPLATE,
+            ),
+        ),
+    ),
+)

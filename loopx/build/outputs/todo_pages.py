@@ -1,0 +1,94 @@
+"""One page per todo the audience may see: `todos/<todo>.html`, with who does it, what it
+depends on and what depends on it, the gates that hold it and its evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loopx.build.registry import GoalContext, Output, Projection
+from loopx.privacy.audience import Lens
+from loopx.projections.base import GENERATOR, evidence_item, ordered_todos, todo_card
+from loopx.render.env import environment
+from loopx.state.entities import GoalState
+
+PAGE = "html/todo.html"
+
+
+def _project(ctx: GoalContext) -> dict[str, Any]:
+    state, lens = ctx.state, ctx.lens()
+    todos = [t for t in ordered_todos(state) if lens.sees(t.visibility)]
+    visible = {t.todo_id for t in todos}
+    dependents: dict[str, list[str]] = {}
+    for t in todos:
+        for d in t.depends_on:
+            if d in visible:
+                dependents.setdefault(d, []).append(t.todo_id)
+    evidence: dict[str, list[Any]] = {}
+    for e in sorted(state.evidence.values(), key=lambda e: e.created_seq):
+        if e.todo_id is not None and e.todo_id in visible and lens.sees(e.visibility):
+            evidence.setdefault(e.todo_id, []).append(e)
+    gates = _gates(state, lens)
+    titles = {t.todo_id: lens.text(t.title) for t in todos}
+    pages = {
+        t.todo_id: {
+            "t": todo_card(t, lens, state),
+            "facts": _facts(t, lens),
+            "dependents": dependents.get(t.todo_id, []),
+            "gates": [
+                {"status": g.status, "question": lens.text(g.question)}
+                for g in gates.get(t.todo_id, [])
+            ],
+            "evidence": [evidence_item(e, lens, ctx.head) for e in evidence.get(t.todo_id, [])],
+        }
+        for t in todos
+    }
+    return {"titles": titles, "pages": pages}
+
+
+def _gates(state: GoalState, lens: Lens) -> dict[str, list[Any]]:
+    """The gates this audience may see, by the todo they hold."""
+    gates: dict[str, list[Any]] = {}
+    for g in sorted(state.gates.values(), key=lambda g: g.created_seq):
+        if lens.sees(g.visibility):
+            for held in g.blocks:
+                gates.setdefault(held, []).append(g)
+    return gates
+
+
+def _facts(todo: Any, lens: Lens) -> dict[str, Any]:
+    """Who does a todo and when it was opened and closed, from ledger time; the completion
+    summary follows the todo's own visibility (the lens decides, as for its title). Who holds
+    it is named only below the public audience."""
+    facts: dict[str, Any] = {
+        "who": "a person" if todo.role == "user" else "an agent",
+        "created_at": todo.created_at,
+        "closed_at": todo.closed_at,
+        "summary": lens.text(todo.summary) if todo.summary is not None else None,
+        "holder": None,
+    }
+    if not lens.is_public and todo.claim is not None:
+        facts["holder"] = todo.claim["agent_id"]
+    return facts
+
+
+def _pages(ctx: GoalContext, data: dict[str, Any]) -> dict[str, str]:
+    st = ctx["status"]
+    template = environment().get_template(PAGE)
+    shared = {
+        "titles": data["titles"],
+        "goal_id": ctx.state.goal_id,
+        "goal_title": st["goal"]["title"],
+        "repository": st["goal"]["repository"],
+        "revision": st["source"]["revision"],
+        "updated_at": st["goal"]["updated_at"],
+        "root": "../../../",
+        "generator": GENERATOR,
+        "audience": ctx.audience,
+        "project": ctx.project,
+    }
+    return {todo: template.render(**page, **shared) for todo, page in data["pages"].items()}
+
+
+PROJECTIONS = (
+    Projection("todos", "goal", _project, (Output("todos/*.html", _pages, template=PAGE),)),
+)

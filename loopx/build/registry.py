@@ -1,0 +1,219 @@
+"""The projection registry: every projection declares what it makes, for whom.
+
+A `Projection` names its scope (one goal, or an audience's whole site), the audiences it is
+made for, a pure `project` step (folded state → data) and its `outputs`: each a path (`*`
+where it makes one file per item), the template it renders (if any) and a `render` step
+(data → text, bytes, or a JSON document checked against its schema). `links` puts it on the
+goal page. The built-in projections live one per module in `loopx.build.outputs`. The build,
+the single-projection commands and the build memo's fingerprint iterate this registry, and
+what a projection makes is listed in the manifest, checked and boundary-scanned like every
+other file: a new projection is one module (plus its template).
+
+A build projects everything for a goal and audience first (`Context.project_all`), then
+renders every output (`Context.files`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar, Literal
+
+from loopx.model.config import ProjectConfig
+from loopx.privacy.audience import AUDIENCES, BlobReader, Lens
+from loopx.projections.base import GENERATOR
+from loopx.render.jsonout import dumps
+from loopx.state.entities import GoalState
+
+Scope = Literal["goal", "audience"]
+ROW = "summary"  # the goal projection whose data is the goal's row in its audience's index
+Content = str | bytes | dict[str, Any]  # text; bytes as they are; a JSON document
+
+
+@dataclass(frozen=True)
+class Output:
+    """One kind of file a projection makes. `path` is relative to the goal's folder (or the
+    audience's); with a `*`, `render` returns {item: content}, one file per item."""
+
+    path: str
+    render: Callable[[Any, Any], Any]  # (context, projected data) → Content or {item: Content}
+    template: str | None = None
+    schema: str | None = None  # of a JSON document without a "schema" member of its own
+
+    @property
+    def many(self) -> bool:
+        return "*" in self.path
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile("[^/]+".join(re.escape(part) for part in self.path.split("*")))
+
+
+@dataclass(frozen=True)
+class Projection:
+    """One projection: its name (unique within its scope) and what it makes, for whom."""
+
+    name: str
+    scope: Scope
+    project: Callable[[Any], Any]  # (context) → data; pure
+    outputs: tuple[Output, ...]
+    audiences: frozenset[str] = frozenset(AUDIENCES)
+    links: Callable[[Any], list[dict[str, str]]] | None = None  # data → goal-page links
+
+    def output(self, path: str) -> Output:
+        for out in self.outputs:
+            if out.path == path:
+                return out
+        raise KeyError(f"{self.name} makes no {path}")
+
+
+@dataclass(frozen=True)
+class File:
+    """A rendered file, its path relative to the build folder."""
+
+    path: str
+    data: bytes
+    schema: str | None = None
+    doc: dict[str, Any] | None = None  # the JSON document, for schema validation
+
+
+_EXTRA: list[Projection] = []
+
+
+def projections(scope: Scope | None = None, audience: str | None = None) -> list[Projection]:
+    """The registered projections (of `scope`, made for `audience`, when given), in order."""
+    from loopx.build.outputs import BUILTIN
+
+    return [
+        p
+        for p in (*BUILTIN, *_EXTRA)
+        if scope in (None, p.scope) and (audience is None or audience in p.audiences)
+    ]
+
+
+def find(scope: Scope, name: str) -> Projection:
+    for p in projections(scope):
+        if p.name == name:
+            return p
+    raise KeyError(f"no {scope} projection {name!r}")
+
+
+@contextlib.contextmanager
+def registered(projection: Projection) -> Iterator[Projection]:
+    """Add a projection for the duration of the block (an extension, or a test)."""
+    if any(
+        p.scope == projection.scope and p.name == projection.name
+        for p in projections(projection.scope)
+    ):
+        raise ValueError(f"a {projection.scope} projection {projection.name!r} exists")
+    _EXTRA.append(projection)
+    try:
+        yield projection
+    finally:
+        _EXTRA.remove(projection)
+
+
+@dataclass(kw_only=True)
+class Context:
+    """What one goal's (or one audience's) projections are made from, and what they made.
+    `ctx[name]` is the data of the projection `name`, projected on first use."""
+
+    scope: ClassVar[Scope]
+    audience: str
+    head: str | None
+    project: ProjectConfig
+    read_blob: BlobReader | None = None
+    projected: dict[str, Any] = field(default_factory=dict)
+    made: dict[str, Any] = field(default_factory=dict)
+
+    def lens(self) -> Lens:
+        """A fresh lens: each projection counts its own omissions."""
+        return Lens(self.audience, self.read_blob)
+
+    @property
+    def common(self) -> dict[str, Any]:
+        return {"generator": GENERATOR, "audience": self.audience, "project": self.project}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.projected:
+            self.projected[name] = find(self.scope, name).project(self)
+        return self.projected[name]
+
+    def once(self, key: str, make: Callable[[], Any]) -> Any:
+        """`make()`, computed once per context (a rendered text two outputs share)."""
+        if key not in self.made:
+            self.made[key] = make()
+        return self.made[key]
+
+    def project_all(self) -> None:
+        for p in projections(self.scope, self.audience):
+            self[p.name]
+
+    def links(self) -> list[dict[str, str]]:
+        """The goal page's links to the other files of the goal, in registry order."""
+        return [
+            link
+            for p in projections(self.scope, self.audience)
+            if p.links is not None
+            for link in p.links(self[p.name])
+        ]
+
+    def folder(self) -> str:
+        return self.audience
+
+    def render(self, projection: Projection, output: Output) -> list[File]:
+        """The files of one output, checked against the path it declares."""
+        made = output.render(self, self[projection.name])
+        items = made.items() if output.many else [(None, made)]
+        files = []
+        for item, content in items:
+            rel = output.path if item is None else output.path.replace("*", item)
+            if not output.pattern.fullmatch(rel) or "/" in (item or ""):
+                raise ValueError(f"{projection.name} made {rel!r}, not a {output.path}")
+            files.append(_file(f"{self.folder()}/{rel}", content, output.schema))
+        return files
+
+    def text(self, name: str, path: str) -> str:
+        """The one file `path` of the projection `name`, as text (single-projection commands)."""
+        projection = find(self.scope, name)
+        (made,) = self.render(projection, projection.output(path))
+        return made.data.decode("utf-8")
+
+    def files(self) -> list[File]:
+        """Project everything, then render every output of every projection."""
+        self.project_all()
+        return [
+            f
+            for p in projections(self.scope, self.audience)
+            for out in p.outputs
+            for f in self.render(p, out)
+        ]
+
+
+@dataclass(kw_only=True)
+class GoalContext(Context):
+    scope: ClassVar[Scope] = "goal"
+    state: GoalState
+    visible_goals: set[str]  # the goals this audience may see (links to other goals)
+
+    def folder(self) -> str:
+        return f"{self.audience}/goals/{self.state.goal_id}"
+
+
+@dataclass(kw_only=True)
+class AudienceContext(Context):
+    scope: ClassVar[Scope] = "audience"
+    goals: dict[str, GoalState] = field(default_factory=dict)  # the goals it may see
+    hidden: dict[str, int] = field(default_factory=dict)  # how many of each visibility not
+    rows: list[dict[str, Any]] = field(default_factory=list)  # the goals' index rows
+
+
+def _file(path: str, content: Content, schema: str | None) -> File:
+    if isinstance(content, dict):
+        return File(path, dumps(content), schema or content["schema"], content)
+    if isinstance(content, str):
+        return File(path, content.encode("utf-8"))
+    return File(path, content)

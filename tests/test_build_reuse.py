@@ -1,0 +1,134 @@
+"""Carrying unchanged goals over between build processes (`loopx.build.reuse`): the ledger is
+the only authority, so nothing the output folder holds is ever read back as a fact."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from loopx.build.pipeline import build, check
+from loopx.engine.demo import REV_NEW
+from tests.conftest import run_cli
+
+
+def _edit_keeping_stat(path: Path, old: str, new: str) -> None:
+    """A hand edit that keeps the file's size and modification time."""
+    assert len(old.encode()) == len(new.encode())
+    before = path.stat()
+    text = path.read_text("utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new), "utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size
+
+
+def _files(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): p.read_text("utf-8", "replace")
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_hand_edited_index_never_reaches_the_next_build(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assert (
+        run_cli(["build", "--root", str(demo), "--out", str(out), "--head", REV_NEW]).exit_code == 0
+    )
+    clean = _files(out)
+    index = out / "public/index.json"
+    _edit_keeping_stat(index, "Launch loopx", "Lunch  loopx")
+    status = out / "public/goals/launch/status.json"
+    _edit_keeping_stat(status, "Launch loopx", "Lunch  loopx")
+    assert (
+        run_cli(["build", "--root", str(demo), "--out", str(out), "--head", REV_NEW]).exit_code == 0
+    )
+    now = _files(out)
+    assert now == clean  # every file, the edited ones and those made from them
+    assert "Lunch  loopx" not in "".join(now.values())
+    title = json.loads(clean["public/index.json"])["goals"][0]["title"]
+    assert title.startswith("Launch loopx")
+    assert json.loads(now["public/index.json"])["goals"][0]["title"] == title
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_an_edit_to_any_carried_file_is_rewritten(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    clean = _files(out)
+    edited = []
+    for rel, text in clean.items():
+        if rel.endswith((".json", ".html", ".md")) and "Launch loopx" in text:
+            _edit_keeping_stat(out / rel, "Launch loopx", "Lunch  loopx")
+            edited.append(rel)
+    assert len(edited) > 5
+    result = build(demo, out, head=REV_NEW, reuse=True)
+    assert result.report is not None and set(edited) <= set(result.report.written)
+    assert _files(out) == clean
+
+
+def test_the_fingerprint_covers_every_module_the_build_runs(demo: Path, tmp_path: Path) -> None:
+    import sys
+
+    from loopx.build import reuse
+
+    build(demo, tmp_path / "site", audiences=("public", "team", "private"), head=REV_NEW)
+    covered = {name for name, _ in reuse.sources()}
+    loaded = {
+        "loopx/" + Path(m.__file__).relative_to(Path(reuse.__file__).parents[1]).as_posix()
+        for name, m in sys.modules.items()
+        if name.startswith("loopx.") and getattr(m, "__file__", None)
+    }
+    assert "loopx/model/ids.py" in loaded and loaded <= covered
+    assert {"templates/style.css", "schemas/status.schema.json"} <= covered
+
+
+def test_a_changed_module_template_or_version_changes_the_fingerprint() -> None:
+    from loopx.build import registry, reuse
+
+    files = list(reuse.sources(registry.projections()))
+    assert reuse.digest(files) == reuse.fingerprint()
+    for name in ("loopx/model/ids.py", "templates/html/goal.html", "schemas/index.schema.json"):
+        changed = [(n, data + b"\n" if n == name else data) for n, data in files]
+        assert reuse.digest(changed) != reuse.fingerprint(), name
+    renamed = [("loopx/model/ids2.py" if n == "loopx/model/ids.py" else n, d) for n, d in files]
+    assert reuse.digest(renamed) != reuse.fingerprint()
+    assert reuse.digest(files, version="loopx 9.9.9") != reuse.fingerprint()
+
+
+def test_a_forged_or_damaged_memo_only_costs_a_full_render(
+    demo: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import loopx.build.work as work
+    from loopx.build import reuse
+
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    clean = _files(out)
+    memo_file = reuse.memo_path(demo, out)
+    memo = json.loads(memo_file.read_text())
+    units = memo["units"]
+    assert {(u["audience"], u["goal_id"]) for u in units} >= {("public", "launch")}
+    launch = next(u for u in units if u["audience"] == "public" and u["goal_id"] == "launch")
+    launch["row"]["title"] = "Forged title"
+    launch["files"] = []  # nothing on disk to vouch for it
+    team = next(u for u in units if u["audience"] == "team" and u["goal_id"] == "launch")
+    team["files"][0][0] = "../../outside.json"
+    docs = next(u for u in units if u["audience"] == "team" and u["goal_id"] == "docs")
+    docs["files"][0][4][2] += 1  # another ctime: not the file that was written
+    memo_file.write_text(json.dumps(memo))
+    rendered: list[tuple[str, str]] = []
+    real = work._run
+    monkeypatch.setattr(work, "_run", lambda unit: rendered.append(unit) or real(unit))
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert ("public", "launch") in rendered and ("team", team["goal_id"]) in rendered
+    assert ("team", "docs") in rendered
+    assert len(rendered) < len(units)  # the untouched units are still carried over
+    assert _files(out) == clean
+    for damaged in (b"{", b"[]", b'{"format": 2, "fingerprint": "x", "units": []}'):
+        memo_file.write_bytes(damaged)
+        assert reuse.load(demo, out).entries == {}
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert _files(out) == clean
