@@ -6,9 +6,11 @@ shared machine disturbs far less than wall time:
 
 - in-process, best of N: `non_public_strings` and `scan_public` over a public+team site, and a
   whole `build()` into a fresh folder (its worker processes included);
-- as whole processes, best of N: `loopx build --audience public --force` into a fresh folder,
-  then `loopx scan OUT/public` on what it wrote: the first scan after a ledger change (no
-  cache: it also reads every private blob) and a repeated one (the cached forbidden strings).
+- as whole processes, best of N, after a ledger change (a governed write: a private note on
+  a public goal, which also adds a blob): `loopx build --audience public --force` into a fresh
+  folder, then `loopx scan OUT/public` on what it wrote (the first scan after the change), the
+  same scan repeated, and the scan with its cache removed (`.loopx/private/cache/scan/`: every
+  goal folded and every private blob read again, nothing vouched for).
 
 Run: ``python -m benchmarks.bench_boundary [--root DIR] [--runs 3]``.
 """
@@ -68,18 +70,34 @@ def main(argv: list[str] | None = None) -> int:
             whole = min(whole, _cpu() - t)
         loopx = [sys.executable, "-m", "loopx"]
         cache = root / ".loopx" / "private" / "cache" / "scan"
-        public_build = cold = warm = float("inf")
+        public_build = first = warm = cold = float("inf")
         for n in range(args.runs):
             out = work / f"public-{n}"
+            _child(
+                [
+                    *loopx,
+                    "note",
+                    "add",
+                    "--root",
+                    str(root),
+                    "--goal-id",
+                    "g00",
+                    "--text",
+                    f"Bench change {n}: a private detail",
+                    "--visibility",
+                    "private",
+                ]
+            )
             public_build = min(
                 public_build,
                 _child([*loopx, "build", "--root", str(root), "--out", str(out),
                         "--audience", "public", "--force"]),
             )  # fmt: skip
-            shutil.rmtree(cache, ignore_errors=True)
             scan_args = [*loopx, "scan", str(out / "public"), "--root", str(root)]
-            cold = min(cold, _child(scan_args))
+            first = min(first, _child(scan_args))
             warm = min(warm, _child(scan_args))
+            shutil.rmtree(cache, ignore_errors=True)
+            cold = min(cold, _child(scan_args))
         share = 100 * (strings + scan) / whole
         print(f"Python {sys.version.split()[0]}, {os.cpu_count()} cores (CPU time, not wall time)")
         print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -89,9 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"whole processes, CPU, best of {args.runs}: `loopx build --audience public --force` "
-            f"{public_build:.2f} s; `loopx scan OUT/public` first after a change {cold:.2f} s "
-            f"({100 * cold / public_build:.0f}%), repeated {warm:.2f} s "
-            f"({100 * warm / public_build:.0f}%)"
+            f"{public_build:.2f} s after a ledger change; `loopx scan OUT/public` first after "
+            f"it {first:.2f} s ({100 * first / public_build:.0f}%), repeated {warm:.2f} s "
+            f"({100 * warm / public_build:.0f}%), without its cache {cold:.2f} s "
+            f"({100 * cold / public_build:.0f}%)"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -38,35 +38,54 @@ START, END = "<!-- bench_recall:start -->", "<!-- bench_recall:end -->"
 #: all, by the generic keyword + entropy rules).
 COVERED = frozenset(
     {
+        "1password",
+        "adobe",
         "age",
         "alibaba",
         "anthropic",
+        "asana",
         "atlassian",
         "aws",
         "azure",
+        "beamer",
+        "cloudflare",
+        "curl",
         "databricks",
+        "definednetworking",
         "digitalocean",
         "discord",
         "docker",
         "doppler",
+        "dropbox",
+        "duffel",
+        "easypost",
+        "facebook",
         "gcp",
         "github",
         "gitlab",
+        "gocardless",
         "grafana",
         "groq",
+        "harness",
         "hashicorp",
+        "hashicorp_vault",
         "heroku",
         "huggingface",
+        "intra42",
         "jwt",
+        "launchdarkly",
         "linear",
+        "linkedin",
         "mailchimp",
         "mailgun",
         "mapbox",
         "newrelic",
         "notion",
         "npm",
+        "octopusdeploy",
         "openai",
         "perplexity",
+        "planetscale",
         "postman",
         "privatekey",
         "pulumi",
@@ -74,10 +93,13 @@ COVERED = frozenset(
         "sendgrid",
         "sentry",
         "shopify",
+        "sidekiq",
         "slack",
+        "sourcegraph",
         "square",
         "stripe",
         "supabase",
+        "teams",
         "telegram",
         "twilio",
     }
@@ -358,6 +380,9 @@ class _Reader:
                             self.skipped += 1
                             continue
                         for text in texts:
+                            if not text.strip():  # an expression this reader cannot evaluate
+                                self.skipped += 1
+                                continue
                             self.examples.append(Example(rule.group(1), provider, text, positive))
 
 

@@ -307,8 +307,11 @@ def _goal_history(
         if i % 3 == 0:
             evidence.append(f"{gid}-e{i:04d}b")
             revs.append(HEAD if i % 9 == 0 else _rev(gid, i, "b"))
+        shown = evidence[-1]  # named in the todo's summary unless its evidence is private
         for eid, rev in zip(evidence, revs, strict=True):
             ev = ev_vis(tv)
+            if ev == "private" and eid == shown:
+                shown = ""
             g.add(
                 "evidence.added",
                 {
@@ -361,7 +364,7 @@ def _goal_history(
             "todo.completed",
             {
                 "todo_id": tid,
-                "summary": g.text(f"{tid} done; see {evidence[-1]}.", tv),
+                "summary": g.text(f"{tid} done; see {shown}." if shown else f"{tid} done.", tv),
                 "evidence_ids": evidence,
             },
             tv,

@@ -11,7 +11,17 @@ from typing import Any, get_type_hints
 
 import pytest
 
-from loopx.engine import evidence, gates, goals, handoff, monitors, redactions, todos, turns
+from loopx.engine import (
+    allowances,
+    evidence,
+    gates,
+    goals,
+    handoff,
+    monitors,
+    redactions,
+    todos,
+    turns,
+)
 from loopx.engine.commands import (
     AddEvidence,
     Backoff,
@@ -24,7 +34,7 @@ from loopx.engine.commands import (
 from loopx.engine.core import Context
 from tests.conftest import make_ctx, run_cli
 
-WRITE_MODULES = (goals, todos, gates, evidence, monitors, turns, redactions, handoff)
+WRITE_MODULES = (goals, todos, gates, evidence, monitors, turns, redactions, allowances, handoff)
 
 
 def _concrete(cls: type[Command]) -> list[type[Command]]:
@@ -52,8 +62,8 @@ def _write_paths() -> dict[type[Command], list[Any]]:
 
 def test_every_write_has_one_command_and_one_engine_path() -> None:
     commands = _concrete(Command)
-    assert len(commands) == 27
-    assert len({c.cmd for c in commands}) == 27
+    assert len(commands) == 28
+    assert len({c.cmd for c in commands}) == 28
     paths = _write_paths()
     assert sorted(paths, key=lambda c: c.cmd) == sorted(commands, key=lambda c: c.cmd)
     assert all(len(fns) == 1 for fns in paths.values())

@@ -94,6 +94,14 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "field": "question",
         "reason": "a host name in a public question",
     },
+    "finding.allowed": {
+        "allowance_id": "allowance-1",
+        "entity": "todo",
+        "entity_id": "pair-with-host",
+        "field": "id",
+        "kind": "username",
+        "reason": "a teammate's public handle",
+    },
     "monitor.observed": {
         "todo_id": "t1",
         "result": "unchanged",

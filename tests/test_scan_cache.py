@@ -1,14 +1,24 @@
-"""`loopx scan` keeps the ledger's forbidden strings between runs, in the private partition."""
+"""`loopx scan` keeps the ledger's forbidden strings between runs, in the private partition, and
+repeats only what changed: a file a build (or a scan) found clean for this very ledger is read
+again only for what that build did not look for."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
-from loopx.build import scancache
+import pytest
+
+from loopx.build import folderscan, scancache
+from loopx.build.pipeline import build
 from loopx.engine import goals, todos
-from loopx.engine.commands import AddTodo, CreateGoal
+from loopx.engine.allowances import allow_finding
+from loopx.engine.commands import AddNote, AddTodo, AllowFinding, CreateGoal
+from loopx.engine.goals import add_note
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
 
@@ -34,8 +44,8 @@ def test_cache_is_reused_and_follows_the_ledger(tmp_path: Path) -> None:
     cache = root / ".loopx/private/cache/scan/forbidden.json"
     assert cache.is_file()
     store = FileStore(root)
-    cached = scancache.load(root, scancache.key(store))
-    assert cached is not None and "Quietly renegotiate the vendor deal" in cached.texts
+    cached = scancache.load_forbidden(root)
+    assert cached is not None and "Quietly renegotiate the vendor deal" in cached[1].texts
 
     # A new team todo changes the ledger: the next scan looks for its text too.
     ctx = make_ctx(store, agent="maintainer")
@@ -67,7 +77,7 @@ def test_a_planted_fifo_never_hangs_the_scan(tmp_path: Path) -> None:
     os.mkfifo(cache)
     loaded: list[object] = []
     reader = threading.Thread(
-        target=lambda: loaded.append(scancache.load(root, scancache.key(FileStore(root)))),
+        target=lambda: loaded.append(scancache.load_forbidden(root)),
         daemon=True,
     )
     reader.start()
@@ -79,3 +89,145 @@ def test_a_planted_fifo_never_hangs_the_scan(tmp_path: Path) -> None:
     assert not hung and loaded == [None]
     assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
     assert cache.is_file()  # the FIFO was replaced by the rebuilt cache, never read
+
+
+def _public_project(tmp_path: Path) -> tuple[Path, Any]:
+    """A public goal with a private note (its text in the blob store only), built."""
+    root = tmp_path / "p"
+    root.mkdir()
+    assert run_cli(["init", "--root", str(root)]).exit_code == 0
+    ctx = make_ctx(FileStore(root), agent="maintainer")
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="g", title="Launch", objective="Ship the site", visibility="public")
+    )
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Write the docs", todo_id="docs", visibility="public")
+    )
+    add_note(
+        ctx,
+        AddNote(
+            goal_id="g", text="The vendor asked us to keep the price private", visibility="private"
+        ),
+    )
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="h", title="Other work", objective="Elsewhere", visibility="public")
+    )
+    build(root, tmp_path / "site", audiences=("public",))
+    return root, ctx
+
+
+class _Counting:
+    """Counts the scanners a folder scan builds, and the goals it folds."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.built: list[str] = []
+        self.folded: list[str] = []
+        full, private = folderscan._Scanners.full, folderscan._Scanners.private
+        load = folderscan.load_state
+
+        def count(name: str, method: Any) -> Any:
+            def wrapped(scanners: Any) -> Any:
+                if name not in scanners.built:
+                    self.built.append(name)
+                return method(scanners)
+
+            return wrapped
+
+        monkeypatch.setattr(folderscan._Scanners, "full", count("full", full))
+        monkeypatch.setattr(folderscan._Scanners, "private", count("private", private))
+
+        def folding(store: Any, goal_id: str, **kwargs: Any) -> Any:
+            self.folded.append(goal_id)
+            return load(store, goal_id, **kwargs)
+
+        monkeypatch.setattr(folderscan, "load_state", folding)
+
+
+def _scan(root: Path, folder: Path) -> list[Any]:
+    return folderscan.scan_folder(root, FileStore(root), [folder], machine=True).findings
+
+
+def test_a_scan_after_a_build_reads_only_for_private_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = _public_project(tmp_path)
+    public = tmp_path / "site" / "public"
+    counting = _Counting(monkeypatch)
+    assert _scan(root, public) == []
+    # Every file was vouched for by the build: only the blob text was looked for.
+    assert counting.built == ["private"] and sorted(counting.folded) == ["g", "h"]
+    counting.built.clear()
+    counting.folded.clear()
+    assert _scan(root, public) == []  # vouched for by that scan: nothing read again
+    assert counting.built == [] and counting.folded == []
+
+    # A file changed after the build is scanned in full: the private text is found in it.
+    page = public / "goals" / "g" / "index.html"
+    page.write_text(page.read_text() + "<p>The vendor asked us to keep the price private</p>")
+    found = _scan(root, public)
+    assert [f.kind for f in found] == ["non-public-text"]
+    assert counting.built == ["full"] and counting.folded == []
+
+
+def test_the_private_text_is_looked_for_in_files_a_build_vouched_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, _ = _public_project(tmp_path)
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    leak = b"<p>The vendor asked us to keep the price private</p>\n"
+    (folder / "leak.html").write_bytes(leak)
+    # A build's record says the file passed its scan (a build reads no blob, so it could not
+    # have found the private text): the scan still looks for it.
+    key = scancache.load_forbidden(root)
+    assert key is None  # nothing scanned yet
+    _scan(root, tmp_path / "site" / "public")
+    cached = scancache.load_forbidden(root)
+    assert cached is not None
+    stamp = scancache.fingerprint(frozenset(), True)
+    digest = hashlib.sha256(leak).hexdigest()
+    scancache.save_clean(root, "build", cached[0], stamp, {digest})
+    counting = _Counting(monkeypatch)
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
+    assert counting.built == ["private"]  # the record held; the blob text was still matched
+
+
+def test_a_record_holds_only_for_the_ledger_it_was_made_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, ctx = _public_project(tmp_path)
+    public = tmp_path / "site" / "public"
+    assert _scan(root, public) == []
+    counting = _Counting(monkeypatch)
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Another public todo", todo_id="more", visibility="public")
+    )
+    assert _scan(root, public) == []
+    # The ledger changed: no record holds, and only the goal that changed was folded again.
+    assert counting.built == ["full"] and counting.folded == ["g"]
+
+    # A copy of the project (a clone, a checkout with the cache committed) has other inodes
+    # and times: nothing the cache says is taken for it.
+    clone = tmp_path / "clone"
+    shutil.copytree(root, clone, symlinks=True)
+    counting.built.clear()
+    counting.folded.clear()
+    assert _scan(clone, public) == []
+    assert counting.built == ["full"] and sorted(counting.folded) == ["g", "h"]
+
+
+def test_an_allow_entry_reaches_the_scan(tmp_path: Path) -> None:
+    root, ctx = _public_project(tmp_path)
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "a.txt").write_text("see key-" + "0123456789abcdef" * 2 + "\n")
+    assert [f.kind for f in _scan(root, folder)] == ["mailgun-api-key"]
+    todo_id = "key-" + "0123456789abcdef" * 2
+    todos.add_todo(ctx, AddTodo(goal_id="g", title="Cache", todo_id=todo_id, visibility="public"))
+    allow_finding(
+        ctx,
+        AllowFinding(
+            goal_id="g", entity="todo", entity_id=todo_id, kind="mailgun-api-key", reason="a key"
+        ),
+    )
+    assert _scan(root, folder) == []

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopx.build.allowances import allowances_of
 from loopx.build.artifacts import Site
 from loopx.model.errors import BoundaryViolation, InvalidInput
+from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
 from loopx.privacy.distinct import MIN_TEXT, distinctive_id, distinctive_text, found_in
 from loopx.privacy.scanner import Scanner
@@ -26,16 +28,20 @@ from loopx.state.entities import GoalState, private_ref
 from loopx.state.freetext import goal_texts
 
 
-def _texts(value: Any, blobs: BlobText) -> list[str]:
+def _texts(value: Any, blobs: BlobText, read: set[str]) -> list[str]:
     """The strings one stored value stands for: its text, or a blob's hash (both spellings)
-    and, where this host holds it, the private text itself."""
+    and, where this host holds it, the private text itself, which is also added to `read`
+    (what a build, which reads no blob, does not look for)."""
     if value is None:
         return []
     ref = private_ref(value)
     if ref is None:
         return [str(value)]
     text = blobs(ref)
-    return [ref, ref.removeprefix("sha256:")] + ([] if text is None else [text])
+    if text is None:
+        return [ref, ref.removeprefix("sha256:")]
+    read.add(text)
+    return [ref, ref.removeprefix("sha256:"), text]
 
 
 @dataclass(frozen=True)
@@ -45,19 +51,24 @@ class Forbidden:
     texts: frozenset[str]
     ids: frozenset[str]
     name_hashes: frozenset[str] = frozenset()  # from .loopx/names (see `project_names`)
+    allowed: frozenset[Allowance] = frozenset()  # reviewed allow entries (`loopx allow`)
+    private: frozenset[str] = frozenset()  # the texts read from the blob store, when read
 
     def scanner(self) -> Any:
         """Built once per set: an automaton over tens of thousands of strings costs a second."""
         built = self.__dict__.get("_scanner")
         if built is None:
             built = Scanner(
-                sorted(self.texts), forbidden_ids=sorted(self.ids), name_hashes=self.name_hashes
+                sorted(self.texts),
+                forbidden_ids=sorted(self.ids),
+                name_hashes=self.name_hashes,
+                allowed=self.allowed,
             )
             object.__setattr__(self, "_scanner", built)
         return built
 
     def with_names(self, name_hashes: frozenset[str]) -> Forbidden:
-        return Forbidden(self.texts, self.ids, name_hashes)
+        return Forbidden(self.texts, self.ids, name_hashes, self.allowed)
 
     def within(self, texts: list[str]) -> Forbidden:
         """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
@@ -67,6 +78,7 @@ class Forbidden:
             frozenset(s for s in self.texts if any(s in v for v in seen)),
             frozenset(i for i in self.ids if any(i in v for v in seen)),
             self.name_hashes,
+            self.allowed,
         )
 
 
@@ -124,6 +136,8 @@ class GoalStrings:
     ids: frozenset[str]
     public: frozenset[str]
     public_ids: frozenset[str]
+    allowed: frozenset[Allowance] = frozenset()
+    private: frozenset[str] = frozenset()  # read from the blob store (see `_texts`)
 
 
 def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalStrings:
@@ -139,8 +153,9 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
     public_ids: set[str] = set() if state.visibility == "private" else {state.goal_id}
     goal_private = state.visibility != "public"
     blobs = BlobText(read_blob)
+    read: set[str] = set()
     for visibility, entity_id, values in goal_texts(state):
-        texts = [t for v in values for t in _texts(v, blobs)]
+        texts = [t for v in values for t in _texts(v, blobs, read)]
         if visibility == "public" and not goal_private:
             public.update(texts)
             if entity_id is not None:
@@ -151,7 +166,14 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
             ids.add(entity_id)
     if state.visibility == "private" and distinctive_id(state.goal_id):
         ids.add(state.goal_id)
-    return GoalStrings(frozenset(found), frozenset(ids), frozenset(public), frozenset(public_ids))
+    return GoalStrings(
+        frozenset(found),
+        frozenset(ids),
+        frozenset(public),
+        frozenset(public_ids),
+        allowances_of(state),
+        frozenset(read),
+    )
 
 
 def non_public_strings(
@@ -173,6 +195,11 @@ def non_public_strings(
         if cache is not None:
             cache[goal_id] = (state.head, strings)
         parts.append(strings)
+    return merge(parts)
+
+
+def merge(parts: list[GoalStrings]) -> Forbidden:
+    """The goals' strings as one forbidden set (see `non_public_strings`)."""
     found = frozenset().union(*(p.texts for p in parts)) if parts else frozenset()
     public = frozenset().union(*(p.public for p in parts)) if parts else frozenset()
     ids = frozenset().union(*(p.ids for p in parts)) if parts else frozenset()
@@ -185,7 +212,9 @@ def non_public_strings(
     candidates = {s for s in found - public if not boilerplate.contains(s)}
     kept = frozenset(candidates - found_in(candidates, sorted(public)))
     kept_ids = frozenset(i for i in ids - public_ids if i not in boilerplate.words)
-    return Forbidden(kept, kept_ids)
+    allowed = frozenset().union(*(p.allowed for p in parts)) if parts else frozenset()
+    private = kept & frozenset().union(*(p.private for p in parts)) if parts else frozenset()
+    return Forbidden(kept, kept_ids, allowed=allowed, private=private)
 
 
 class _Boilerplate:
@@ -272,7 +301,7 @@ class ScanCache:
     clean: set[str] = field(default_factory=set)
 
 
-def _public(site: Site) -> list[tuple[str, Any]]:
+def public_items(site: Site) -> list[tuple[str, Any]]:
     """Every public artifact; and, in a public-only build, the top-level files too (the
     manifest): beside nothing but the public folder, the whole folder may well be served."""
     audiences = {a.audience for a in site.artifacts.values()}
@@ -296,27 +325,38 @@ def scan_public(
     site: Site, forbidden: Forbidden, cache: ScanCache | None = None
 ) -> list[dict[str, Any]]:
     """Scan every public artifact; return findings (without the matched text)."""
-    items = _public(site)
+    items = public_items(site)
     if cache is None:
         return _scan([forbidden.scanner()], items)
     covered = cache.covered
-    if covered is None or not (forbidden.texts <= covered.texts or _few(forbidden, covered)):
+    if (
+        covered is None
+        or covered.allowed != forbidden.allowed  # scanners built earlier honour other entries
+        or not (forbidden.texts <= covered.texts or _few(forbidden, covered))
+    ):
         scanner = forbidden.scanner()
         full = _scan([scanner], items)
         cache.covered, cache.scanners = forbidden, [scanner]
         cache.clean = set() if full else {a.sha256 for _, a in items}
         return full
-    added = Forbidden(forbidden.texts - covered.texts, forbidden.ids - covered.ids)
+    allowed = forbidden.allowed
+    added = Forbidden(forbidden.texts - covered.texts, forbidden.ids - covered.ids, allowed=allowed)
     fresh = [(p, a) for p, a in items if a.sha256 not in cache.clean]
     known = [(p, a) for p, a in items if a.sha256 in cache.clean]
     findings: list[dict[str, Any]] = []
     if added.texts or added.ids:
         delta = Scanner(
-            sorted(added.texts), forbidden_ids=sorted(added.ids), machine=False, rules=False
+            sorted(added.texts),
+            forbidden_ids=sorted(added.ids),
+            machine=False,
+            rules=False,
+            allowed=allowed,
         )
         findings += _scan([delta], known)
         cache.scanners.append(added.scanner())
-        cache.covered = Forbidden(covered.texts | added.texts, covered.ids | added.ids)
+        cache.covered = Forbidden(
+            covered.texts | added.texts, covered.ids | added.ids, allowed=allowed
+        )
     findings += _scan(cache.scanners, fresh)
     if findings:
         # The incremental scanners may still look for text that is no longer non-public;
@@ -338,7 +378,8 @@ def enforce(
     forbidden: Forbidden | None = None,
 ) -> None:
     """Refuse the build when anything was found; each finding (of the first 100) names the
-    `loopx redact field` commands that would clear it when `goals` are given."""
+    `loopx redact field` and `loopx allow finding` commands that would clear it when `goals`
+    are given."""
     if findings:
         shown = findings[:100]
         if goals is not None:
@@ -350,6 +391,6 @@ def enforce(
         raise BoundaryViolation(
             f"public output failed the boundary scan: {len(findings)} finding(s) of kind "
             f"{', '.join(kinds)}; nothing was written (each finding's `clear` names the "
-            "`loopx redact field` command that clears it)",
+            "commands that clear it: `loopx redact field`, `loopx allow finding`)",
             findings=shown,
         )

@@ -15,7 +15,14 @@ import orjson
 
 from loopx.build import outdir
 from loopx.build.artifacts import Artifact, Site
-from loopx.build.boundary import enforce, non_public_strings, project_names, scan_public
+from loopx.build.boundary import (
+    enforce,
+    non_public_strings,
+    project_names,
+    public_items,
+    scan_public,
+)
+from loopx.build.folderscan import record_build
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
@@ -270,6 +277,8 @@ def build(
                 overwrite=overwrite,
                 layout=outdir.BUILD,
             )
+        if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
+            record_build(root, store, goals, names, {a.sha256 for _, a in public_items(site)})
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:

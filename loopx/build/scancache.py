@@ -1,65 +1,111 @@
-"""What `loopx scan` remembers between runs: the ledger's forbidden strings.
+"""What `loopx scan` and `loopx build` leave for the next scan: strings, and files found clean.
 
-Gathering them means folding every goal and reading every private blob (private text is
-matched as itself), which costs more than scanning a public build. The strings only change
-when a ledger does, so they are kept, keyed by each ledger's change token (a file's size,
-modification time and inode, or a database head; blobs are content-addressed: new ones arrive
-only with new events) and by the loopx version.
-The file holds private text, so it lives in the private partition that never leaves this
-host: ``.loopx/private/cache/scan/forbidden.json``. A missing, unreadable, oversized or stale
-file is rebuilt; a symlink or non-regular file there is never followed, only replaced.
+Gathering the ledger's forbidden strings means folding goals and reading their private blobs
+(private text is matched as itself); building a scanner over them and reading every byte
+again costs more. So `.loopx/private/cache/scan/` keeps:
+
+- ``goals.json``: each goal's strings (`GoalStrings`, blob text included), keyed by the goal's
+  head and its ledger's change token (a file's size, modification time and inode, or a
+  database head): after a ledger change only the goals that changed are folded and read;
+- ``forbidden.json``: those strings merged (`Forbidden`), keyed by every goal's;
+- ``clean-build.json``: the sha256 of every public file a build found clean, with the ledger
+  key it built from; a scan reads such a file again only for the private text a build does
+  not read (the blob store), not for everything else the build already looked for;
+- ``clean-scan.json``: the sha256 of the files a scan found clean, which the next scan with
+  the same key skips.
+
+Every record also names what else a verdict depends on (`fingerprint`): the loopx version
+and the privacy layer's code, the names listed in `.loopx/names`, and this host's names when
+the scan looks for them. The change tokens make a record useless anywhere but on the host
+and the ledger files it was written for (a cloned checkout has other inodes and times), so
+a cache committed into a checkout never vouches for anything. The files hold private text,
+so they live in the private partition that never leaves this host. A missing, unreadable,
+oversized or stale file is rebuilt; a symlink or non-regular file there is never followed,
+only replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from loopx import __version__
-from loopx.build.boundary import Forbidden
+from loopx.build.boundary import Forbidden, GoalStrings
+from loopx.privacy.allowed import Allowance
+from loopx.privacy.scanner import machine_names
+from loopx.resources import resource_dir
 from loopx.store import fsio
 from loopx.store.base import Store
 from loopx.store.root import STATE_DIR
 from loopx.store.select import change_token
 
 MAX_BYTES = 512 * 1024 * 1024
+MAX_CLEAN = 200_000  # files remembered per record
+FORMAT = 2
+Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
 
 
-def _path(project: Path) -> Path:
-    return project / STATE_DIR / "private" / "cache" / "scan" / "forbidden.json"
+def _path(project: Path, name: str) -> Path:
+    return project / STATE_DIR / "private" / "cache" / "scan" / name
 
 
-def key(store: Store) -> list[Any]:
-    """What the cached strings depend on: the version and every ledger's change token (a
-    file's identity, or a database head), as JSON-comparable lists."""
-    return [__version__, [[g, *change_token(store, g)] for g in store.goal_ids()]]
+@lru_cache(maxsize=1)
+def version() -> str:
+    """The loopx version and a digest of what the strings and verdicts were computed with:
+    the privacy layer's code, the boundary's, and the templates and schemas (they decide what
+    is boilerplate). A development checkout changes those, not the version."""
+    digest = hashlib.sha256(__version__.encode())
+    package = Path(__file__).resolve().parent.parent
+    sources = [*sorted((package / "privacy").glob("*.py")), package / "build" / "boundary.py"]
+    for kind in ("templates", "schemas"):
+        sources += sorted(p for p in resource_dir(kind).rglob("*") if p.is_file())
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return f"{FORMAT}+{__version__}+{digest.hexdigest()[:16]}"
 
 
-def load(project: Path, wanted: list[Any]) -> Forbidden | None:
-    """The cached forbidden strings when they were gathered for exactly `wanted`."""
+def fingerprint(names: frozenset[str], machine: bool) -> str:
+    """What a clean verdict depends on besides the ledger and the code: the listed names and,
+    when the scan looks for them, this host's names (`$LOOPX_PRIVATE_NAMES` included)."""
+    found = sorted((k, sorted(v)) for k, v in machine_names().items()) if machine else None
+    return hashlib.sha256(orjson.dumps([sorted(names), found])).hexdigest()
+
+
+def tokens(store: Store) -> dict[str, list[Any]]:
+    """Every goal's change token, as a JSON-comparable list."""
+    return {g: list(change_token(store, g)) for g in sorted(store.goal_ids())}
+
+
+def ledger_key(current: dict[str, list[Any]], heads: dict[str, str]) -> Key:
+    return [[g, heads.get(g, ""), *current[g]] for g in sorted(current)]
+
+
+# --- reading and writing -----------------------------------------------------------------
+
+
+def _load(project: Path, name: str) -> Any:
+    """The file's JSON when it was written by this version, else None."""
     data = None
     with contextlib.suppress(OSError):  # unreadable: rebuilt
-        data = fsio.read_regular(_path(project), MAX_BYTES)
+        data = fsio.read_regular(_path(project, name), MAX_BYTES)
     if data is None:
         return None
     try:
-        cached = orjson.loads(data)
-        if cached["key"] != wanted:
-            return None
-        return Forbidden(frozenset(cached["texts"]), frozenset(cached["ids"]))
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+        loaded = orjson.loads(data)
+    except orjson.JSONDecodeError:
         return None
+    return loaded if isinstance(loaded, dict) and loaded.get("version") == version() else None
 
 
-def save(project: Path, wanted: list[Any], forbidden: Forbidden) -> None:
-    """Keep the strings for the next scan; a cache that cannot be written is no error."""
-    path = _path(project)
-    data = orjson.dumps(
-        {"key": wanted, "texts": sorted(forbidden.texts), "ids": sorted(forbidden.ids)}
-    )
+def _save(project: Path, name: str, body: dict[str, Any]) -> None:
+    """Keep a record for the next scan; a cache that cannot be written is no error."""
+    path = _path(project, name)
+    data = orjson.dumps({"version": version(), **body})
     with contextlib.suppress(OSError):
         for folder in (path.parent.parent, path.parent):
             if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
@@ -67,3 +113,88 @@ def save(project: Path, wanted: list[Any], forbidden: Forbidden) -> None:
             if not folder.exists():
                 fsio.current().mkdir(folder)
         fsio.current().write_atomic(path, data)
+
+
+def _allowances(rows: Any) -> frozenset[Allowance]:
+    return frozenset(Allowance(str(kind), str(text)) for kind, text in rows)
+
+
+def _rows(allowed: frozenset[Allowance]) -> list[list[Any]]:
+    return [[a.kind, a.text] for a in sorted(allowed)]
+
+
+def load_goals(project: Path) -> dict[str, tuple[str, list[Any], GoalStrings]]:
+    """Goal id → (head, change token, strings) as the last scan gathered them."""
+    cached = _load(project, "goals.json")
+    out: dict[str, tuple[str, list[Any], GoalStrings]] = {}
+    try:
+        for goal_id, entry in (cached or {}).get("goals", {}).items():
+            strings = GoalStrings(
+                texts=frozenset(entry["texts"]),
+                ids=frozenset(entry["ids"]),
+                public=frozenset(entry["public"]),
+                public_ids=frozenset(entry["public_ids"]),
+                allowed=_allowances(entry["allowed"]),
+                private=frozenset(entry["private"]),
+            )
+            out[goal_id] = (str(entry["head"]), list(entry["token"]), strings)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return {}
+    return out
+
+
+def save_goals(project: Path, goals: dict[str, tuple[str, list[Any], GoalStrings]]) -> None:
+    entries = {
+        goal_id: {
+            "head": head,
+            "token": token,
+            **{k: sorted(getattr(s, k)) for k in ("texts", "ids", "public", "public_ids")},
+            "private": sorted(s.private),
+            "allowed": _rows(s.allowed),
+        }
+        for goal_id, (head, token, s) in sorted(goals.items())
+    }
+    _save(project, "goals.json", {"goals": entries})
+
+
+def load_forbidden(project: Path) -> tuple[Key, Forbidden] | None:
+    """The merged strings and the ledger key they were merged for."""
+    cached = _load(project, "forbidden.json")
+    if cached is None:
+        return None
+    try:
+        forbidden = Forbidden(
+            frozenset(cached["texts"]),
+            frozenset(cached["ids"]),
+            allowed=_allowances(cached["allowed"]),
+            private=frozenset(cached["private"]),
+        )
+        return list(cached["key"]), forbidden
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def save_forbidden(project: Path, key: Key, forbidden: Forbidden) -> None:
+    body = {
+        "key": key,
+        "texts": sorted(forbidden.texts),
+        "ids": sorted(forbidden.ids),
+        "private": sorted(forbidden.private),
+        "allowed": _rows(forbidden.allowed),
+    }
+    _save(project, "forbidden.json", body)
+
+
+def load_clean(project: Path, by: str, key: Key, print_: str) -> set[str]:
+    """The sha256 of the files `by` ("build" or "scan") found clean for exactly this ledger
+    key and fingerprint."""
+    cached = _load(project, f"clean-{by}.json")
+    if cached is None or cached.get("key") != key or cached.get("fingerprint") != print_:
+        return set()
+    files = cached.get("files")
+    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
+
+
+def save_clean(project: Path, by: str, key: Key, print_: str, files: set[str]) -> None:
+    kept = sorted(files)[:MAX_CLEAN]
+    _save(project, f"clean-{by}.json", {"key": key, "fingerprint": print_, "files": kept})

@@ -210,4 +210,7 @@ def print_findings(findings: list[dict[str, Any]]) -> None:
         for command in f.get("clear", []):
             echo(f"  clear with: {terminal.field(command)}")
         if "clear" in f and not f["clear"]:
-            echo("  no field holds it (an id or generated text): rename or report it")
+            echo(
+                "  no ledger field or id holds it (generated or configured text): "
+                "change the project's configuration, or report it"
+            )

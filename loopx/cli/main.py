@@ -18,6 +18,7 @@ import click
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("loopx.cli.setup", "init_cmd", "Create .loopx/ in a project folder."),
+    "allow": ("loopx.cli.allow", "allow", "Allow a boundary finding in an id (an entry)."),
     "demo": ("loopx.cli.setup", "demo_cmd", "Create a realistic demo project."),
     "goal": ("loopx.cli.goal", "goal", "Create, show, list and close goals."),
     "agent": ("loopx.cli.goal", "agent", "Register agents on a goal."),

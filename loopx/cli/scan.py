@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit, print_findings
+from loopx.cli.common import common, emit, open_store, print_findings
 
 
 @click.command("scan")
@@ -44,10 +44,10 @@ def scan_cmd(
     personal and machine data, and everything the ledger marks non-public, in plain, JSON-,
     HTML- and URL-encoded form. Reports file, line, column and kind — never the match.
 
-    Each finding names the `loopx redact field` command that clears it when a ledger field
-    holds it. Exits 7 when anything is found.
+    Each finding names the commands that clear it (`loopx redact field`, `loopx allow
+    finding`) when a ledger field or id holds it. Exits 7 when anything is found.
     """
-    from loopx.model.errors import BoundaryViolation, InvalidInput, NotFound
+    from loopx.model.errors import BoundaryViolation, InvalidInput
     from loopx.privacy.scanner import Scanner, name_hash, scan_paths
 
     if hash_names:
@@ -57,25 +57,16 @@ def scan_cmd(
     if not paths:
         raise InvalidInput("missing PATHS (files or folders to scan)", code="usage_error")
 
-    goals = None
-    scanner = None
-    if ledger:
-        try:
-            scanner, goals = _ledger_scanner(root, machine)
-        except NotFound:
-            if root is not None:
-                raise
-    used_ledger = scanner is not None
-    if scanner is None:
-        scanner = Scanner(machine=machine)
-    findings = [f.to_dict() for f in scan_paths(paths, scanner)]
-    data: dict[str, Any] = {"clean": not findings, "findings": findings, "ledger": used_ledger}
+    scan = _with_ledger(root, paths, machine) if ledger else None
+    found = scan.findings if scan is not None else scan_paths(paths, Scanner(machine=machine))
+    findings = [f.to_dict() for f in found]
+    data: dict[str, Any] = {"clean": not findings, "findings": findings, "ledger": bool(scan)}
     if findings:
         shown = findings[:1000]
-        if goals is not None:
+        if scan is not None:
             from loopx.build.corrections import add_commands
 
-            add_commands(shown[:100], goals(), scanner)
+            add_commands(shown[:100], scan.goals(), scan.scanner())
         if fmt != "json":  # JSON mode: the findings travel in the error envelope
             print_findings(findings)
         raise BoundaryViolation(
@@ -83,30 +74,20 @@ def scan_cmd(
             count=len(findings),
             findings=shown,
         )
-    emit(fmt, data, "clean: nothing found" + (" (ledger included)" if used_ledger else ""))
+    emit(fmt, data, "clean: nothing found" + (" (ledger included)" if scan else ""))
 
 
-def _ledger_scanner(root: Path | None, machine: bool) -> tuple[Any, Any]:
-    """A scanner for the project's non-public strings (cached between runs, see
-    `loopx.build.scancache`), and a function that gathers the goals (for clearing commands)."""
-    from loopx.build import scancache
-    from loopx.build.boundary import non_public_strings, project_names
-    from loopx.build.pipeline import gather
-    from loopx.privacy.scanner import Scanner
+def _with_ledger(root: Path | None, paths: tuple[Path, ...], machine: bool) -> Any:
+    """The scan with the project's ledger (see `loopx.build.folderscan`), or None when no
+    project is found and none was named."""
+    from loopx.build.folderscan import scan_folder
+    from loopx.model.errors import NotFound
     from loopx.store.root import find_root
-    from loopx.store.select import open_store
 
-    project = find_root(root)
-    store = open_store(project)
-    wanted = scancache.key(store)
-    forbidden = scancache.load(project, wanted)
-    if forbidden is None:
-        forbidden = non_public_strings(gather(store), store.get_blob)
-        scancache.save(project, wanted, forbidden)
-    scanner = Scanner(
-        sorted(forbidden.texts),
-        forbidden_ids=sorted(forbidden.ids),
-        machine=machine,
-        name_hashes=project_names(project),
-    )
-    return scanner, lambda: gather(store)
+    try:
+        project = find_root(root)
+    except NotFound:
+        if root is not None:
+            raise
+        return None
+    return scan_folder(project, open_store(project), paths, machine)

@@ -369,6 +369,20 @@ class RedactField(Guarded, cmd="field.redact"):
     redaction_id: str | None = None
 
 
+class AllowFinding(Guarded, cmd="finding.allow"):
+    """A reviewed allow entry for a boundary finding inside an id (which no redaction can
+    reach): a closed goal accepts it too."""
+
+    allow_terminal = True
+
+    entity: str
+    entity_id: str | None = None  # a goal's defaults to the goal
+    seq: int | None = None  # or: the entity the event at this seq created
+    kind: str
+    reason: str
+    allowance_id: str | None = None
+
+
 # -- handoffs -------------------------------------------------------------------------------
 
 

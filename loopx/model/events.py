@@ -276,6 +276,21 @@ class FieldRedacted(_Data):
     reason: Title
 
 
+class FindingAllowed(_Data):
+    """A reviewed allow entry: the boundary scan stops reporting findings of `kind` inside one
+    entity's id, which no correction can reach (an id cannot be renamed in an append-only
+    ledger). Who is the event's actor; why is `reason`. Like a redaction, a closed goal accepts
+    it, so a false positive in an id never blocks publishing for good. It names the place (the
+    entity; `field` is always its `id`), never the text nor a hash of it."""
+
+    allowance_id: Id
+    entity: Literal["goal", "todo", "gate", "evidence", "note", "run", "handoff"]
+    entity_id: Id
+    field: Literal["id"] = "id"
+    kind: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]{1,63}$")]
+    reason: Title
+
+
 # -- handoff (issue 5) --------------------------------------------------------------------
 # Limits here mirror schemas/handoff-context.schema.json; a test keeps the two in step.
 
@@ -375,6 +390,7 @@ EVENT_MODELS: dict[str, type[_Data]] = {
     "quota.set": QuotaSet,
     "note.added": NoteAdded,
     "field.redacted": FieldRedacted,
+    "finding.allowed": FindingAllowed,
     "monitor.observed": MonitorObserved,
     "turn.begun": TurnBegun,
     "turn.phased": TurnPhased,

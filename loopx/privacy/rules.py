@@ -71,10 +71,11 @@ class Rule:
         for match in self._matches(text, anchors):
             if self.check is not None and not self.check(match):
                 continue
-            if has_secret and match.start("secret") >= 0:
-                yield match.span("secret")
-            else:
-                yield match.span()
+            span = (
+                match.span("secret") if has_secret and match.start("secret") >= 0 else match.span()
+            )
+            if self.generic or not stand_in(text[span[0] : span[1]]):
+                yield span
 
     def _matches(self, text: str, anchors: Iterable[int]) -> Iterator[re.Match[str]]:
         if self.locate is None:
@@ -85,6 +86,19 @@ class Rule:
             match = self.pattern.match(text, start)
             if match is not None:
                 yield match
+
+
+_RUN = re.compile(r"([A-Za-z])\1{7}")  # one letter eight times in a row (ids hold 10000000)
+
+
+def stand_in(value: str) -> bool:
+    """A token-shaped stand-in, not a secret: ``ghp_xxxx…``, ``sntryu_aaaa…``, ``glc_1111…=``
+    (one character is half of it, or a letter repeats eight times in a row; random tokens never
+    do, though the numeric ids inside some, as Slack's, may hold runs of one digit).
+    Text with whitespace (a PEM block, whose base64 may hold runs of ``A``) is never one."""
+    if len(value) < 16 or any(c.isspace() for c in value):
+        return False
+    return Counter(value).most_common(1)[0][1] * 2 >= len(value) or _RUN.search(value) is not None
 
 
 def words(text: str) -> frozenset[str]:
@@ -229,7 +243,10 @@ _SAFE_LAST = words(
     spent rate total version endpoint host hint hints label prompt ref refs store storage
     rotation rotated length min max enabled required"""
 )
-_SAFE_FIRST = words("max min num n total no has is use next page continuation pagination cursor")
+_SAFE_FIRST = words(
+    """max min num n total no has is use next page continuation pagination cursor public csrf
+    xsrf"""
+)
 
 
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
@@ -520,13 +537,57 @@ def _assignment(
     )  # fmt: skip
 
 
+def _provider(kind: str, keywords: tuple[str, ...], value: str, check: Check | None = None) -> Rule:
+    """A value whose format alone says little (18 digits, 15 letters and digits), assigned to a
+    name that starts with the provider's: ``discord_client_secret = "…"``, ``dropboxToken=…``.
+    The name must not end in a word that names something public (``discord_url``, ``…_id``)."""
+    key = rf"(?P<key>(?i:{'|'.join(keywords)})[A-Za-z0-9_.-]{{0,24}}?)"
+    regex = rf"(?<![A-Za-z0-9]){key}{_ASSIGN}(?P<secret>{value})(?![A-Za-z0-9_=+/.-])"
+
+    def named(match: re.Match[str]) -> bool:
+        words = _key_words(match.group("key"))
+        if not words or words[-1] in _SAFE_LAST or len(set(match.group("secret"))) < 4:
+            return False  # `discord_url = …`; `discord=000000000000000000`
+        return check is None or check(match)
+
+    return _rule(kind, regex, keywords, check=named, fold=True, locate=_at_anchor)
+
+
+def _letters_and_digits(match: re.Match[str]) -> bool:
+    value = match.group("secret") if "secret" in match.re.groupindex else match.group()
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _varied(match: re.Match[str]) -> bool:
+    """Not a stand-in of few characters: ``AKIAXXXXXXXXXXXXXXXX``, ``AIzaaaaa…``."""
+    return len(set(match.group())) >= 10
+
+
+def _curl_user_check(match: re.Match[str]) -> bool:
+    user, _, password = match.group("secret").replace("'", "").replace('"', "").partition(":")
+    return len(set(password)) >= 4 and not (
+        placeholder(password)
+        or password.lower() in DEFAULT_PASSWORDS
+        or password.lower() == user.lower()
+        or password.startswith(("$", "%"))
+    )
+
+
+def _header_value_check(match: re.Match[str]) -> bool:
+    value = match.group("secret")
+    return not placeholder(value) and char_classes(value) >= 2 and shannon_entropy(value) >= 3.0
+
+
+_CURL = r"\bcurl\b(?:[^\n]|\\\r?\n){0,400}?\s"  # up to the option, line continuations kept
+
+
 RULES: tuple[Rule, ...] = (
     # --- cloud providers
     _rule(
         "aws-access-key",
         _ALNUM_START + r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}" + _ALNUM_END,
         ["AKIA", "ASIA", "ABIA", "ACCA", "A3T"],
-        check=_aws_key_id_check,
+        check=lambda m: _aws_key_id_check(m) and _varied(m),
     ),
     _rule(
         "aws-secret-key",
@@ -537,7 +598,12 @@ RULES: tuple[Rule, ...] = (
         flags=re.IGNORECASE,
         check=_aws_secret_check,
     ),
-    _rule("gcp-api-key", _TOKEN_START + r"AIza[0-9A-Za-z_-]{35}" + _TOKEN_END, ["AIza"]),
+    _rule(
+        "gcp-api-key",
+        _TOKEN_START + r"AIza[0-9A-Za-z_-]{35}" + _TOKEN_END,
+        ["AIza"],
+        check=_varied,
+    ),
     _rule(
         "gcp-service-account-key",
         r'"private_key"\s*:\s*"(?P<secret>-----BEGIN '
@@ -615,7 +681,19 @@ RULES: tuple[Rule, ...] = (
         r"pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}",
         ["pypi-AgEIcHlwaS5vcmc", "pypi-AgENdGVzdC5weXBpLm9yZw"],
     ),
-    _rule("vault-token", r"(?<![A-Za-z0-9_.-])hv[sb]\.[A-Za-z0-9_-]{24,}", ["hvs.", "hvb."]),
+    _rule(
+        "vault-token",
+        r"(?<![A-Za-z0-9_.-])hv[sb]\.[A-Za-z0-9_-]{24,}",
+        ["hvs.", "hvb."],
+        check=_varied,
+    ),
+    _rule(  # the service tokens of Vault before 1.10: `s.` and 24 characters of all three kinds
+        "vault-token",
+        r"(?<![A-Za-z0-9_.-])s\.[A-Za-z0-9]{24}(?![A-Za-z0-9_.-])",
+        ["s."],
+        check=lambda m: _mixed(m.group()) and _varied(m),
+        locate=_at_anchor,
+    ),
     _rule(
         "terraform-token",
         r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
@@ -711,8 +789,9 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "sendgrid-api-key",
-        r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _TOKEN_END,
+        _TOKEN_START + r"SG\.[A-Za-z0-9=_.-]{66}" + _TOKEN_END,  # 22 . 43, or as gitleaks reads it
         ["SG."],
+        check=lambda m: _letters_and_digits(m) and _varied(m),
     ),
     _rule("mailgun-api-key", _TOKEN_START + r"key-[0-9a-f]{32}" + _ALNUM_END, ["key-"]),
     _rule("mailchimp-api-key", _ALNUM_START + r"[0-9a-f]{32}-us\d{1,2}" + _ALNUM_END, ["-us"]),
@@ -727,6 +806,142 @@ RULES: tuple[Rule, ...] = (
         "grafana-token",
         r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,2})",
         ["glsa_", "glc_"],
+    ),
+    # --- more providers, from gitleaks' published rule set
+    _provider("discord-client-secret", ("discord",), r"\d{17,20}|[A-Za-z0-9=_-]{32}|[a-f0-9]{64}"),
+    _provider("asana-client-id", ("asana",), r"\d{16}"),
+    _provider("linkedin-client-id", ("linkedin", "LinkedIn"), r"[a-z0-9]{14}", _letters_and_digits),
+    _provider(
+        "dropbox-token",
+        ("dropbox",),
+        r"[a-z0-9]{15}|sl\.[A-Za-z0-9=_-]{135}|[a-z0-9]{11}AAAAAAAAAA[A-Za-z0-9=_-]{43}",
+        _letters_and_digits,
+    ),
+    _provider(
+        "launchdarkly-token",
+        ("launchdarkly", "LaunchDarkly"),
+        r"[A-Za-z0-9=_-]{40}",
+        _letters_and_digits,
+    ),
+    _provider("beamer-api-token", ("beamer",), r"b_[A-Za-z0-9=_-]{44}", _letters_and_digits),
+    _provider("gocardless-api-token", ("gocardless", "GoCardless"), r"live_[A-Za-z0-9=_-]{40}"),
+    _provider(
+        "mapbox-token", ("mapbox",), r"pk\.[A-Za-z0-9]{60}\.[A-Za-z0-9]{22}", _letters_and_digits
+    ),
+    _provider("sourcegraph-token", ("sourcegraph",), r"[a-fA-F0-9]{40}", _letters_and_digits),
+    _rule(
+        "sourcegraph-token",
+        _ALNUM_START + r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}" + _ALNUM_END,
+        ["sgp_"],
+        check=_varied,
+    ),
+    _rule(
+        "planetscale-token",
+        _TOKEN_START + r"pscale_(?:pw|tkn|oauth)_[A-Za-z0-9_=.-]{32,64}" + _TOKEN_END,
+        ["pscale_pw_", "pscale_tkn_", "pscale_oauth_"],
+        check=_letters_and_digits,
+    ),
+    _rule(
+        "duffel-api-token",
+        r"duffel_(?:test|live)_[A-Za-z0-9_=-]{43}" + _TOKEN_END,
+        ["duffel_test_", "duffel_live_"],
+        check=_letters_and_digits,
+    ),
+    _rule(
+        "defined-networking-api-token",
+        r"dnkey-[A-Za-z0-9=_-]{26}-[A-Za-z0-9=_-]{52}" + _TOKEN_END,
+        ["dnkey-"],
+        check=_letters_and_digits,
+    ),
+    _rule(
+        "harness-api-key",
+        _TOKEN_START
+        + r"(?:pat|sat)\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"
+        + _ALNUM_END,
+        ["pat.", "sat."],
+        check=_letters_and_digits,
+    ),  # fmt: skip
+    _rule(
+        "cloudflare-origin-ca-key",
+        _ALNUM_START + r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}" + _ALNUM_END,
+        ["v1.0-"],
+    ),
+    _rule(
+        "gitlab-session-cookie", r"_gitlab_session=[0-9a-z]{32}" + _ALNUM_END, ["_gitlab_session="]
+    ),
+    _rule(
+        "sidekiq-secret",
+        r"BUNDLE_(?:ENTERPRISE|GEMS)__CONTRIBSYS__COM[A-Za-z0-9_]{0,16}"
+        + _ASSIGN
+        + r"(?P<secret>[a-f0-9]{8}:[a-f0-9]{8})"
+        + _ALNUM_END,
+        ["BUNDLE_ENTERPRISE__CONTRIBSYS__COM", "BUNDLE_GEMS__CONTRIBSYS__COM"],
+    ),  # fmt: skip
+    _rule(
+        "facebook-access-token",
+        r"(?<![0-9])\d{15,16}(?:\||%7[Cc])(?P<secret>[0-9A-Za-z_-]{27,40})" + _TOKEN_END,
+        ["|", "%7C", "%7c"],
+        check=_letters_and_digits,
+        locate=lambda text, anchor: _back(text, anchor, frozenset("0123456789"), 16),
+    ),
+    _rule(
+        "facebook-page-access-token",
+        _ALNUM_START + r"EAA[MC][A-Za-z0-9]{100,}" + _ALNUM_END,
+        ["EAAM", "EAAC"],
+        check=_mixed_check,
+    ),
+    _rule(
+        "intra42-client-secret",
+        r"s-s4t2(?:ud|af)-[a-f0-9]{64}" + _ALNUM_END,
+        ["s-s4t2ud-", "s-s4t2af-"],
+    ),
+    _rule(
+        "easypost-api-key",
+        _ALNUM_START + r"EZ[AT]K[A-Za-z0-9]{54}" + _ALNUM_END,
+        ["EZAK", "EZTK"],
+        check=_mixed_check,
+    ),
+    _rule(
+        "teams-webhook",
+        r"https://[a-z0-9-]+\.webhook\.office\.com/webhookb2/[a-z0-9-]{36}@[a-z0-9-]{36}"
+        r"/IncomingWebhook/[a-z0-9]{32}/[a-z0-9-]{36}",
+        [".webhook.office.com/webhookb2/"],
+    ),
+    _rule(
+        "octopus-deploy-api-key",
+        _ALNUM_START + r"API-[A-Z0-9]{26}" + _ALNUM_END,
+        ["API-"],
+        check=_letters_and_digits,
+    ),
+    _rule("onepassword-service-token", r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}", ["ops_eyJ"]),
+    _rule(
+        "aws-bedrock-api-key",
+        _ALNUM_START + r"ABSK[A-Za-z0-9+/]{109,269}={0,2}",
+        ["ABSK"],
+        check=lambda m: "EXAMPLE" not in m.group() and _varied(m),
+    ),
+    _rule(
+        "adobe-client-secret",
+        _ALNUM_START + r"p8e-[A-Za-z0-9]{32}" + _ALNUM_END,
+        ["p8e-"],
+        check=_letters_and_digits,
+    ),
+    _rule(
+        "curl-auth-user",
+        _CURL + r"(?:-u|--user)(?:=|[ \t]{1,5})(?P<secret>'[^':\s]{1,64}:[^'\s]{3,128}'"
+        r"|\"[^\":\s]{1,64}:[^\"\s]{3,128}\""
+        r"|[\w@.-]{1,64}:(?:'[^'\s]{3,128}'|\"[^\"\s]{3,128}\"|[^\s'\"]{3,128}))",
+        ["curl"],
+        check=_curl_user_check,
+        locate=_at_anchor,
+    ),
+    _rule(
+        "curl-auth-header",
+        _CURL + r"(?:-H|--header)(?:=|[ \t]{1,5})[\"']Authorization:[ \t]{0,5}"
+        r"(?:(?:Bearer|Token|Api-Token)[ \t]+)?(?P<secret>[\w=~@.+/-]{8,200})",
+        ["curl"],
+        check=_header_value_check,
+        locate=_at_anchor,
     ),
     # --- AI providers
     _rule(

@@ -36,10 +36,21 @@ from typing import Any
 import ahocorasick_rs
 
 from loopx.model.errors import NotFound, TooLarge, UnsafePath
+from loopx.privacy.allowed import Allowance, Allowed
 from loopx.privacy.rules import HOSTNAME, NON_PUBLIC_ID, NON_PUBLIC_TEXT, RULES, USERNAME, words
 from loopx.privacy.views import ENCODINGS, View, base64_segments, views
 
-__all__ = ["ENCODINGS", "Finding", "Hit", "Scanner", "machine_names", "name_hash", "scan_paths"]
+__all__ = [
+    "ENCODINGS",
+    "Finding",
+    "Hit",
+    "Scanner",
+    "machine_names",
+    "name_hash",
+    "read_scanned",
+    "scan_files",
+    "scan_paths",
+]
 
 MAX_SCAN_BYTES = 256 * 1024 * 1024  # one scanned file
 
@@ -227,8 +238,10 @@ class Scanner:
     ``non-public-id`` and only where not part of a longer id (``todo-1`` is not in ``todo-12``).
     `machine`: also look for this machine's user and host names (see `machine_names`), as whole
     words. `allow`: matched texts that are fine to publish (e.g. a maintainer's public address);
-    they exempt rule and machine-name findings, never forbidden strings. `rules=False` looks
-    only for the exact strings (the build's incremental scan of text already found clean).
+    they exempt rule and machine-name findings, never forbidden strings. `allowed`: reviewed
+    allow entries (see `loopx.privacy.allowed`): a finding of an entry's kind inside its text is
+    not reported, whatever its kind. `rules=False` looks only for the exact strings (the
+    build's incremental scan of text already found clean).
     """
 
     def __init__(
@@ -240,8 +253,10 @@ class Scanner:
         allow: Iterable[str] = (),
         rules: bool = True,
         name_hashes: Iterable[str] = (),
+        allowed: Iterable[Allowance] = (),
     ) -> None:
         self._name_hashes = frozenset(name_hashes)
+        self._allowed = Allowed(allowed)
         self._hashed: dict[str, bool] = {}  # word -> is it a listed name (words recur)
         tagged: dict[str, set[str]] = {}
         # Long forbidden texts go into the automaton by their first PREFIX characters only and
@@ -346,23 +361,23 @@ class Scanner:
         return encoded
 
     def _scan_names(self, view: View, found: dict[tuple[str, int], Hit]) -> None:
-        """Whole words whose hash is listed (and a dotted host name's first label)."""
+        """Whole words whose hash is listed, and the parts of a word a listed name may be
+        joined into: a dotted host name's first label, each part of `pair-with-<name>`."""
         hashed = self._hashed
         for match in _WORD.finditer(view.text):
-            word = match.group().rstrip(".-")
-            for candidate in (word, word.split(".", 1)[0]) if "." in word else (word,):
+            for offset, candidate in _name_candidates(match.group().rstrip(".-")):
                 listed = hashed.get(candidate)
                 if listed is None:
                     listed = name_hash(candidate) in self._name_hashes
                     if len(hashed) < 200_000:
                         hashed[candidate] = listed
                 if listed:
-                    start = match.start()
+                    start = match.start() + offset
                     self._add(found, view, USERNAME, start, start + len(candidate), False, 4)
                     break
 
-    @staticmethod
     def _add(
+        self,
         found: dict[tuple[str, int], Hit],
         view: View,
         kind: str,
@@ -371,6 +386,8 @@ class Scanner:
         generic: bool,
         priority: int,
     ) -> None:
+        if self._allowed and self._allowed.covers(view.text, kind, start, end):
+            return
         raw_start, raw_end = view.raw_span(start, end)
         key = (kind, raw_start)
         if key not in found:
@@ -383,6 +400,22 @@ _ESCAPED = re.compile(
     r"&(?:#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});"
     r"|#(?:quot|lt|gt|amp);|\\[\"'/\\bfnrtu]|%[0-9a-fA-F]{2}"
 )
+
+
+def _name_candidates(word: str) -> list[tuple[int, str]]:
+    """(offset, text) of what in `word` may be a listed name, the whole word first."""
+    out = [(0, word)]
+    if "." in word:
+        out.append((0, word.split(".", 1)[0]))
+    if "-" in word:
+        offset = 0
+        for part in word.split("-"):
+            if len(part) >= 4 and part != word:
+                out.append((offset, part))
+            offset += len(part) + 1
+    return out
+
+
 _PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t\n\r]{8,}")
 
 
@@ -443,13 +476,10 @@ def _read_regular(path: Path) -> bytes:
     return data
 
 
-def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Finding]:
-    """Scan files, and folders recursively; findings sorted by path, then position.
-
-    Paths are reported as given (joined with the file's place under a given folder), in POSIX
-    form. A path that does not exist is `NotFound` (``path_not_found``).
-    """
-    scanner = scanner if scanner is not None else Scanner()
+def scan_files(paths: Iterable[Path]) -> dict[str, Path]:
+    """The files `paths` names (folders walked), by the path a report shows: as given, joined
+    with the file's place under a given folder, in POSIX form. A path that does not exist is
+    `NotFound` (``path_not_found``)."""
     files: dict[str, Path] = {}
     for item in paths:
         path = Path(item)
@@ -463,8 +493,23 @@ def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Fi
             files.setdefault(path.as_posix(), path)
         else:
             raise NotFound("scan path does not exist", code="path_not_found", path=str(path))
+    return dict(sorted(files.items()))
+
+
+def read_scanned(path: Path) -> bytes:
+    """One scanned file's bytes (see `_read_regular`: no link, no special file, size-capped)."""
+    return _read_regular(path)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (f.path, f.offset, f.kind, f.encoding))
+
+
+def scan_paths(paths: Iterable[Path], scanner: Scanner | None = None) -> list[Finding]:
+    """Scan files, and folders recursively; findings sorted by path, then position (paths as
+    `scan_files` shows them)."""
+    scanner = scanner if scanner is not None else Scanner()
     findings: list[Finding] = []
-    for shown in sorted(files):
-        findings.extend(scanner.scan_bytes(_read_regular(files[shown]), shown))
-    findings.sort(key=lambda f: (f.path, f.offset, f.kind, f.encoding))
-    return findings
+    for shown, path in scan_files(paths).items():
+        findings.extend(scanner.scan_bytes(_read_regular(path), shown))
+    return sort_findings(findings)

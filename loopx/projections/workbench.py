@@ -15,6 +15,7 @@ from typing import Any
 
 from loopx.privacy.audience import Lens
 from loopx.projections import base
+from loopx.projections.allowances import allowance_items
 from loopx.state.entities import MONITOR, GoalState
 from loopx.state.frontier import attention, frontier
 from loopx.state.redactions import target
@@ -71,6 +72,7 @@ def workbench(
             if n.kind in ("lesson", "decision")
         ],
         "corrections": corrections(state, lens),
+        "allowances": allowance_items(state, lens),
         "waiting_for": _waiting_for(open_todos, gates, lens),
         "omissions": lens.omissions(),
     }

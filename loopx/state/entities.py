@@ -415,6 +415,8 @@ class GoalState:
     handoffs: dict[str, Handoff] = field(default_factory=dict)
     # redaction id → the governed correction (see loopx.state.redactions)
     redactions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # allowance id → a reviewed allow entry of the boundary scan (see loopx.state.allowances)
+    allowances: dict[str, dict[str, Any]] = field(default_factory=dict)
     # turn id → the turn journal entry (see loopx.state.turns): progress, never authority
     turns: dict[str, dict[str, Any]] = field(default_factory=dict)
     # operation id → [op_hash, first seq, last seq, subject]: the idempotency index.

@@ -13,7 +13,7 @@ from typing import Any
 
 from loopx.model.errors import LedgerDamage
 from loopx.model.upgrade import EVENT_VERSION, upgrade
-from loopx.state import handoff, monitors, redactions, turns
+from loopx.state import allowances, handoff, monitors, redactions, turns
 from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo, from_event
 
 Event = dict[str, Any]
@@ -299,6 +299,7 @@ HANDLERS: dict[str, Handler] = {
     "note.added": _note_added,
     "monitor.observed": monitors.monitor_observed,
     "field.redacted": redactions.field_redacted,
+    "finding.allowed": allowances.finding_allowed,
     "turn.begun": turns.turn_begun,
     "turn.phased": turns.turn_phased,
     "turn.settled": turns.turn_settled,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopx.state.entities import GoalState
+from loopx.state.tables import entity_tables
 
 #: What a redacted field shows, in every projection and audience.
 REDACTED = "[redacted]"
@@ -24,17 +25,7 @@ _ATTRIBUTES = {("goal", "reason"): "outcome_reason"}
 
 def target(state: GoalState, entity: str, entity_id: str) -> Any:
     """The folded entity a redaction names, or None when there is none."""
-    if entity == "goal":
-        return state if entity_id == state.goal_id else None
-    tables: dict[str, dict[str, Any]] = {
-        "todo": state.todos,
-        "gate": state.gates,
-        "evidence": state.evidence,
-        "note": state.notes,
-        "run": state.runs,
-        "handoff": state.handoffs,
-    }
-    return tables[entity].get(entity_id)
+    return entity_tables(state)[entity].get(entity_id)
 
 
 def current(item: Any, entity: str, field: str) -> Any:

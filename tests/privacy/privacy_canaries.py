@@ -196,6 +196,53 @@ def credential_canaries() -> list[Canary]:
         base64.b64encode(b"deploy:" + g.mixed(13).encode()).decode(),
         "Authorization: Basic {}",
     )
+    # Providers added from gitleaks' rule set (issue 13): formats whose value alone says
+    # little are planted where the provider names them.
+    lower = string.ascii_lowercase + string.digits
+    extended = ALNUM + "=_-"
+    add("discord-client-secret", g.digits(18), 'discord_client_secret = "{}"')
+    add("discord-client-secret", g.digits(32), "DISCORD_SECRET={}")
+    add("asana-client-id", g.digits(16), 'asanaClientToken: "{}"')
+    add("linkedin-client-id", g.mixed(14, lower).lower() + "", "linkedin_client: {}")
+    add("dropbox-token", g.chars(13, lower) + "7q", "DROPBOX_TOKEN={}")
+    add("dropbox-token", "sl." + g.mixed(135, extended), 'dropbox_access = "{}"')
+    add("launchdarkly-token", g.mixed(40, extended), "LAUNCHDARKLY_ACCESS_TOKEN={}")
+    add("beamer-api-token", "b_" + g.mixed(44, extended), "beamer_key = {}")
+    add("gocardless-api-token", "live_" + g.mixed(40, extended), "GOCARDLESS_TOKEN={}")
+    add("mapbox-token", "pk." + g.mixed(60) + "." + g.mixed(22), "mapbox_key: {}")
+    add("sourcegraph-token", "sg" + "p_" + g.chars(16, HEX) + "_" + g.chars(40, HEX))
+    add("sourcegraph-token", g.chars(40, HEX), "SOURCEGRAPH_TOKEN={}")
+    add("planetscale-token", "pscale" + "_pw_" + g.mixed(43, extended))
+    add("duffel-api-token", "duffel" + "_live_" + g.mixed(43, extended))
+    add("defined-networking-api-token", "dn" + "key-" + g.mixed(26) + "-" + g.mixed(52))
+    add("harness-api-key", "pa" + "t." + g.mixed(22) + "." + g.mixed(24) + "." + g.mixed(20))
+    add("cloudflare-origin-ca-key", "v1" + ".0-" + g.chars(24, HEX) + "-" + g.chars(146, HEX))
+    add("gitlab-session-cookie", g.chars(32, lower), "Cookie: _gitlab_session={}")
+    add(
+        "sidekiq-secret",
+        g.chars(8, HEX) + ":" + g.chars(8, HEX),
+        "export BUNDLE_ENTERPRISE__CONTRIBSYS__COM={}",
+    )
+    add("facebook-access-token", g.mixed(27, URLSAFE), "fb " + g.digits(16) + "|{}")
+    add("facebook-page-access-token", "EA" + "AM" + g.mixed(120))
+    add("intra42-client-secret", "s-s4t2" + "ud-" + g.chars(64, HEX))
+    add("easypost-api-key", "EZ" + "AK" + g.mixed(54))
+    add(
+        "teams-webhook",
+        g.uuid() + "@" + g.uuid() + "/IncomingWebhook/" + g.chars(32, HEX) + "/" + g.uuid(),
+        "https://corp.webhook.office.com/webhookb2/{}",
+    )
+    add("octopus-deploy-api-key", "AP" + "I-" + g.mixed(26, UPPER).upper())
+    add("onepassword-service-token", "ops" + "_eyJ" + g.mixed(260, B64))
+    add("aws-bedrock-api-key", "AB" + "SK" + g.mixed(132, B64))
+    add("adobe-client-secret", "p8" + "e-" + g.mixed(32))
+    add("vault-token", "s" + "." + g.mixed(24), "VAULT_TOKEN={}")
+    add("curl-auth-user", "deploy:" + g.mixed(16), "curl -u {} https://api.corp.example/v1")
+    add(
+        "curl-auth-header",
+        g.mixed(32),
+        "curl -s --header 'Authorization: Token {}' https://api.corp.example/v1",
+    )
     add("url-token-user", g.chars(40, HEX), "git clone https://{}@github.com/org/repo.git")
     add("url-token-user", g.mixed(32), "remote https://{}@gitlab.corp.example/org/app.git")
     add(

@@ -294,6 +294,21 @@ def invocations(root: Path) -> list[tuple[list[str], bool]]:
             True,
         ),
         (["redact", "list", *g], True),
+        (["todo", "add", *g, "--todo-id", "key-" + "0123456789abcdef" * 2, "--title", "k"], True),
+        (
+            [
+                "allow",
+                "finding",
+                *g,
+                "--entity",
+                "todo",
+                "--entity-id",
+                "key-" + "0123456789abcdef" * 2,
+            ]
+            + ["--kind", "mailgun-api-key", "--reason", hostile("allow")],
+            True,
+        ),
+        (["allow", "list", *g], True),
         (["store", "export", "--to", str(root / "exported")], True),
         (["store", "import", "--from", str(root / "exported")], True),
         (

@@ -1,0 +1,140 @@
+"""`loopx scan` with the project's ledger: the build's boundary scan, on files already written.
+
+Standalone, the scan looks for everything a build's does, plus the private text of this host's
+blob store (which a build never reads: layer 1 gives no public projection a blob reader). It
+costs well under the build that made the files, because it repeats only what changed
+(see `loopx.build.scancache`):
+
+- the forbidden strings are kept per goal; after a ledger change only the changed goals are
+  folded (from their snapshots) and their blobs read;
+- a file a build found clean for this very ledger is read again only for the private text;
+- a file a scan found clean for this very ledger is not read again at all.
+
+Scanners are built only when some file needs them: the one over every forbidden string (an
+automaton over tens of thousands of strings) only for a file no build or scan vouched for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loopx.build import scancache
+from loopx.build.boundary import Forbidden, GoalStrings, goal_strings, merge, project_names
+from loopx.engine.core import load_state
+from loopx.privacy.scanner import Finding, Scanner, read_scanned, scan_files, sort_findings
+from loopx.state.entities import GoalState
+from loopx.store.base import Store
+
+
+def ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidden]:
+    """The ledger's forbidden strings (blob text included) and the key they hold for."""
+    current = scancache.tokens(store)
+    cached = scancache.load_forbidden(project)
+    if cached is not None and [[g, *t] for g, _, *t in cached[0]] == [
+        [g, *t] for g, t in current.items()
+    ]:
+        return cached
+    entries = scancache.load_goals(project)
+    parts: list[GoalStrings] = []
+    heads: dict[str, str] = {}
+    for goal_id, token in current.items():
+        hit = entries.get(goal_id)
+        if hit is None or hit[1] != token:
+            state = load_state(store, goal_id).state
+            if state is None:
+                entries.pop(goal_id, None)
+                continue
+            hit = entries[goal_id] = (state.head, token, goal_strings(state, store.get_blob))
+        heads[goal_id] = hit[0]
+        parts.append(hit[2])
+    for gone in set(entries) - set(heads):
+        del entries[gone]
+    key, forbidden = scancache.ledger_key(current, heads), merge(parts)
+    scancache.save_goals(project, entries)
+    scancache.save_forbidden(project, key, forbidden)
+    return key, forbidden
+
+
+def record_build(
+    project: Path, store: Store, goals: dict[str, GoalState], names: frozenset[str], files: set[str]
+) -> None:
+    """After a build's public output passed the scan: the sha256 of its public files, for the
+    ledger it was built from (heads as folded, change tokens as they are now: a write in
+    between makes the pair match no later ledger, so the record is never used)."""
+    heads = {g: s.head for g, s in goals.items()}
+    key = scancache.ledger_key(scancache.tokens(store), heads)
+    scancache.save_clean(project, "build", key, scancache.fingerprint(names, True), files)
+
+
+@dataclass
+class _Scanners:
+    """The two scanners a folder may need, each built on first use."""
+
+    forbidden: Forbidden
+    machine: bool
+    names: frozenset[str]
+    built: dict[str, Scanner] = field(default_factory=dict)
+
+    def full(self) -> Scanner:
+        if "full" not in self.built:
+            f = self.forbidden
+            self.built["full"] = Scanner(
+                sorted(f.texts),
+                forbidden_ids=sorted(f.ids),
+                machine=self.machine,
+                name_hashes=self.names,
+                allowed=f.allowed,
+            )
+        return self.built["full"]
+
+    def private(self) -> Scanner:
+        """Only the text read from the blob store: what a build's verdict does not cover."""
+        if "private" not in self.built:
+            self.built["private"] = Scanner(
+                sorted(self.forbidden.private),
+                machine=False,
+                rules=False,
+                allowed=self.forbidden.allowed,
+            )
+        return self.built["private"]
+
+
+@dataclass
+class FolderScan:
+    findings: list[Finding]
+    scanner: Callable[[], Scanner]  # the full scanner, for the commands that clear a finding
+    goals: Callable[[], dict[str, GoalState]]  # every goal folded (the same)
+
+
+def scan_folder(project: Path, store: Store, paths: Iterable[Path], machine: bool) -> FolderScan:
+    """Scan `paths` for everything the ledger of `project` marks non-public, and the rest."""
+    key, forbidden = ledger_strings(project, store)
+    names = project_names(project)
+    stamp = scancache.fingerprint(names, machine)
+    seen = scancache.load_clean(project, "scan", key, stamp)
+    built = scancache.load_clean(project, "build", key, stamp)
+    scanners = _Scanners(forbidden, machine, names)
+    findings: list[Finding] = []
+    clean: set[str] = set()
+    for shown, path in scan_files(paths).items():
+        data = read_scanned(path)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest not in seen:
+            scanner = scanners.private() if digest in built else scanners.full()
+            found = scanner.scan_bytes(data, shown)
+            if found:
+                findings += found
+                continue
+        clean.add(digest)
+    if not clean <= seen:
+        scancache.save_clean(project, "scan", key, stamp, seen | clean)
+    return FolderScan(sort_findings(findings), scanners.full, lambda: _gather(store))
+
+
+def _gather(store: Store) -> dict[str, GoalState]:
+    from loopx.build.pipeline import gather  # only when something was found
+
+    return gather(store)
