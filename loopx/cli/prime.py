@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, echo, emit, open_store, text_resolver
+from loopx.cli.common import common, count, echo, emit, open_store, text_resolver
 
 AGENTS_MD_CAP = 1 << 20  # an instructions file larger than 1 MiB is not one loopx should edit
 
@@ -70,7 +70,7 @@ def primer_for(store: Any, goal_id: str | None, agent_id: str | None, now: str) 
 )
 @click.option(
     "--max-chars",
-    type=click.IntRange(min=1),
+    type=count(1),
     default=None,
     help="Fit the primer into N characters (default: 6000), shortening lists first.",
 )
