@@ -284,6 +284,12 @@ CLAIM = Fields.of(
 )
 QUOTA = Fields.of("quota", text="quota_unit", plain="lease_seconds quota")
 AGENT = Fields.of("agent", text="name kind", plain="agent_id registered_at", published=False)
+ALLOWANCE = Fields.of(
+    "allowance",
+    text="reason",
+    plain="allowance_id entity entity_id field kind by at seq",
+    published=False,
+)
 REDACTION = Fields.of(
     "redaction",
     text="reason",
@@ -380,7 +386,7 @@ class GoalState:
         "changed_at closed_at revision head operations",
         nested="policy:quota",
         tables="agents:agent todos:todo gates:gate evidence:evidence runs:run notes:note "
-        "handoffs:handoff redactions:redaction turns:turn",
+        "handoffs:handoff redactions:redaction turns:turn allowances:allowance",
         # A goal's repository is most often the project's own, which loopx.toml's
         # `repository_url` shows on every public page: matching it would refuse every build.
         unmatched="repository",

@@ -13,6 +13,7 @@ from typing import Any
 
 from loopx.state.entities import (
     AGENT,
+    ALLOWANCE,
     CLAIM,
     HANDOFF,
     HANDOFF_NOTE,
@@ -47,6 +48,7 @@ RECORDS: dict[str, Fields] = {
         QUOTA,
         AGENT,
         REDACTION,
+        ALLOWANCE,
     )
 }
 
