@@ -12,11 +12,13 @@ from loopx.cli.common import audience_option, common, count, echo, emit, open_st
 
 
 def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dict[str, str]]:
-    """The goal (refused as not found when `audience` may not see it) and the visibility of
-    the goals its projections may name: itself and its predecessor."""
+    """The goal as committed artifacts see it (`goal_truth`; refused as not found when
+    `audience` may not see it) and the visibility of the goals its projections may name:
+    itself and its predecessor."""
     from loopx.engine.core import load_state, require_goal
     from loopx.model.errors import NotFound
     from loopx.model.ids import visible_to
+    from loopx.state.turns import goal_truth
 
     store = open_store(root)
     state = require_goal(store, goal_id)
@@ -31,7 +33,7 @@ def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dic
         predecessor = load_state(store, state.predecessor).state
         if predecessor is not None:
             goals[state.predecessor] = predecessor.visibility
-    return store, state, goals
+    return store, goal_truth(state), goals
 
 
 def _resolved_head(store: Any, head: str | None) -> str | None:
