@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from loopx.cli.common import common, echo, emit, print_findings
+from loopx.cli.common import audience_option, common, echo, emit, path_option, print_findings
 
 if TYPE_CHECKING:  # imported where used: `loopx --help` stays fast
     from loopx.build.gitpublish import BranchTarget
@@ -61,10 +61,9 @@ def _root(root: Path | None) -> Path:
 
 
 @click.command("build")
-@click.option(
+@path_option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
+    folder=True,
     help="Output folder (default: defaults.out of the project configuration, else site).",
 )
 @click.option(
@@ -228,11 +227,10 @@ def _rebuild_command(out: Path, audiences: str, head: str | None) -> str:
     default=None,
     help="With two ledger revisions (numbers) instead of two build folders.",
 )
-@click.option(
-    "--audience",
-    default="team",
-    show_default=True,
-    type=click.Choice(["public", "team", "private"]),
+@audience_option(
+    "public",
+    "team",
+    "private",
     help="Whose facts to compare; public output is boundary-scanned before it is printed.",
 )
 @common(formats=("text", "markdown", "json"))
@@ -280,13 +278,7 @@ def diff_cmd(
 
 
 @click.command("publish")
-@click.option(
-    "--to",
-    "to_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Copy the public partition into this folder.",
-)
+@path_option("--to", "to_dir", folder=True, help="Copy the public partition into this folder.")
 @click.option(
     "--git-branch",
     default=None,

@@ -18,9 +18,9 @@ from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo, fro
 
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
-# Events that change no goal truth (a lease extension, turn journal progress): they leave
-# `GoalState.changed_at` where it was.
-HEARTBEATS = frozenset({"todo.renewed", "turn.begun", "turn.phased"})
+# Events that leave `GoalState.changed_at` (the workbench's "now") where it was: a lease
+# extension, and the turn journal's progress (`turns.JOURNAL`), which is no goal truth at all.
+HEARTBEATS = frozenset({"todo.renewed"}) | turns.JOURNAL
 # What an operation created or changed, reported in its receipt: the id named after the
 # event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
 # the first of these keys present.
@@ -81,8 +81,12 @@ def _apply(state: GoalState | None, event: Event) -> GoalState:
     state.revision = seq
     state.head = event["sum"]
     state.updated_at = event["recorded_at"]
-    if event["type"] not in HEARTBEATS:
+    event_type = event["type"]
+    if event_type not in HEARTBEATS:
         state.changed_at = event["recorded_at"]
+    if event_type not in turns.JOURNAL:
+        state.truth_revision, state.truth_head = seq, event["sum"]
+        state.truth_at = event["recorded_at"]
     # The idempotency index (inlined: this runs for every event of a replay).
     ops, op_id = state.operations, event["operation_id"]
     if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
