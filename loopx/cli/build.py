@@ -64,14 +64,15 @@ def _root(root: Path | None) -> Path:
 @path_option(
     "--out",
     folder=True,
-    help="Output folder (default: defaults.out of the project configuration, else site).",
+    show_default="site",
+    help="Output folder.",
 )
 @click.option(
     "--audience",
     "audiences",
-    default=None,
-    help="Comma-separated audiences: public, team, private (default: defaults.audiences of "
-    "the project configuration, else public,team).",
+    default="public,team",
+    show_default=True,
+    help="Comma-separated audiences: public, team, private.",
 )
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
 @click.option(
@@ -91,7 +92,7 @@ def _root(root: Path | None) -> Path:
 @common()
 def build_cmd(
     out: Path | None,
-    audiences: str | None,
+    audiences: str,
     head: str | None,
     check_only: bool,
     validate: bool,
@@ -110,7 +111,7 @@ def build_cmd(
     from loopx.build.pipeline import build, parse_audiences
 
     project = _root(root)
-    out, audiences = _out_and_audiences(project, out, audiences)
+    out = out if out is not None else Path("site")
     auds = parse_audiences(audiences)
     if check_only:
         result = _check(project, out, auds, audiences, head)
@@ -185,19 +186,6 @@ def _built_text(res: BuildResult, out: Path, auds: tuple[str, ...]) -> str:
     if "team" in auds:
         lines.append(f"team pages: {out}/team/index.html")
     return "\n".join(lines)
-
-
-def _out_and_audiences(project: Path, out: Path | None, audiences: str | None) -> tuple[Path, str]:
-    """`--out` and `--audience`, else the project configuration's, else `site` and
-    `public,team`. A configured folder is relative to the project root."""
-    from loopx.store.config import load_config
-
-    config = load_config(project)
-    if out is None:
-        out = project / config.out if config.out is not None else Path("site")
-    if audiences is None:
-        audiences = ",".join(config.audiences) if config.audiences else "public,team"
-    return out, audiences
 
 
 def _kept_line(kept: list[str]) -> str:
@@ -444,9 +432,9 @@ def _published_text(result: dict[str, Any], to_dir: Path | None) -> str:
 @click.option(
     "--audience",
     "audiences",
-    default=None,
-    help="Comma-separated audiences (default: defaults.audiences of the project "
-    "configuration, else public,team).",
+    default="public,team",
+    show_default=True,
+    help="Comma-separated audiences: public, team, private.",
 )
 @click.option("--head", default=None, help=HEAD_HELP)
 @click.option(
@@ -459,7 +447,7 @@ def _published_text(result: dict[str, Any], to_dir: Path | None) -> str:
 @common()
 def serve_cmd(
     port: int,
-    audiences: str | None,
+    audiences: str,
     head: str | None,
     debounce: float,
     root: Path | None,
@@ -472,7 +460,6 @@ def serve_cmd(
     from loopx.build.serve import serve
 
     project = _root(root)
-    _, audiences = _out_and_audiences(project, Path("."), audiences)
     serve(
         project,
         port=port,
