@@ -14,6 +14,7 @@ from loopx.cli.common import (
     emit_rows,
     ids,
     open_store,
+    path_option,
     text_resolver,
     workspace_option,
 )
@@ -32,13 +33,7 @@ def evidence() -> None:
 @click.option("--kind", required=True, help="test, ci, pr, commit, review, log, note, …")
 @click.option("--summary", required=True)
 @click.option("--ref", "refs", multiple=True, help="A URI or sha256: reference (repeatable).")
-@click.option(
-    "--file",
-    "body_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="A body to keep in the private blob store (max 5 MiB).",
-)
+@path_option("--file", "body_file", help="A body to keep in the private blob store (max 5 MiB).")
 @click.option(
     "--revision", default=None, help="Git commit it was observed at (default: HEAD of --workspace)."
 )

@@ -7,10 +7,17 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import VISIBILITY_CHOICE, common, count, emit, open_store, text_resolver
+from loopx.cli.common import (
+    VISIBILITY_CHOICE,
+    common,
+    count,
+    emit,
+    lease_option,
+    open_store,
+    text_resolver,
+)
 from loopx.cli.write import write
 from loopx.engine import commands, goals
-from loopx.engine.lookup import LEASE_RANGE
 
 
 @click.group()
@@ -26,12 +33,7 @@ def goal() -> None:
 @click.option("--repository", default=None, help="Repository URL the work lives in.")
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
 @click.option("--predecessor", default=None, help="A goal this one continues.")
-@click.option(
-    "--lease-seconds",
-    type=click.IntRange(*LEASE_RANGE),
-    default=None,
-    help="Default claim lease (default 1800).",
-)
+@lease_option("Default claim lease (default 1800).")
 @click.option("--quota", type=count(), default=None, help="Run budget.")
 def create(**fields: Any) -> commands.CreateGoal:
     """Create a goal (its ledger starts with goal.created)."""

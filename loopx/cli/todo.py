@@ -14,6 +14,7 @@ from loopx.cli.common import (
     count,
     emit,
     ids,
+    lease_option,
     open_store,
     split_ids,
     text_resolver,
@@ -21,7 +22,6 @@ from loopx.cli.common import (
 from loopx.cli.write import write
 from loopx.engine import commands, todos
 from loopx.engine.core import Context, Result
-from loopx.engine.lookup import LEASE_RANGE
 
 T = TypeVar("T", bound=commands.TodoTransition)
 
@@ -75,12 +75,7 @@ def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> comm
 
 @write(todo, "claim", todos.claim_todo, "claim on")
 @click.option("--todo-id", required=True)
-@click.option(
-    "--lease-seconds",
-    type=click.IntRange(*LEASE_RANGE),
-    default=None,
-    help="Lease length (default: the goal's policy).",
-)
+@lease_option("Lease length (default: the goal's policy).")
 def claim(**fields: Any) -> commands.ClaimTodo:
     """Claim a ready todo for --agent-id under a lease. Another agent's live claim is
     claim_owner_mismatch; only `loopx handoff adopt` transfers a claim."""
@@ -89,7 +84,7 @@ def claim(**fields: Any) -> commands.ClaimTodo:
 
 @write(todo, "renew", todos.renew_todo, "lease on")
 @click.option("--todo-id", required=True)
-@click.option("--lease-seconds", type=click.IntRange(*LEASE_RANGE), default=None)
+@lease_option()
 def renew(**fields: Any) -> commands.RenewTodo:
     """Extend your lease on a todo (a heartbeat)."""
     return commands.RenewTodo(**fields)

@@ -2,7 +2,7 @@
 
     @write(todo, "claim", todos.claim_todo, "claim on")
     @click.option("--todo-id", required=True)
-    @click.option("--lease-seconds", type=click.IntRange(*LEASE_RANGE), default=None)
+    @lease_option()
     def claim(**fields: Any) -> commands.ClaimTodo:
         \"\"\"Claim a ready todo …\"\"\"
         return commands.ClaimTodo(**fields)
