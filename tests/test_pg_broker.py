@@ -272,3 +272,24 @@ def test_store_broker_stop_and_the_file_store(project: Path, pg_empty: str, tmp_
     assert run_cli(["init", "--root", str(files)], env={"LOOPX_STORE": "file"}).exit_code == 0
     plain = cli(files, "store", "broker", LOOPX_STORE="file")
     assert plain.returncode == 0 and "file store" in plain.stdout
+
+
+def test_processes_starting_at_once_share_the_one_broker_that_wins(
+    project: Path, pg_empty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGAPPNAME", "race-test")  # no broker yet for this environment
+    assert not broker(pg_empty)["running"]
+    code = (
+        "import os; from pathlib import Path; from loopx.store.select import open_store;"
+        f"s = open_store(Path({str(project)!r})); s.goal_ids();"
+        "print(type(s).__name__, s._sock.getpeername())"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outs = {p.communicate(timeout=60)[0].strip() for p in procs}
+    found = broker(pg_empty)
+    assert outs == {f"BrokeredStore {found['socket']}"}, "all four went through one socket"
+    assert [p.returncode for p in procs] == [0, 0, 0, 0]
+    assert broker_client.stop(pg_empty)["stopped"]

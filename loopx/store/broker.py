@@ -36,6 +36,7 @@ from loopx.store import broker_wire as wire
 from loopx.store.base import SnapshotStale
 
 MAX_SHELF = 4  # idle connections kept open between sessions
+STOP_GRACE = 5.0  # seconds a stopped broker waits for its open sessions to end
 
 
 class Broker:
@@ -97,6 +98,12 @@ class Broker:
             with self._lock:
                 self._sessions += 1
             threading.Thread(target=self._session, args=(client,), daemon=True).start()
+        deadline = time.monotonic() + STOP_GRACE  # stopped: let open sessions finish
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._sessions == 0:
+                    break
+            time.sleep(0.02)
         with self._lock:
             shelf, self._shelf = self._shelf, []
         for conn in shelf:
@@ -243,15 +250,25 @@ def _listen(path: Path) -> socket.socket | None:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m loopx.store.broker SOCKET`: detach, then serve until idle."""
+    """`python -m loopx.store.broker SOCKET`: detach, bind, tell the starter, serve until idle.
+
+    The starter waits for this process only, which exits once its child (the broker) is
+    listening, or has found another broker holding the socket ("busy"): exit 0 either way,
+    1 when the child died first."""
     path = Path(argv[1])
     url = os.environ.get("LOOPX_BROKER_URL", "")
     if not url or wire.private_dir() != path.parent:
         return 2
-    if os.fork():  # the starter waits for this process only: the broker is its child
-        return 0
+    ready, tell = os.pipe()
+    if os.fork():
+        os.close(tell)
+        said = os.read(ready, 16)
+        return 0 if said in (b"ready", b"busy") else 1
+    os.close(ready)
     os.setsid()
     server = _listen(path)
+    os.write(tell, b"ready" if server is not None else b"busy")
+    os.close(tell)
     if server is None:
         return 0
     inode = os.stat(path).st_ino

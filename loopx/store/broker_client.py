@@ -34,6 +34,8 @@ from loopx.store.postgres import HostCache, scanned
 from loopx.store.verify import VerifyReport, verify_buffer
 
 START_TIMEOUT = 10.0  # seconds a starting broker has to open its socket
+BUSY_WAIT = 2.0  # seconds to wait for a broker another process is starting at the same time
+MAX_SOCKET_PATH = 104  # a Unix socket's path (sun_path) is 104–108 bytes at most
 
 
 def connect(url: str, *, root: Path | None, cache_dir: Path | None) -> BrokeredStore | None:
@@ -44,12 +46,14 @@ def connect(url: str, *, root: Path | None, cache_dir: Path | None) -> BrokeredS
     if folder is None:
         return None
     path = wire.socket_path(url, folder)
+    if len(os.fsencode(path)) >= MAX_SOCKET_PATH:
+        return None
     sock = _open(path)
     if sock is None and _start(url, path):
-        deadline = time.monotonic() + START_TIMEOUT
-        while sock is None and time.monotonic() < deadline:
+        # Listening now (or another starter's broker is, and is about to).
+        deadline = time.monotonic() + BUSY_WAIT
+        while (sock := _open(path)) is None and time.monotonic() < deadline:
             time.sleep(0.005)
-            sock = _open(path)
     if sock is None:
         return None
     return BrokeredStore(url, path, sock, root=root, cache_dir=cache_dir)
@@ -73,7 +77,8 @@ def status(url: str) -> dict[str, Any]:
 
 
 def stop(url: str) -> dict[str, Any]:
-    """Ask the broker serving `url` to exit (SIGTERM): sessions in flight finish first."""
+    """Ask the broker serving `url` to exit (SIGTERM): it waits a few seconds for open
+    sessions to end, then closes its connections (a write in flight is rolled back)."""
     found = status(url)
     if found["pid"] is not None:
         with contextlib.suppress(ProcessLookupError):
@@ -105,7 +110,8 @@ def _open(path: Path) -> socket.socket | None:
 
 
 def _start(url: str, path: Path) -> bool:
-    """Start a broker for `url` (it detaches; a second one started at once steps aside)."""
+    """Start a broker for `url`: True once it listens (it detaches; one started at the same
+    time by another process steps aside for the first)."""
     log = os.open(
         path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600
     )
