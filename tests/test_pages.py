@@ -96,8 +96,28 @@ def test_last_changed_comes_from_ledger_time(built: Path) -> None:
     for page in ("public/index.html", "public/goals/ship/index.html", "team/index.html"):
         html = (built / page).read_text()
         assert f"Last changed {stamp}" in html or f"last changed {stamp}" in html, page
-    todo = (built / "public/goals/ship/todos/docs.html").read_text()
-    assert f"Goal last changed {stamp}" in todo
+    # A todo page dates what it shows: the todo, and the gates and evidence on it.
+    docs = (built / "team/goals/ship/todos/docs.html").read_text()
+    assert f"Last changed {stamp}" in docs  # the gate on it, opened then
+    assert "this todo at revision 3." in docs
+    bench = (built / "public/goals/ship/todos/bench.html").read_text()
+    opened = '<time datetime="2026-03-01T12:00:00Z">2026-03-01 12:00 UTC</time>'
+    assert f"Last changed {opened}" in bench
+
+
+def test_one_event_rewrites_only_the_pages_of_what_it_touched(built: Path) -> None:
+    """A todo page holds no fact of the whole goal (its last change, its revision), so an
+    event on one todo changes that todo's page and the goal's own files, not every page."""
+    root = built.parent
+    before = {p: p.read_bytes() for p in built.rglob("*") if p.is_file()}
+    ok("todo", "claim", "--root", str(root), "--goal-id", "ship", "--todo-id", "bench",
+       "--agent-id", "agent-b", now="2026-03-04T10:00:00Z")  # fmt: skip
+    ok("build", "--root", str(root), "--out", str(built), "--head", "none")
+    after = {p: p.read_bytes() for p in built.rglob("*") if p.is_file()}
+    changed = {p.relative_to(built).as_posix() for p in after if before.get(p) != after[p]}
+    todo_pages = {p for p in changed if "/todos/" in p}
+    assert todo_pages == {"public/goals/ship/todos/bench.html", "team/goals/ship/todos/bench.html"}
+    assert "public/goals/ship/status.json" in changed
 
 
 def test_evidence_revisions_link_to_commits_through_the_template(built: Path) -> None:

@@ -14,11 +14,10 @@ import re
 from typing import Any
 
 from loopx.privacy.audience import Lens
-from loopx.projections import base
-from loopx.projections.allowances import allowance_items
-from loopx.state.entities import MONITOR, GoalState
+from loopx.projections import base, waiting
+from loopx.projections.allowances import allowance_items, listed
+from loopx.state.entities import GoalState
 from loopx.state.frontier import attention, frontier
-from loopx.state.redactions import target
 
 SCHEMA = "loopx.workbench/v1"
 HEADER_RE = re.compile(  # also reads the header of earlier versions (with revision and head)
@@ -73,35 +72,11 @@ def workbench(
         ],
         "corrections": corrections(state, lens),
         "allowances": allowance_items(state, lens),
-        "waiting_for": _waiting_for(open_todos, gates, lens),
+        "waiting_for": waiting.waiting_for(
+            waiting.monitors(state, lens, now)["items"], state, lens, now
+        ),
         "omissions": lens.omissions(),
     }
-
-
-def _waiting_for(open_todos: list[Any], gates: list[Any], lens: Any) -> list[dict[str, Any]]:
-    """Open monitors and undecided gates with the time someone should look again, soonest
-    first. A monitor's watch text is team-only (public output names only its kind)."""
-    out: list[dict[str, Any]] = []
-    for t in open_todos:
-        if t.monitor is None or t.status == "blocked":
-            continue
-        m = t.monitor
-        watch = m["watch_kind"] if lens.is_public else lens.field(m, "watch", MONITOR)
-        out.append(
-            {
-                "at": m["next_at"],
-                "id": t.todo_id,
-                "what": f"watching {watch}",
-                "detail": f"{m['observations']} observation(s)"
-                + (f", last {m['last_result']}" if m["last_result"] else ""),
-            }
-        )
-    for g in gates:
-        if g.is_blocking and g.ask_again_at:
-            out.append(
-                {"at": g.ask_again_at, "id": g.gate_id, "what": "a decision", "detail": "ask again"}
-            )
-    return sorted(out, key=lambda w: (w["at"], w["id"]))
 
 
 def _next_action(att: dict[str, Any], ready: list[Any], gates: list[Any], *, public: bool) -> str:
@@ -140,26 +115,12 @@ def corrections(state: GoalState, lens: Lens) -> list[dict[str, Any]]:
     already say `[redacted]` and are counted in the omission note."""
     if lens.is_public:
         return []
-    out = []
-    for r in sorted(state.redactions.values(), key=lambda r: r["seq"]):
-        item = target(state, r["entity"], r["entity_id"])
-        visibility = (
-            state.visibility
-            if item is state
-            else (item.get("visibility", "team") if isinstance(item, dict) else item.visibility)
-            if item is not None
-            else "private"
-        )
-        if not lens.sees(visibility):
-            lens.omitted[f"{visibility} corrections"] += 1
-            continue
-        out.append(
-            {
-                "redaction_id": r["redaction_id"],
-                "what": f"{r['entity']} {r['entity_id']} {r['field']}",
-                "by": r["by"],
-                "at": r["at"],
-                "reason": lens.text(r["reason"]),
-            }
-        )
-    return out
+    return listed(
+        state,
+        lens,
+        sorted(state.redactions.values(), key=lambda r: r["seq"]),
+        lambda r: {
+            "redaction_id": r["redaction_id"],
+            "what": f"{r['entity']} {r['entity_id']} {r['field']}",
+        },
+    )

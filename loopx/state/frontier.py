@@ -165,23 +165,31 @@ def attention_reasons(
 ) -> list[dict[str, Any]]:
     """Every reason a goal needs attention, ranked: work that can proceed first (a gate that
     holds one todo must not hide agent work that is ready), then what needs a person (a
-    pending decision, a ready user todo), then claimed work, then open work nothing can
-    start. Each reason counts the todos (or gates) behind it."""
+    pending decision, a ready user todo), then claimed work and monitors waiting for their
+    next wake, then open work nothing can start. Each reason counts the todos (or gates)
+    behind it."""
     if state.is_terminal:
         return [{"state": "done", "count": 0}]
     if ready is None:
         ready = frontier(state, now)
     ready_ids = {t.todo_id for t in ready}
+    # An open monitor whose wake has not come waits for the world: it is not stuck.
+    sleeping = sum(
+        1
+        for t in state.todos.values()
+        if t.monitor is not None and t.status == "open" and t.monitor["next_at"] > now
+    )
     counts = {
         "ready_for_agent": sum(1 for t in ready if t.role == "agent"),
         "needs_user": sum(1 for g in state.gates.values() if g.status == "pending")
         + sum(1 for t in ready if t.role == "user"),
-        "waiting": sum(1 for t in state.todos.values() if t.status == "active"),
+        "waiting": sum(1 for t in state.todos.values() if t.status == "active") + sleeping,
         "blocked": sum(
             1
             for t in state.todos.values()
             if t.status in ("open", "blocked") and t.todo_id not in ready_ids
-        ),
+        )
+        - sleeping,
     }
     out = [{"state": name, "count": counts[name]} for name in REASON_RANK if counts[name]]
     if not any(t.is_open for t in state.todos.values()) and not counts["needs_user"]:

@@ -1,5 +1,9 @@
 """One page per todo the audience may see: `todos/<todo>.html`, with who does it, what it
-depends on and what depends on it, the gates that hold it and its evidence."""
+depends on and what depends on it, the gates that hold it and its evidence.
+
+A page shows that todo and its neighbours only, never a fact of the whole goal (its last
+change, its revision): one event then rewrites the pages of the todos it touched, not every
+page of the goal."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 from loopx.build.registry import GoalContext, Output, Projection
 from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos, todo_card
+from loopx.projections.waiting import monitor_item
 from loopx.render.env import environment
 from loopx.state.entities import GoalState
 
@@ -29,19 +34,24 @@ def _project(ctx: GoalContext) -> dict[str, Any]:
             evidence.setdefault(e.todo_id, []).append(e)
     gates = _gates(state, lens)
     titles = {t.todo_id: lens.text(t.title) for t in todos}
-    pages = {
-        t.todo_id: {
+    pages = {}
+    for t in todos:
+        held, shown = gates.get(t.todo_id, []), evidence.get(t.todo_id, [])
+        facts = _facts(t, lens)
+        # The page's last change: the todo's, or a gate's or evidence item's it shows.
+        facts["changed_at"] = max(
+            [t.updated_at, *(g.resolved_at or g.opened_at for g in held)]
+            + [e.recorded_at for e in shown]
+        )
+        pages[t.todo_id] = {
             "t": todo_card(t, lens, state),
-            "facts": _facts(t, lens),
+            "facts": facts,
             "dependents": dependents.get(t.todo_id, []),
-            "gates": [
-                {"status": g.status, "question": lens.text(g.question)}
-                for g in gates.get(t.todo_id, [])
-            ],
-            "evidence": [evidence_item(e, lens, ctx.head) for e in evidence.get(t.todo_id, [])],
+            "gates": [{"status": g.status, "question": lens.text(g.question)} for g in held],
+            "evidence": [evidence_item(e, lens, ctx.head) for e in shown],
+            # The todo's own time, never the goal's: `due` is not shown on the page.
+            "monitor": monitor_item(t, lens, t.updated_at) if t.monitor is not None else None,
         }
-        for t in todos
-    }
     return {"titles": titles, "pages": pages}
 
 
@@ -56,15 +66,16 @@ def _gates(state: GoalState, lens: Lens) -> dict[str, list[Any]]:
 
 
 def _facts(todo: Any, lens: Lens) -> dict[str, Any]:
-    """Who does a todo and when it was opened and closed, from ledger time; the completion
-    summary follows the todo's own visibility (the lens decides, as for its title). Who holds
-    it is named only below the public audience."""
+    """Who does a todo and when it was opened, closed and last changed, from ledger time; the
+    completion summary follows the todo's own visibility (the lens decides, as for its title).
+    Who holds it is named only below the public audience."""
     facts: dict[str, Any] = {
         "who": "a person" if todo.role == "user" else "an agent",
         "created_at": todo.created_at,
         "closed_at": todo.closed_at,
         "summary": lens.text(todo.summary) if todo.summary is not None else None,
         "holder": None,
+        "revision": todo.revision,
     }
     if not lens.is_public and todo.claim is not None:
         facts["holder"] = todo.claim["agent_id"]
@@ -79,8 +90,6 @@ def _pages(ctx: GoalContext, data: dict[str, Any]) -> dict[str, str]:
         "goal_id": ctx.state.goal_id,
         "goal_title": st["goal"]["title"],
         "repository": st["goal"]["repository"],
-        "revision": st["source"]["revision"],
-        "updated_at": st["goal"]["updated_at"],
         "root": "../../../",
         "generator": GENERATOR,
         "audience": ctx.audience,
