@@ -15,6 +15,7 @@ from loopx.cli.common import (
     ids,
     open_store,
     text_resolver,
+    visibility_option,
 )
 from loopx.cli.write import write
 from loopx.engine import commands, monitors
@@ -31,7 +32,7 @@ def monitor() -> None:
 @click.option("--every", type=count(1), required=True, help="Seconds between observations.")
 @click.option(
     "--backoff",
-    type=click.Choice(["fixed", "exponential"]),
+    type=click.Choice(monitors.BACKOFFS),
     default="fixed",
     show_default=True,
     help="After an unchanged observation: wait --every, or double the wait each time.",
@@ -45,7 +46,7 @@ def monitor() -> None:
 @click.option(
     "--depends-on", multiple=True, callback=ids, help="Todo ids (repeatable or comma-separated)."
 )
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@visibility_option("team")
 def add(every: int, backoff: str, cap: int | None, **fields: Any) -> commands.AddMonitor:
     """Add a monitor: a todo of kind monitor, ready for an agent when its next wake comes."""
     return commands.AddMonitor(
