@@ -115,7 +115,9 @@ def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> di
         return {"state": "done", "reason": f"goal {state.status}"}
     if ready is None:
         ready = frontier(state, now)
-    pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
+    pending = sorted(
+        g.gate_id for g in state.gates.values() if g.status == "pending" or _ask_due(g, now)
+    )
     user_ready = [t.todo_id for t in ready if t.role == "user"]
     if pending or user_ready:
         return {
@@ -127,16 +129,16 @@ def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> di
     agent_ready = [t.todo_id for t in ready if t.role == "agent"]
     if agent_ready:
         return {"state": "ready_for_agent", "reason": "work is ready", "todo_ids": agent_ready[:1]}
-    open_todos = [t for t in state.todos.values() if t.is_open]
-    sleeping = [t for t in open_todos if t.monitor is not None and t.status != "blocked"]
-    if open_todos and len(sleeping) == len(open_todos):
-        # Only monitors are open, none due (a due one is in the frontier): wait for the world.
-        first = min(sleeping, key=lambda t: (t.monitor["next_at"], t.created_seq))  # type: ignore[index]
+    wakes = waking(state, now)
+    if wakes:
+        # Every open todo waits for the world to come back by itself: a monitor's next wake,
+        # a deferred decision's ask-again time, or dependencies that wait so.
+        at, kind, ident = min(wakes.values())
         return {
             "state": "waiting",
-            "reason": "waiting on monitors until their next wake",
-            "todo_ids": sorted(t.todo_id for t in sleeping),
-            "next_wake": {"at": first.monitor["next_at"], "todo_id": first.todo_id},  # type: ignore[index]
+            "reason": "waiting until the next wake of a monitor or a deferred decision",
+            "todo_ids": sorted(wakes),
+            "next_wake": {"at": at, ("todo_id" if kind == "monitor" else "gate_id"): ident},
         }
     active = sorted(t.todo_id for t in state.todos.values() if t.status == "active")
     waiting_runs = sorted(r.run_id for r in state.runs.values() if r.outcome == "waiting")
@@ -157,6 +159,73 @@ def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> di
     }
 
 
+def _ask_due(gate: Any, now: str) -> bool:
+    """A deferred gate whose ask-again time has come: its authority is to be asked again."""
+    return gate.status == "deferred" and bool(gate.ask_again_at) and gate.ask_again_at <= now
+
+
+Wake = tuple[str, str, str]  # (at, "monitor" | "gate", todo or gate id)
+
+
+def waking(state: GoalState, now: str) -> dict[str, Wake]:
+    """When every open todo that is not ready waits for something that comes back by itself
+    — its monitor's next wake, the ask-again time of every deferred gate holding it, or open
+    dependencies that wait so — each one's earliest wake, by todo id; else {} (some open
+    todo waits for nothing that will come by itself: it is blocked, or claimed work)."""
+    if not _may_wake(state):
+        return {}
+    waiting = [r for r in readiness(state, now) if not r.ready]
+    wakes = wakes_of(state, now, waiting)
+    return wakes if waiting and len(wakes) == len(waiting) else {}
+
+
+def _may_wake(state: GoalState) -> bool:
+    """Whether anything of the goal has a wake at all (most goals: no, at once)."""
+    return any(g.ask_again_at for g in state.gates.values()) or any(
+        t.monitor is not None for t in state.todos.values()
+    )
+
+
+def wakes_of(state: GoalState, now: str, waiting: list[Readiness]) -> dict[str, Wake]:
+    """Of the todos that are not ready (`waiting`), those that wait for something that comes
+    back by itself, with their earliest wake (see `waking`)."""
+    wakes: dict[str, Wake] = {}
+    changed = True
+    while changed:  # dependencies that wait are found in as many rounds as the chain is long
+        changed = False
+        for r in waiting:
+            if r.todo_id not in wakes:
+                found = _wake(state, r, now, wakes)
+                if found is not None:
+                    wakes[r.todo_id] = found
+                    changed = True
+    return wakes
+
+
+def _wake(state: GoalState, r: Readiness, now: str, wakes: dict[str, Wake]) -> Wake | None:
+    """The earliest wake of one todo that is not ready, or None when one of its reasons will
+    not pass by itself."""
+    todo = state.todos[r.todo_id]
+    times: list[Wake] = []
+    for reason in r.reasons:
+        code = reason["code"]
+        if code == "monitor_not_due":
+            times.append((reason["next_at"], "monitor", r.todo_id))
+        elif code == "claimed" and todo.monitor is not None:
+            continue  # a monitor someone holds still wakes at its time
+        elif code == "gate_pending":
+            for gate_id in reason["gate_ids"]:
+                gate = state.gates[gate_id]
+                if gate.status != "deferred" or not gate.ask_again_at or gate.ask_again_at <= now:
+                    return None
+                times.append((gate.ask_again_at, "gate", gate_id))
+        elif code == "dependency_open" and all(d in wakes for d in reason["todo_ids"]):
+            times += [wakes[d] for d in reason["todo_ids"]]
+        else:
+            return None
+    return min(times) if times else None
+
+
 REASON_RANK = ("ready_for_agent", "needs_user", "waiting", "blocked")
 
 
@@ -165,23 +234,25 @@ def attention_reasons(
 ) -> list[dict[str, Any]]:
     """Every reason a goal needs attention, ranked: work that can proceed first (a gate that
     holds one todo must not hide agent work that is ready), then what needs a person (a
-    pending decision, a ready user todo), then claimed work and monitors waiting for their
-    next wake, then open work nothing can start. Each reason counts the todos (or gates)
-    behind it."""
+    pending decision or one to ask again, a ready user todo), then claimed work and work
+    waiting for a wake (`wakes_of`), then open work nothing can start. Each reason counts
+    the todos (or gates) behind it."""
     if state.is_terminal:
         return [{"state": "done", "count": 0}]
     if ready is None:
         ready = frontier(state, now)
     ready_ids = {t.todo_id for t in ready}
-    # An open monitor whose wake has not come waits for the world: it is not stuck.
-    sleeping = sum(
-        1
-        for t in state.todos.values()
-        if t.monitor is not None and t.status == "open" and t.monitor["next_at"] > now
-    )
+    # Open work that waits for a monitor's wake or a decision's ask-again time is not stuck.
+    todos = state.todos
+    sleeping = 0
+    if _may_wake(state):
+        not_ready = [r for r in readiness(state, now) if not r.ready]
+        sleeping = sum(1 for t in wakes_of(state, now, not_ready) if todos[t].status == "open")
     counts = {
         "ready_for_agent": sum(1 for t in ready if t.role == "agent"),
-        "needs_user": sum(1 for g in state.gates.values() if g.status == "pending")
+        "needs_user": sum(
+            1 for g in state.gates.values() if g.status == "pending" or _ask_due(g, now)
+        )
         + sum(1 for t in ready if t.role == "user"),
         "waiting": sum(1 for t in state.todos.values() if t.status == "active") + sleeping,
         "blocked": sum(
