@@ -300,6 +300,23 @@ class ScanCache:
     scanners: list[Any] = field(default_factory=list)
     clean: set[str] = field(default_factory=set)
 
+    @classmethod
+    def carried(cls, covered: Forbidden, clean: set[str]) -> ScanCache:
+        """What an earlier process found (`loopx.build.scancache.load_build`): the scanner of
+        `covered` (an automaton over tens of thousands of strings) is built only if some
+        artifact is not among the `clean` ones."""
+        return cls(covered, [_Deferred(covered)], clean)
+
+
+@dataclass
+class _Deferred:
+    """A forbidden set's scanner, built on first use."""
+
+    forbidden: Forbidden
+
+    def scan_bytes(self, data: bytes, path: str) -> list[Any]:
+        return list(self.forbidden.scanner().scan_bytes(data, path))
+
 
 def public_items(site: Site) -> list[tuple[str, Any]]:
     """Every public artifact; and, in a public-only build, the top-level files too (the
@@ -353,7 +370,7 @@ def scan_public(
             allowed=allowed,
         )
         findings += _scan([delta], known)
-        cache.scanners.append(added.scanner())
+        cache.scanners.append(_Deferred(added))
         cache.covered = Forbidden(
             covered.texts | added.texts, covered.ids | added.ids, allowed=allowed
         )
