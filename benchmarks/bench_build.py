@@ -65,6 +65,7 @@ class Measured:
     code: int
     stdout: str
     stderr: str
+    cpu: float = 0.0  # user + system seconds of the process and the children it waited for
 
 
 def _children(pid: int) -> list[int]:
@@ -136,6 +137,7 @@ def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None =
             proc.returncode,
             out.read().decode("utf-8", "replace"),
             err.read().decode("utf-8", "replace"),
+            usage.ru_utime + usage.ru_stime,
         )
 
 
