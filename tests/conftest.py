@@ -193,6 +193,8 @@ def run_cli(
         "LOOPX_SESSION_ID": None,
         "LOOPX_ROOT": None,
         "LOOPX_GOAL_ID": None,
+        "LOOPX_AUDIENCE": None,
+        "LOOPX_OUT": None,
         "NO_COLOR": None,
     }
     base.update(env or {})

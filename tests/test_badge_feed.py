@@ -97,45 +97,119 @@ def test_badges_are_valid_deterministic_and_say_the_state(root: Path) -> None:
     assert (closed["message"], closed["color"]) == ("achieved", "1e7a3c")
 
 
+def feed(path: Path) -> feedparser.FeedParserDict:
+    parsed = feedparser.parse(path.read_bytes())
+    assert not parsed.bozo, parsed.get("bozo_exception")
+    assert parsed.version == "atom10"
+    return parsed
+
+
+def entry_seqs(parsed: feedparser.FeedParserDict, goal: str = "ship") -> list[int]:
+    """The ledger seq each entry was made from (`urn:loopx:<goal>:<seq>:<16 hex>`)."""
+    seqs = []
+    for e in parsed.entries:
+        urn, loopx, g, seq, line_sum = e.id.split(":")
+        assert (urn, loopx, g, len(line_sum)) == ("urn", "loopx", goal, 16)
+        int(line_sum, 16)
+        seqs.append(int(seq))
+    return seqs
+
+
+def seq_of(root: Path, event_type: str, n: int = 0, goal: str = "ship") -> int:
+    """The seq of the `n`th event of `event_type` in the goal's ledger."""
+    lines = (root / ".loopx/goals" / goal / "ledger.jsonl").read_text().splitlines()
+    return [e["seq"] for e in map(json.loads, lines) if e["type"] == event_type][n]
+
+
 def test_the_feed_is_valid_atom_with_public_changes_only(root: Path) -> None:
     site = build(root)
-    parsed = feedparser.parse((site / "public/feed.xml").read_bytes())
-    assert not parsed.bozo, parsed.get("bozo_exception")
-    assert parsed.version == "atom10" and parsed.feed.title == "Acme"
-    ids = [e.id for e in parsed.entries]
-    assert ids == [
-        "urn:loopx:ship:gate:go:approved:20260403090000",
-        "urn:loopx:ship:todo:parser:done:20260402090000",
-    ]  # newest first; the team todo's completion is not there
+    parsed = feed(site / "public/feed.xml")
+    assert parsed.feed.title == "Acme"
+    # newest first; the team todo's completion is not there
+    assert entry_seqs(parsed) == [seq_of(root, "gate.resolved"), seq_of(root, "todo.completed")]
+    assert [e.updated for e in parsed.entries] == ["2026-04-03T09:00:00Z", "2026-04-02T09:00:00Z"]
+    assert parsed.entries[0].title == "Ship it: decision approved: Go live?"
     assert parsed.entries[1].summary == "Parser landed"
     assert parsed.entries[1].link == "https://acme.example.org/status/goals/ship/todos/parser.html"
     assert parsed.feed.updated == "2026-04-03T09:00:00Z"
+    assert "subtitle" not in parsed.feed  # nothing left out
     assert b"secret-plan" not in (site / "public/feed.xml").read_bytes()
-    team = feedparser.parse((site / "team/feed.xml").read_bytes())
-    assert not team.bozo and len(team.entries) == 3
+    team = feed(site / "team/feed.xml")
+    assert len(team.entries) == 3
     assert team.entries[0].link == "goals/ship/index.html"  # no base_url outside public
-    goal = feedparser.parse((site / "public/goals/ship/feed.xml").read_bytes())
-    assert not goal.bozo and [e.id for e in goal.entries] == ids
+    goal = feed(site / "public/goals/ship/feed.xml")
+    assert [e.id for e in goal.entries] == [e.id for e in parsed.entries]
     assert goal.entries[1].link == "https://acme.example.org/status/goals/ship/todos/parser.html"
+    # the same event is the same entry in every audience's feed
+    assert {e.id for e in parsed.entries} < {e.id for e in team.entries}
 
 
-def test_entry_ids_are_stable_and_a_second_completion_is_a_new_entry(root: Path) -> None:
+def test_done_reopened_and_done_again_is_three_entries_with_stable_ids(root: Path) -> None:
     site = build(root)
-    before = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
+    before = [e.id for e in feed(site / "public/feed.xml").entries]
     r = ("--root", str(root), "--goal-id", "ship")
     ok("todo", "add", *r, "--todo-id", "later", "--title", "Later", "--visibility", "public")
-    build(root)
-    again = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
-    assert again == before
+    build(root)  # the CLI carries unchanged goals over (build memo): this one changed
+    assert [e.id for e in feed(site / "public/feed.xml").entries] == before
     ok("todo", "reopen", *r, "--todo-id", "parser", "--reason", "regression",
        now="2026-04-05T08:00:00Z")  # fmt: skip
     build(root)
-    reopened = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
-    assert reopened == before[:1]  # a reopened todo is not done
-    ok("todo", "complete", *r, "--todo-id", "parser", now="2026-04-05T09:00:00Z")
+    reopened = feed(site / "public/goals/ship/feed.xml")
+    assert [e.id for e in reopened.entries][1:] == before
+    assert reopened.entries[0].title == "Ship it: reopened: Do parser"
+    assert reopened.entries[0].updated == "2026-04-05T08:00:00Z"
+    ok("todo", "complete", *r, "--todo-id", "parser", "--summary", "Parser fixed",
+       now="2026-04-05T09:00:00Z")  # fmt: skip
     build(root)
-    done_again = [e.id for e in feedparser.parse((site / "public/feed.xml").read_bytes()).entries]
-    assert done_again[0] == "urn:loopx:ship:todo:parser:done:20260405090000"
+    for path in ("public/feed.xml", "public/goals/ship/feed.xml"):
+        parsed = feed(site / path)
+        assert [e.id for e in parsed.entries][2:] == before  # the first completion stays
+        assert entry_seqs(parsed)[:2] == [
+            seq_of(root, "todo.completed", 2),  # the third completion: parser again
+            seq_of(root, "todo.reopened"),
+        ]
+        assert [e.title for e in parsed.entries] == [
+            "Ship it: done: Do parser",
+            "Ship it: reopened: Do parser",
+            "Ship it: decision approved: Go live?",
+            "Ship it: done: Do parser",
+        ]
+        # the fold keeps the latest completion's summary: the first one says only "Done."
+        assert [e.summary for e in parsed.entries][::3] == ["Parser fixed", "Done."]
+        assert parsed.feed.updated == "2026-04-05T09:00:00Z"
+
+
+def test_the_feed_keeps_hidden_and_redacted_text_out(root: Path) -> None:
+    r = ("--root", str(root), "--goal-id", "ship")
+    ok("gate", "open", *r, "--gate-id", "budget", "--question", "Spend the budget?",
+       "--authority", "lead", "--visibility", "team")  # fmt: skip
+    ok("gate", "resolve", *r, "--gate-id", "budget", "--agent-id", "lead",
+       "--resolution", "reject", "--rationale", "no", now="2026-04-06T08:00:00Z")  # fmt: skip
+    ok("redact", "field", *r, "--entity", "todo", "--entity-id", "parser", "--field",
+       "summary", "--reason", "leaked a host name", "--agent-id", "lead")  # fmt: skip
+    site = build(root)
+    public = (site / "public/feed.xml").read_bytes()
+    assert b"Spend the budget" not in public and b"Parser landed" not in public
+    parsed = feed(site / "public/feed.xml")
+    assert len(parsed.entries) == 2 and parsed.entries[1].summary == "[redacted]"
+    team = feed(site / "team/feed.xml")
+    assert team.entries[0].title == "Ship it: decision rejected: Spend the budget?"
+    assert b"Parser landed" not in (site / "team/feed.xml").read_bytes()
+
+
+def test_a_long_history_keeps_the_newest_entries_and_says_how_many_are_left_out(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loopx.projections import feed as feed_mod
+
+    monkeypatch.setattr(feed_mod, "FEED_LIMIT", 1)
+    site, _ = make_site(root, ("public", "team"), None)
+    for path, left_out in (("public/feed.xml", 1), ("team/feed.xml", 2)):
+        parsed = feedparser.parse(site.artifacts[path].data)
+        assert not parsed.bozo and len(parsed.entries) == 1
+        assert parsed.entries[0].title == "Ship it: decision approved: Go live?"
+        older = "1 older one is" if left_out == 1 else f"{left_out} older ones are"
+        assert parsed.feed.subtitle == f"The most recent change; {older} left out."
 
 
 def test_badges_and_feeds_are_scanned_like_every_public_byte(root: Path) -> None:

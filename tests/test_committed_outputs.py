@@ -349,3 +349,57 @@ def test_the_readme_flow_runs_as_written(tmp_path: Path) -> None:
     assert p.run("git", "status", "--porcelain").stdout == ""
     p.unrelated_commit(1)
     _check_both(p)
+
+
+def test_turn_phases_leave_a_committed_build_current(tmp_path: Path) -> None:
+    """The turn journal is progress, not goal truth: a build and a workbench committed before
+    a turn begins stay current through its phases (`--check` green, the artifacts naming the
+    revision of the last goal-truth event), while the live views show the open turn; settling
+    it (a run and its quota) is a ledger change that makes them stale."""
+    import json
+
+    p = _project(tmp_path)
+    p.loopx("init")
+    p.loopx("goal", "create", "--goal-id", G, "--title", "Ship", "--objective", "Ship it")
+    p.loopx("todo", "add", "--goal-id", G, "--todo-id", "parser", "--title", "Write the parser")
+    p.loopx("todo", "claim", "--goal-id", G, "--todo-id", "parser", "--agent-id", "agent-a")
+    p.loopx(
+        "handoff", "prepare", "--goal-id", G, "--todo-id", "parser", "--agent-id", "agent-a",
+        "--work-summary", "Tokenizer half done",
+    )  # fmt: skip
+    p.loopx("build", "--out", "site", "--audience", "public,team,private")
+    p.loopx("workbench", "--goal-id", G, "--write", "docs/WORKBENCH.md")
+    p.commit("loopx: build")
+    committed = json.loads((p.root / "site/team/goals/ship/status.json").read_text())
+    revision = committed["source"]["revision"]
+
+    p.now = "2026-05-04T09:10:00Z"
+    a = ("--goal-id", G, "--agent-id", "agent-a")
+    p.loopx("turn", "begin", *a, "--todo-id", "parser", "--turn-id", "t1")
+    for minute, phase in (("20", "execute"), ("30", "validate"), ("40", "write_back")):
+        p.now = f"2026-05-04T09:{minute}:00Z"
+        p.loopx("turn", "phase", *a, "--turn-id", "t1", "--phase", phase, "--ref", "pushed")
+        p.loopx("build", "--out", "site", "--audience", "public,team,private", "--check")
+        p.loopx("workbench", "--goal-id", G, "--check", "docs/WORKBENCH.md")
+    assert p.run("git", "status", "--porcelain", "--", "site", "docs").stdout == ""
+
+    # The live views show the open turn, at the ledger's real revision.
+    live = json.loads(p.loopx("status", "--goal-id", G, "--format", "json").stdout)["goals"][0]
+    assert [t["turn_id"] for t in live["open_turns"]] == ["t1"]
+    assert live["revision"] == revision + 4
+    g = ("--goal-id", G, "--format", "json")
+    listed = json.loads(p.loopx("turn", "list", *g, "--open").stdout)
+    assert [t["phase"] for t in listed["turns"]] == ["write_back"]
+    digest = json.loads(p.loopx("handoff", "inspect", *g, "--todo-id", "parser").stdout)
+    assert "turn_open" in [r["code"] for r in digest["reinspect"]]
+    built = json.loads((p.root / "site/team/goals/ship/handoffs/parser.json").read_text())
+    assert "turn_open" not in [r["code"] for r in built["reinspect"]]
+
+    # Settling spends quota: goal truth, so the committed build is stale now.
+    p.loopx("turn", "end", *a, "--turn-id", "t1", "--outcome", "progress")
+    stale = p.loopx("build", "--out", "site", "--audience", "public,team,private", "--check",
+                    ok=False)  # fmt: skip
+    assert stale.returncode == 6 and "build_stale" in stale.stderr
+    p.loopx("build", "--out", "site", "--audience", "public,team,private")
+    rebuilt = json.loads((p.root / "site/team/goals/ship/status.json").read_text())
+    assert rebuilt["source"]["revision"] == revision + 6 and rebuilt["quota"]["spent"] == 1

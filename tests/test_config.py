@@ -243,6 +243,74 @@ def test_build_reads_out_and_audiences_flags_override(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "x" / "manifest.json").read_text())["audiences"] == ["team"]
 
 
+def test_build_out_and_audiences_flag_beats_env_beats_config(tmp_path: Path) -> None:
+    _goals(tmp_path, "alpha")
+    (tmp_path / "loopx.toml").write_text('[defaults]\nout = "conf"\naudiences = ["public"]\n')
+    build = ["build", "--root", str(tmp_path), "--json"]
+
+    def built(args: list[str], env: dict[str, str]) -> tuple[str, list[str]]:
+        result = run_cli(args, env=env, cwd=tmp_path)
+        assert result.exit_code == 0, result.stderr
+        out = Path(result.json()["out"])
+        return out.name, json.loads((tmp_path / out / "manifest.json").read_text())["audiences"]
+
+    assert built(build, {}) == ("conf", ["public"])
+    env = {"LOOPX_OUT": "from-env", "LOOPX_AUDIENCE": "team"}
+    assert built(build, env) == ("from-env", ["team"])
+    flags = [*build, "--out", "from-flag", "--audience", "public,team"]
+    assert built(flags, env) == ("from-flag", ["public", "team"])
+    checked = run_cli([*build, "--check"], env=env, cwd=tmp_path)
+    assert checked.exit_code == 0, checked.stderr  # --check reads the same defaults
+
+
+def test_single_projection_audience_flag_beats_env_beats_config(tmp_path: Path) -> None:
+    """One audience: the widest of the configured ones the command takes, else its own."""
+    _goals(tmp_path, "alpha")
+    r = ["--root", str(tmp_path), "--goal-id", "alpha", "--json"]
+
+    def audience(*args: str, env: dict[str, str] | None = None) -> str:
+        result = run_cli([*args, *r], env=env)
+        assert result.exit_code == 0, result.stderr
+        return result.json()["audience"]
+
+    assert audience("workbench") == "team"  # nothing configured: the command's default
+    (tmp_path / "loopx.toml").write_text('[defaults]\naudiences = ["public"]\n')
+    assert audience("workbench") == "public"
+    assert audience("workbench", env={"LOOPX_AUDIENCE": "public,team"}) == "team"
+    assert audience("workbench", "--audience", "team", env={"LOOPX_AUDIENCE": "public"}) == "team"
+    graph = run_cli(["graph", *r])
+    assert graph.exit_code == 0 and graph.json()["audience"] == "public"
+    assert graph.json() == run_cli(["graph", *r, "--audience", "public"]).json()
+    (tmp_path / "loopx.toml").write_text('[defaults]\naudiences = ["public", "team", "private"]\n')
+    assert audience("workbench") == "team"  # it takes public and team only
+    assert run_cli(["graph", *r]).json()["audience"] == "private"
+    # review takes team and private: configured public only, it keeps its own default
+    (tmp_path / "loopx.toml").write_text('[defaults]\naudiences = ["public"]\n')
+    assert run_cli(["review", *r]).json()["audience"] == "team"
+
+
+def test_a_bad_audience_in_the_environment_is_a_clear_error(tmp_path: Path) -> None:
+    _goals(tmp_path, "alpha")
+    env = {"LOOPX_AUDIENCE": "everyone"}
+    for args in (["build"], ["workbench", "--goal-id", "alpha"]):
+        result = run_cli([*args, "--root", str(tmp_path), "--json"], env=env, cwd=tmp_path)
+        assert result.exit_code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["code"] == "invalid_audience"
+        assert error["message"].startswith("LOOPX_AUDIENCE: audiences must be")
+    assert not (tmp_path / "site").exists()
+    text = run_cli(["build", "--root", str(tmp_path)], env=env, cwd=tmp_path)
+    assert text.stderr.count("\n") == 1 and "Traceback" not in text.stderr
+
+
+def test_help_names_where_a_left_out_option_comes_from() -> None:
+    for args in (["build"], ["serve"], ["workbench"], ["graph"], ["review"], ["diff"]):
+        shown = " ".join(run_cli([*args, "--help"]).stdout.split())
+        assert "Left out: LOOPX_AUDIENCE, else defaults.audiences" in shown, args
+    shown = " ".join(run_cli(["build", "--help"]).stdout.split())
+    assert "Left out: LOOPX_OUT, else defaults.out" in shown
+
+
 def test_a_bad_config_is_one_line_exit_2_and_writes_nothing(tmp_path: Path) -> None:
     _goals(tmp_path, "alpha")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))

@@ -35,6 +35,7 @@ from loopx.model.errors import InvalidInput
 from loopx.projections.base import GENERATOR
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
+from loopx.state.turns import goal_truth
 from loopx.store import fsio
 from loopx.store.base import Store
 from loopx.store.select import change_token, open_store
@@ -125,7 +126,8 @@ def make_site(
 
     project = project if project is not None else load_config(root)
     store = open_store(root)  # files or PostgreSQL; its connection closes with the object
-    goals = gather(store, cache)
+    every = gather(store, cache)  # whole: the boundary forbids every non-public string in it
+    goals = {g: goal_truth(s) for g, s in every.items()}  # what artifacts are made of
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}
     units = [(audience, g) for audience in audiences for g in sorted(split[audience][0])]
@@ -151,7 +153,7 @@ def make_site(
         if g in widest
     }
     _add_manifest(site, audiences, project)
-    return site, (goals, store)
+    return site, (every, store)
 
 
 def _add_audience(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from loopx.cli.common import common, echo, emit, print_findings
+from loopx.cli.common import audience_option, common, echo, emit, path_option, print_findings
 
 if TYPE_CHECKING:  # imported where used: `loopx --help` stays fast
     from loopx.build.gitpublish import BranchTarget
@@ -61,18 +61,18 @@ def _root(root: Path | None) -> Path:
 
 
 @click.command("build")
-@click.option(
+@path_option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Output folder (default: defaults.out of the project configuration, else site).",
+    folder=True,
+    show_default="site",
+    help="Output folder.",
 )
 @click.option(
     "--audience",
     "audiences",
-    default=None,
-    help="Comma-separated audiences: public, team, private (default: defaults.audiences of "
-    "the project configuration, else public,team).",
+    default="public,team",
+    show_default=True,
+    help="Comma-separated audiences: public, team, private.",
 )
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
 @click.option(
@@ -92,7 +92,7 @@ def _root(root: Path | None) -> Path:
 @common()
 def build_cmd(
     out: Path | None,
-    audiences: str | None,
+    audiences: str,
     head: str | None,
     check_only: bool,
     validate: bool,
@@ -111,7 +111,7 @@ def build_cmd(
     from loopx.build.pipeline import build, parse_audiences
 
     project = _root(root)
-    out, audiences = _out_and_audiences(project, out, audiences)
+    out = out if out is not None else Path("site")
     auds = parse_audiences(audiences)
     if check_only:
         result = _check(project, out, auds, audiences, head)
@@ -188,19 +188,6 @@ def _built_text(res: BuildResult, out: Path, auds: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def _out_and_audiences(project: Path, out: Path | None, audiences: str | None) -> tuple[Path, str]:
-    """`--out` and `--audience`, else the project configuration's, else `site` and
-    `public,team`. A configured folder is relative to the project root."""
-    from loopx.store.config import load_config
-
-    config = load_config(project)
-    if out is None:
-        out = project / config.out if config.out is not None else Path("site")
-    if audiences is None:
-        audiences = ",".join(config.audiences) if config.audiences else "public,team"
-    return out, audiences
-
-
 def _kept_line(kept: list[str]) -> str:
     shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
     return (
@@ -228,11 +215,10 @@ def _rebuild_command(out: Path, audiences: str, head: str | None) -> str:
     default=None,
     help="With two ledger revisions (numbers) instead of two build folders.",
 )
-@click.option(
-    "--audience",
-    default="team",
-    show_default=True,
-    type=click.Choice(["public", "team", "private"]),
+@audience_option(
+    "public",
+    "team",
+    "private",
     help="Whose facts to compare; public output is boundary-scanned before it is printed.",
 )
 @common(formats=("text", "markdown", "json"))
@@ -280,13 +266,7 @@ def diff_cmd(
 
 
 @click.command("publish")
-@click.option(
-    "--to",
-    "to_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Copy the public partition into this folder.",
-)
+@path_option("--to", "to_dir", folder=True, help="Copy the public partition into this folder.")
 @click.option(
     "--git-branch",
     default=None,
@@ -452,9 +432,9 @@ def _published_text(result: dict[str, Any], to_dir: Path | None) -> str:
 @click.option(
     "--audience",
     "audiences",
-    default=None,
-    help="Comma-separated audiences (default: defaults.audiences of the project "
-    "configuration, else public,team).",
+    default="public,team",
+    show_default=True,
+    help="Comma-separated audiences: public, team, private.",
 )
 @click.option("--head", default=None, help=HEAD_HELP)
 @click.option(
@@ -467,7 +447,7 @@ def _published_text(result: dict[str, Any], to_dir: Path | None) -> str:
 @common()
 def serve_cmd(
     port: int,
-    audiences: str | None,
+    audiences: str,
     head: str | None,
     debounce: float,
     root: Path | None,
@@ -480,7 +460,6 @@ def serve_cmd(
     from loopx.build.serve import serve
 
     project = _root(root)
-    _, audiences = _out_and_audiences(project, Path("."), audiences)
     serve(
         project,
         port=port,

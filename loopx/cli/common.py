@@ -27,17 +27,37 @@ def count(minimum: int = 0) -> click.IntRange:
 VISIBILITY_CHOICE = click.Choice(VISIBILITIES)  # every --visibility option
 
 
+def path_option(*decls: str, help: str, folder: bool = False, **attrs: Any) -> Callable[[F], F]:
+    """Add an optional path option: a file (a folder with `folder`), given as a `Path`."""
+    kind = click.Path(file_okay=not folder, dir_okay=folder, path_type=Path)
+    return click.option(*decls, type=kind, default=None, help=help, **attrs)
+
+
+def root_option(show_envvar: bool = False) -> Callable[[F], F]:
+    """Add --root: the project folder (LOOPX_ROOT), found from the current folder when not given."""
+    return path_option(
+        "--root",
+        folder=True,
+        envvar="LOOPX_ROOT",
+        show_envvar=show_envvar,
+        help="Project folder holding .loopx/ (default: found from here).",
+    )
+
+
+debug_option = click.option(  # read by `loopx.cli.main` from the arguments, before click runs
+    "--debug",
+    is_flag=True,
+    hidden=True,
+    expose_value=False,
+    help="Show tracebacks for unexpected errors.",
+)
+
+
 def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
     """Add --root, --format and --debug to a command."""
 
     def decorate(fn: F) -> F:
-        fn = click.option(  # read by `loopx.cli.main` from the arguments, before click runs
-            "--debug",
-            is_flag=True,
-            hidden=True,
-            expose_value=False,
-            help="Show tracebacks for unexpected errors.",
-        )(fn)
+        fn = debug_option(fn)
         fn = click.option(
             "--format",
             "fmt",
@@ -46,16 +66,36 @@ def common(formats: tuple[str, ...] = ("text", "json")) -> Callable[[F], F]:
             show_default=True,
             help="Output format.",
         )(fn)
-        fn = click.option(
-            "--root",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            envvar="LOOPX_ROOT",
-            help="Project folder holding .loopx/ (default: found from here).",
-        )(fn)
-        return fn
+        return root_option()(fn)
 
     return decorate
+
+
+def audience_option(
+    *choices: str, default: str = "team", help: str | None = None
+) -> Callable[[F], F]:
+    """Add --audience: whose facts a command shows, one of `choices`."""
+    return click.option(
+        "--audience",
+        type=click.Choice(list(choices)),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def lease_option(help: str | None = None) -> Callable[[F], F]:
+    """Add --lease-seconds: a claim's lease, within the range every lease takes."""
+    from loopx.engine.lookup import LEASE_RANGE
+
+    return click.option(
+        "--lease-seconds", type=click.IntRange(*LEASE_RANGE), default=None, help=help
+    )
+
+
+def max_chars_option(help: str) -> Callable[[F], F]:
+    """Add --max-chars: the size budget an output is fitted into."""
+    return click.option("--max-chars", type=count(1), default=None, help=help)
 
 
 ACTOR = (  # option, environment variable, default, help

@@ -1,7 +1,9 @@
 """What makes the CLI forgiving, applied once to every command as it is loaded:
 
-- `--goal-id` may be left out: `LOOPX_GOAL_ID`, else the project's only active goal (not for
-  `goal create` / `goal close`, which must name theirs);
+- `--goal-id` may be left out: `LOOPX_GOAL_ID`, else the configured default goal, else the
+  project's only active goal (not for `goal create` / `goal close`, which must name theirs);
+- `--audience` and `--out` left out: the environment, else the project configuration
+  (`loopx.cli.defaults`, one rule for every command);
 - every option read from an environment variable names it in `--help`;
 - `--json` is an alias of `--format json` wherever JSON is a format;
 - shell completion (click's) completes goal, todo and gate ids from the ledger;
@@ -16,6 +18,9 @@ from collections.abc import Callable
 from typing import IO, Any
 
 import click
+from click.core import ParameterSource
+
+from loopx.cli.defaults import HELP, Configured, configured, fill
 
 GOAL_ENV = "LOOPX_GOAL_ID"
 MUST_NAME_GOAL = {"goal create", "goal close"}
@@ -46,9 +51,14 @@ def adapt(cmd: click.Command, path: str = "") -> click.Command:
         return cmd
     defaults_goal = False
     json_alias = False
+    options: list[Configured] = []
     for param in cmd.params:
         if not isinstance(param, click.Option):
             continue
+        option = configured(param.name, tuple(getattr(param.type, "choices", ())))
+        if option is not None:
+            options.append(option)
+            param.help = f"{param.help} {HELP[option.kind]}" if param.help else HELP[option.kind]
         if param.name == "goal_id":
             param._custom_shell_complete = complete_goal
             if param.required and here not in MUST_NAME_GOAL:
@@ -70,16 +80,25 @@ def adapt(cmd: click.Command, path: str = "") -> click.Command:
         cmd.params.append(
             click.Option(["--json", "as_json"], is_flag=True, help="Same as --format json.")
         )
-    if (defaults_goal or json_alias) and cmd.callback is not None:
-        cmd.callback = _wrapped(cmd.callback, defaults_goal, json_alias)
+    if (defaults_goal or json_alias or options) and cmd.callback is not None:
+        cmd.callback = _wrapped(cmd.callback, defaults_goal, json_alias, options)
     return cmd
 
 
-def _wrapped(inner: Callable[..., Any], goal: bool, json_alias: bool) -> Callable[..., Any]:
+def _left_out(name: str) -> bool:
+    source = click.get_current_context().get_parameter_source(name)
+    return source in (None, ParameterSource.DEFAULT)
+
+
+def _wrapped(
+    inner: Callable[..., Any], goal: bool, json_alias: bool, options: list[Configured]
+) -> Callable[..., Any]:
     @functools.wraps(inner)
     def callback(*args: Any, **kwargs: Any) -> Any:
         if json_alias and kwargs.pop("as_json", False):
             kwargs["fmt"] = "json"
+        if options:
+            fill(kwargs, options, _left_out)
         if goal and kwargs.get("goal_id") is None:
             from loopx.cli.common import open_store
             from loopx.engine.defaults import default_goal

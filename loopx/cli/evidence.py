@@ -9,14 +9,15 @@ import click
 
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
-    common,
     count,
     emit_rows,
     ids,
     open_store,
+    path_option,
     text_resolver,
     workspace_option,
 )
+from loopx.cli.read import read
 from loopx.cli.write import write
 from loopx.engine import commands
 from loopx.engine import evidence as ev
@@ -32,13 +33,7 @@ def evidence() -> None:
 @click.option("--kind", required=True, help="test, ci, pr, commit, review, log, note, …")
 @click.option("--summary", required=True)
 @click.option("--ref", "refs", multiple=True, help="A URI or sha256: reference (repeatable).")
-@click.option(
-    "--file",
-    "body_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="A body to keep in the private blob store (max 5 MiB).",
-)
+@path_option("--file", "body_file", help="A body to keep in the private blob store (max 5 MiB).")
 @click.option(
     "--revision", default=None, help="Git commit it was observed at (default: HEAD of --workspace)."
 )
@@ -54,11 +49,9 @@ def add(body_file: Path | None, **fields: Any) -> commands.AddEvidence:
     return commands.AddEvidence(body=body, **fields)
 
 
-@evidence.command("list")
-@click.option("--goal-id", required=True)
+@read(evidence, "list")
 @click.option("--todo-id", default=None)
 @workspace_option("Checkout whose HEAD decides freshness")
-@common()
 def list_evidence(
     goal_id: str, todo_id: str | None, workspace: Path, root: Path | None, fmt: str
 ) -> None:
@@ -103,15 +96,12 @@ def run() -> None:
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--run-id", default=None)
 @click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
-def record(**fields: Any) -> commands.RecordRun:
+def record() -> None:
     """Record one bounded agent turn (--agent-id, --session-id) and what it spent."""
-    return commands.RecordRun(**fields)
 
 
-@run.command("list")
-@click.option("--goal-id", required=True)
+@read(run, "list")
 @click.option("--agent-id", default=None, help="Only this agent's runs.")
-@common()
 def list_runs(goal_id: str, agent_id: str | None, root: Path | None, fmt: str) -> None:
     """List a goal's runs, oldest first."""
     from loopx.engine.core import require_goal

@@ -13,10 +13,12 @@ import click
 from loopx.cli.common import (
     VISIBILITY_CHOICE,
     actor,
+    audience_option,
     common,
-    count,
     echo,
     emit,
+    lease_option,
+    max_chars_option,
     open_store,
     workspace_option,
 )
@@ -24,7 +26,6 @@ from loopx.cli.write import write
 from loopx.engine import commands
 from loopx.engine import handoff as handoffs
 from loopx.engine.core import Context, Result
-from loopx.engine.lookup import LEASE_RANGE
 
 
 @click.group()
@@ -136,19 +137,13 @@ def prepare(from_context: str | None, **fields: Any) -> commands.PrepareHandoff:
 @click.option("--todo-id", required=True)
 @click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
 @workspace_option("The checkout to compare with the note: HEAD, dirtiness, files touched")
-@click.option(
-    "--audience",
-    type=click.Choice(["team", "private"]),
+@audience_option(
+    "team",
+    "private",
     default="private",
-    show_default=True,
     help="team: team facts only, private ones counted; private: all that is on this host.",
 )
-@click.option(
-    "--max-chars",
-    type=count(1),
-    default=None,
-    help="Fit the output into N characters, dropping the least important material first.",
-)
+@max_chars_option("Fit the output into N characters, dropping the least important material first.")
 @actor
 @common(formats=("digest", "text", "markdown", "json"))
 def inspect(
@@ -225,14 +220,9 @@ def _adopted(
     help="The agent taking the todo over; must be --agent-id (default: --agent-id).",
 )
 @click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
-@click.option(
-    "--lease-seconds",
-    type=click.IntRange(*LEASE_RANGE),
-    default=None,
-    help="The new claim's lease (default: the goal's policy).",
-)
+@lease_option("The new claim's lease (default: the goal's policy).")
 @workspace_option("The adopting checkout; its HEAD is recorded with the adoption")
-def adopt(**fields: Any) -> commands.AdoptHandoff:
+def adopt() -> None:
     """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
 
     Refused when the todo is done (todo_closed), there is no pending note
@@ -240,7 +230,6 @@ def adopt(**fields: Any) -> commands.AdoptHandoff:
     (claim_owner_mismatch), or --expected-revision is not the todo's revision
     (revision_conflict). Retrying with the same --operation-id replays the receipt.
     """
-    return commands.AdoptHandoff(**fields)
 
 
 # -- list ---------------------------------------------------------------------------------

@@ -6,17 +6,12 @@ from pathlib import Path
 
 import click
 
+from loopx.cli.common import debug_option, root_option
+
 
 @click.command("mcp")
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    envvar="LOOPX_ROOT",
-    show_envvar=True,
-    help="Project folder holding .loopx/ (default: found from here).",
-)
-@click.option("--debug", is_flag=True, hidden=True, expose_value=False)
+@root_option(show_envvar=True)
+@debug_option
 def mcp_cmd(root: Path | None) -> None:
     """Serve prime, status, next, todo, evidence, run and handoff tools over the Model
     Context Protocol on stdin/stdout (register it with your agent; see README, Agents).

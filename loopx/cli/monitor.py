@@ -70,10 +70,9 @@ def add(every: int, backoff: str, cap: int | None, **fields: Any) -> commands.Ad
 @click.option("--reason", default=None, help="With --then block.")
 @click.option("--evidence-id", default=None)
 @click.option("--evidence-visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
-def observe_cmd(**fields: Any) -> commands.ObserveMonitor:
+def observe_cmd() -> None:
     """Record an observation as evidence: unchanged or failed moves the next wake by the
     backoff; changed makes the --then transition. --expected-revision guards the monitor."""
-    return commands.ObserveMonitor(**fields)
 
 
 @click.command("wake")

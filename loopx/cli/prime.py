@@ -11,7 +11,15 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, count, echo, emit, open_store, text_resolver
+from loopx.cli.common import (
+    common,
+    echo,
+    emit,
+    max_chars_option,
+    open_store,
+    path_option,
+    text_resolver,
+)
 
 AGENTS_MD_CAP = 1 << 20  # an instructions file larger than 1 MiB is not one loopx should edit
 
@@ -68,12 +76,7 @@ def primer_for(store: Any, goal_id: str | None, agent_id: str | None, now: str) 
     default=None,
     help="The agent reading it: its claims, handoffs meant for it, what it may take.",
 )
-@click.option(
-    "--max-chars",
-    type=count(1),
-    default=None,
-    help="Fit the primer into N characters (default: 6000), shortening lists first.",
-)
+@max_chars_option("Fit the primer into N characters (default: 6000), shortening lists first.")
 @common(formats=("markdown", "text", "json"))
 def prime_cmd(
     goal_id: str | None,
@@ -146,11 +149,9 @@ def read_instructions(path: Path) -> str | None:
 
 
 @click.command("agents-md")
-@click.option(
+@path_option(
     "--write",
     "write_to",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Put the block into this file (e.g. AGENTS.md, CLAUDE.md), replacing an older one.",
 )
 @click.option(

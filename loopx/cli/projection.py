@@ -8,15 +8,17 @@ from typing import Any
 import click
 
 from loopx.cli.build import COMMITTED_HEAD_HELP, _head
-from loopx.cli.common import common, count, echo, emit, open_store
+from loopx.cli.common import audience_option, common, count, echo, emit, open_store, path_option
 
 
 def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dict[str, str]]:
-    """The goal (refused as not found when `audience` may not see it) and the visibility of
-    the goals its projections may name: itself and its predecessor."""
+    """The goal as committed artifacts see it (`goal_truth`; refused as not found when
+    `audience` may not see it) and the visibility of the goals its projections may name:
+    itself and its predecessor."""
     from loopx.engine.core import load_state, require_goal
     from loopx.model.errors import NotFound
     from loopx.model.ids import visible_to
+    from loopx.state.turns import goal_truth
 
     store = open_store(root)
     state = require_goal(store, goal_id)
@@ -31,7 +33,7 @@ def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dic
         predecessor = load_state(store, state.predecessor).state
         if predecessor is not None:
             goals[state.predecessor] = predecessor.visibility
-    return store, state, goals
+    return store, goal_truth(state), goals
 
 
 def _resolved_head(store: Any, head: str | None) -> str | None:
@@ -57,26 +59,14 @@ AUDIENCE_HELP = (
 
 @click.command("workbench")
 @click.option("--goal-id", required=True)
-@click.option(
-    "--audience",
-    type=click.Choice(["public", "team"]),
-    default="team",
-    show_default=True,
-    help=AUDIENCE_HELP,
-)
-@click.option(
+@audience_option("public", "team", help=AUDIENCE_HELP)
+@path_option(
     "--write",
     "write_to",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Write the workbench to this file (relative to the current folder).",
 )
-@click.option(
-    "--check",
-    "check_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Exit 6 if this committed file is stale or was edited by hand.",
+@path_option(
+    "--check", "check_path", help="Exit 6 if this committed file is stale or was edited by hand."
 )
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
 @click.option(
@@ -149,9 +139,7 @@ def workbench_cmd(
     default=None,
     help="List what changed since this ledger revision.",
 )
-@click.option(
-    "--audience", type=click.Choice(["team", "private"]), default="team", show_default=True
-)
+@audience_option("team", "private")
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
 @common(formats=("markdown", "json"))
 def review_cmd(
@@ -195,12 +183,8 @@ def review_cmd(
 
 @click.command("graph")
 @click.option("--goal-id", required=True)
-@click.option(
-    "--audience",
-    type=click.Choice(["public", "team", "private"]),
-    default="team",
-    show_default=True,
-    help=AUDIENCE_HELP + " private: everything on this host.",
+@audience_option(
+    "public", "team", "private", help=AUDIENCE_HELP + " private: everything on this host."
 )
 @common(formats=("mermaid", "dot", "svg", "json", "text"))
 def graph_cmd(goal_id: str, audience: str, root: Path | None, fmt: str) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from loopx.cli.common import common, count, emit, open_store
+from loopx.cli.common import count, emit, open_store
+from loopx.cli.read import read
 from loopx.cli.write import write
-from loopx.engine import commands, turns
+from loopx.engine import turns
 from loopx.engine.evidence import OUTCOMES
 
 
@@ -21,18 +21,16 @@ def turn() -> None:
 @write(turn, "begin", turns.begin_turn, "turn")
 @click.option("--todo-id", required=True, help="A todo the acting agent holds.")
 @click.option("--turn-id", default=None, help="Stable id (default: turn-N).")
-def begin(**fields: Any) -> commands.BeginTurn:
+def begin() -> None:
     """Open a journal entry (phase claim) for a turn on a claimed todo."""
-    return commands.BeginTurn(**fields)
 
 
 @write(turn, "phase", turns.record_phase, lambda c: f"phase {c.phase} of turn")
 @click.option("--turn-id", required=True)
 @click.option("--phase", type=click.Choice(["execute", "validate", "write_back"]), required=True)
 @click.option("--ref", default=None, help="What the phase touched (a branch, a log, a URL).")
-def phase(**fields: Any) -> commands.RecordPhase:
+def phase() -> None:
     """Record the phase the turn reached (never backwards). It authorises nothing."""
-    return commands.RecordPhase(**fields)
 
 
 @write(turn, "end", turns.end_turn, "settled turn")
@@ -42,15 +40,12 @@ def phase(**fields: Any) -> commands.RecordPhase:
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--evidence-id", "evidence_ids", multiple=True)
 @click.option("--run-id", default=None)
-def end(**fields: Any) -> commands.EndTurn:
+def end() -> None:
     """Settle the turn into a run record and its quota spend, exactly once (turn_settled)."""
-    return commands.EndTurn(**fields)
 
 
-@turn.command("list")
-@click.option("--goal-id", required=True)
+@read(turn, "list")
 @click.option("--open", "only_open", is_flag=True, help="Only turns not yet settled.")
-@common()
 def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str) -> None:
     """A goal's turns with their last phase and its age, oldest first."""
     from loopx.cli.common import text_resolver
@@ -77,10 +72,8 @@ def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str) -> No
     emit(fmt, {"goal_id": goal_id, "turns": rows}, text)
 
 
-@turn.command("resume")
-@click.option("--goal-id", required=True)
+@read(turn, "resume")
 @click.option("--turn-id", required=True)
-@common()
 def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str) -> None:
     """Where an interrupted turn stopped and what to re-inspect before continuing it."""
     from loopx.cli.common import text_resolver

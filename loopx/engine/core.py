@@ -74,6 +74,10 @@ class Context:
             return {"blob": self.blob(text.encode("utf-8"))}
         return text
 
+    def optional_text(self, text: str | None, visibility: str) -> Any:
+        """`private_text` of an optional field: None when there is no text (None or empty)."""
+        return self.private_text(text, visibility) if text else None
+
     def flush_blobs(self) -> None:
         while self.pending:
             _, data = self.pending.popitem()

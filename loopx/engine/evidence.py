@@ -103,10 +103,10 @@ def record_run(ctx: Context, cmd: RecordRun) -> Result:
             "session_id": cmd.session_id,
             "todo_id": cmd.todo_id,
             "outcome": cmd.outcome,
-            "summary": ctx.private_text(cmd.summary, vis) if cmd.summary else None,
+            "summary": ctx.optional_text(cmd.summary, vis),
             "evidence_ids": lookup.existing_evidence(st, cmd.evidence_ids),
             "successor": cmd.successor,
-            "wait": ctx.private_text(cmd.wait, vis) if cmd.wait else None,
+            "wait": ctx.optional_text(cmd.wait, vis),
             "quota_spent": cmd.quota_spent,
         }
         return [Change("run.recorded", data, vis)]

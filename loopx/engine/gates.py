@@ -83,7 +83,7 @@ def resolve_gate(ctx: Context, cmd: ResolveGate) -> Result:
             "gate_id": gate_id,
             "resolution": outcome,
             "by": cmd.by,
-            "rationale": ctx.private_text(rationale, gate.visibility) if rationale else None,
+            "rationale": ctx.optional_text(rationale, gate.visibility),
             "ask_again_at": cmd.ask_again_at,
         }
         return [Change("gate.resolved", data, gate.visibility)]

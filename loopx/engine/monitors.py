@@ -11,7 +11,7 @@ from loopx.engine.clock import add_seconds, parse
 from loopx.engine.commands import AddMonitor, Backoff, ObserveMonitor
 from loopx.engine.core import Change, Context, Result, execute
 from loopx.engine.evidence import check_revision
-from loopx.engine.todos import _owner_check
+from loopx.engine.todos import _check_priority, _owner_check, checked_new, new_todo
 from loopx.model.errors import Conflict, InvalidInput
 from loopx.model.ids import check_id
 from loopx.state.entities import GoalState, Todo
@@ -69,38 +69,21 @@ def delay(backoff: dict[str, Any], streak: int) -> int:
 
 def add_monitor(ctx: Context, cmd: AddMonitor) -> Result:
     """Add a todo of kind `monitor`: first due at `first_at` (default: now)."""
-    vis = lookup.visibility(cmd.visibility, "team")
-    cmd = replace(
-        cmd,
-        visibility=vis,
-        title=lookup.text(cmd.title, "title", limit=lookup.MAX_TITLE),
-        watch=lookup.text(cmd.watch, "watch", limit=lookup.MAX_TITLE),
-    )
+    cmd, vis = checked_new(cmd)
+    cmd = replace(cmd, watch=lookup.text(cmd.watch, "watch", limit=lookup.MAX_TITLE))
     kind_of_watch = watch_kind(cmd.watch)
     policy = check_backoff(cmd.backoff)
     if cmd.first_at is not None:
         parse(cmd.first_at)
-    if not 0 <= cmd.priority <= 4:
-        raise InvalidInput("priority must be 0 (highest) to 4 (lowest)", code="invalid_priority")
+    _check_priority(cmd.priority)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
-        from loopx.engine.todos import _check_deps
-
-        st = lookup.need_state(state)
-        new = lookup.new_id("todo", st.todos, cmd.todo_id, "todo_id")
-        data = {
-            "todo_id": new,
-            "title": ctx.private_text(cmd.title, vis),
-            "role": "agent",
-            "kind": "monitor",
-            "priority": cmd.priority,
-            "depends_on": _check_deps(st, new, list(cmd.depends_on)),
-            "monitor": {
-                "watch": ctx.private_text(cmd.watch, vis),
-                "watch_kind": kind_of_watch,
-                "next_at": cmd.first_at or now,
-                "backoff": {k: v for k, v in asdict(policy).items() if v is not None},
-            },
+        data = new_todo(ctx, lookup.need_state(state), cmd, vis, role="agent", kind="monitor")
+        data["monitor"] = {
+            "watch": ctx.private_text(cmd.watch, vis),
+            "watch_kind": kind_of_watch,
+            "next_at": cmd.first_at or now,
+            "backoff": {k: v for k, v in asdict(policy).items() if v is not None},
         }
         return [Change("todo.added", data, vis)]
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from loopx.engine import lookup
 from loopx.engine.clock import add_seconds
 from loopx.engine.commands import (
+    AddMonitor,
     AddTodo,
     BlockTodo,
     CancelTodo,
@@ -53,34 +54,49 @@ def _check_deps(state: GoalState, todo_id: str, depends_on: list[str]) -> list[s
     return deps
 
 
+N = TypeVar("N", AddTodo, AddMonitor)
+
+
+def checked_new(cmd: N) -> tuple[N, str]:
+    """A new todo's (or monitor's) command with its visibility (default team) and its title
+    checked, and that visibility."""
+    vis = lookup.visibility(cmd.visibility, "team")
+    title = lookup.text(cmd.title, "title", limit=lookup.MAX_TITLE)
+    return replace(cmd, visibility=vis, title=title), vis
+
+
+def new_todo(
+    ctx: Context, st: GoalState, cmd: AddTodo | AddMonitor, vis: str, *, role: str, kind: str
+) -> dict[str, Any]:
+    """What every `todo.added` holds first (a todo or a monitor): the new id (given, else
+    todo-N), the title (a blob reference when private), role, kind, priority and the
+    dependencies, checked."""
+    new = lookup.new_id("todo", st.todos, cmd.todo_id, "todo_id")
+    deps = _check_deps(st, new, list(cmd.depends_on))
+    return {
+        "todo_id": new,
+        "title": ctx.private_text(cmd.title, vis),
+        "role": role,
+        "kind": kind,
+        "priority": cmd.priority,
+        "depends_on": deps,
+    }
+
+
 def add_todo(ctx: Context, cmd: AddTodo) -> Result:
     """Add a todo. `expected_revision` guards the goal's head revision."""
-    vis = lookup.visibility(cmd.visibility, "team")
-    cmd = replace(
-        cmd,
-        visibility=vis,
-        title=lookup.text(cmd.title, "title", limit=lookup.MAX_TITLE),
-        acceptance=lookup.text(cmd.acceptance, "acceptance", required=False) or None,
-    )
+    cmd, vis = checked_new(cmd)
+    cmd = replace(cmd, acceptance=lookup.text(cmd.acceptance, "acceptance", required=False) or None)
     if cmd.role not in ROLES:
         raise InvalidInput("role must be agent or user", code="invalid_role")
     _check_priority(cmd.priority)
 
     def plan(state: GoalState | None, now: str) -> list[Change]:
         st = lookup.need_state(state)
-        new = lookup.new_id("todo", st.todos, cmd.todo_id, "todo_id")
-        deps = _check_deps(st, new, list(cmd.depends_on))
+        data = new_todo(ctx, st, cmd, vis, role=cmd.role, kind=cmd.kind)
         lookup.todos_named(st, cmd.predecessor)
-        data = {
-            "todo_id": new,
-            "title": ctx.private_text(cmd.title, vis),
-            "role": cmd.role,
-            "kind": cmd.kind,
-            "priority": cmd.priority,
-            "depends_on": deps,
-            "predecessor": cmd.predecessor,
-            "acceptance": ctx.private_text(cmd.acceptance, vis) if cmd.acceptance else None,
-        }
+        data["predecessor"] = cmd.predecessor
+        data["acceptance"] = ctx.optional_text(cmd.acceptance, vis)
         return [Change("todo.added", data, vis)]
 
     return execute(ctx, cmd, plan)
@@ -203,7 +219,7 @@ def _transition(
         st = lookup.need_state(state)
         item = lookup.todo(st, todo_id)
         check(st, item, ctx, now)
-        reason = ctx.private_text(cmd.reason, item.visibility) if cmd.reason else None
+        reason = ctx.optional_text(cmd.reason, item.visibility)
         return [Change(event_type, {"todo_id": todo_id, "reason": reason}, item.visibility)]
 
     return execute(ctx, cmd, plan)
@@ -282,7 +298,7 @@ def complete_todo(ctx: Context, cmd: CompleteTodo) -> Result:
             "todo_id": todo_id,
             "evidence_ids": evidence,
             "successor": cmd.successor,
-            "summary": ctx.private_text(cmd.summary, item.visibility) if cmd.summary else None,
+            "summary": ctx.optional_text(cmd.summary, item.visibility),
         }
         return [Change("todo.completed", data, item.visibility)]
 

@@ -108,7 +108,7 @@ def record_phase(ctx: Context, cmd: RecordPhase) -> Result:
             "turn_id": turn_id,
             "phase": phase,
             "session_id": ctx.session_id,
-            "ref": ctx.private_text(cmd.ref, vis) if cmd.ref else None,
+            "ref": ctx.optional_text(cmd.ref, vis),
         }
         return [Change("turn.phased", data, vis)]
 
@@ -133,7 +133,7 @@ def end_turn(ctx: Context, cmd: EndTurn) -> Result:
             "session_id": ctx.session_id,
             "todo_id": turn["todo_id"],
             "outcome": cmd.outcome,
-            "summary": ctx.private_text(cmd.summary, "team") if cmd.summary else None,
+            "summary": ctx.optional_text(cmd.summary, "team"),
             "evidence_ids": lookup.existing_evidence(st, cmd.evidence_ids),
             "quota_spent": cmd.quota_spent,
         }

@@ -1,70 +1,92 @@
-"""The feed projection: public status changes of goals (goal closed, todo done, decision
-made) as Atom entries, newest first. Each entry is a fact of the folded ledger with the time
-the ledger recorded it; its id names the goal, the thing and that time, so the same change
-keeps the same id in every build, and a todo reopened and done again is a new entry."""
+"""The feed projection: the status changes of goals a visitor follows (goal closed, todo done
+or reopened, decision made) as Atom entries, newest first.
+
+Each entry is one ledger event, read from the goal's folded history (`GoalState.history`, in
+ledger order), so a todo done, reopened and done again is three entries. Its id names the
+goal, the event's seq and the start of the event line's checksum: the same change keeps the
+same id in every build, audience and store, and no two changes share one. Its time is the
+time the ledger recorded. Only what the audience's lens sees is an entry, and every text is
+read through the lens (redactions honoured)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from loopx.privacy.audience import Lens
-from loopx.state.entities import GoalState
+from loopx.state.entities import GoalState, Todo
 
 FEED_LIMIT = 50
+Entry = dict[str, Any]
 
 
-def _stamp(ts: str) -> str:
-    return "".join(c for c in ts if c.isdigit())
-
-
-def goal_entries(state: GoalState, lens: Lens, href: str) -> list[dict[str, Any]]:
-    """The changes of one goal this audience may see; `href` is the goal page (relative to
-    where the feed lives)."""
+def goal_entries(state: GoalState, lens: Lens, href: str) -> list[Entry]:
+    """The changes of one goal this audience may see, in ledger order; `href` is the goal
+    page's folder (relative to where the feed lives)."""
     title = lens.text(state.title)
-    g = state.goal_id
-    out: list[dict[str, Any]] = []
-    if state.closed_at is not None:
-        out.append(
-            {
-                "id": f"urn:loopx:{g}:goal:{state.status}:{_stamp(state.closed_at)}",
-                "title": f"{title}: goal {state.status}",
-                "updated": state.closed_at,
+    latest = {
+        entity_id: seq
+        for seq, _, kind, entity_id, what, _ in state.history
+        if kind == "todo" and what == "done"
+    }
+    out: list[Entry] = []
+    for seq, at, kind, entity_id, what, line_sum in state.history:
+        if kind == "goal":
+            entry = _goal_entry(title, what, href)
+        elif kind == "todo":
+            todo = state.todos[entity_id]
+            if not lens.sees(todo.visibility):
+                continue
+            entry = _todo_entry(lens, title, todo, what, latest.get(entity_id) == seq, href)
+        else:
+            gate = state.gates[entity_id]
+            if not lens.sees(gate.visibility):
+                continue
+            question = lens.field(gate, "question")
+            entry = {
+                "title": f"{title}: decision {what}: {question}",
                 "href": f"{href}index.html",
-                "summary": f"The goal was closed as {state.status}.",
+                "summary": f"The decision was {what}.",
             }
+        entry.update(
+            id=f"urn:loopx:{state.goal_id}:{seq}:{line_sum}",
+            updated=at,
+            order=(at, state.goal_id, seq),
         )
-    for t in state.todos.values():
-        if t.status == "done" and t.closed_at and lens.sees(t.visibility):
-            out.append(
-                {
-                    "id": f"urn:loopx:{g}:todo:{t.todo_id}:done:{_stamp(t.closed_at)}",
-                    "title": f"{title}: done: {lens.text(t.title)}",
-                    "updated": t.closed_at,
-                    "href": f"{href}todos/{t.todo_id}.html",
-                    "summary": lens.text(t.summary) if t.summary is not None else "Done.",
-                }
-            )
-    for gate in state.gates.values():
-        if gate.resolved_at and not gate.is_blocking and lens.sees(gate.visibility):
-            out.append(
-                {
-                    "id": f"urn:loopx:{g}:gate:{gate.gate_id}:{gate.status}:"
-                    f"{_stamp(gate.resolved_at)}",
-                    "title": f"{title}: decision {gate.status}: {lens.text(gate.question)}",
-                    "updated": gate.resolved_at,
-                    "href": f"{href}index.html",
-                    "summary": f"The decision was {gate.status}.",
-                }
-            )
+        out.append(entry)
     return out
 
 
-def feed(entries: list[dict[str, Any]], *, feed_id: str, title: str) -> dict[str, Any]:
-    """The newest `FEED_LIMIT` entries; the feed is as new as its newest entry."""
-    ordered = sorted(entries, key=lambda e: (e["updated"], e["id"]), reverse=True)[:FEED_LIMIT]
+def _goal_entry(title: str, what: str, href: str) -> Entry:
+    return {
+        "title": f"{title}: goal {what}",
+        "href": f"{href}index.html",
+        "summary": f"The goal was closed as {what}.",
+    }
+
+
+def _todo_entry(lens: Lens, title: str, todo: Todo, what: str, latest: bool, href: str) -> Entry:
+    """A completion shows the todo's summary when it is the latest one (the fold keeps the
+    summary of the latest completion only); a reopening says so."""
+    if what == "reopened":
+        summary = "The todo was reopened."
+    else:
+        summary = (lens.field(todo, "summary") if latest else None) or "Done."
+    return {
+        "title": f"{title}: {what}: {lens.field(todo, 'title')}",
+        "href": f"{href}todos/{todo.todo_id}.html",
+        "summary": summary,
+    }
+
+
+def feed(entries: list[Entry], *, feed_id: str, title: str) -> dict[str, Any]:
+    """The newest `FEED_LIMIT` entries, and how many older ones are left out; the feed is as
+    new as its newest entry."""
+    ordered = sorted(entries, key=lambda e: e["order"], reverse=True)
+    kept = ordered[:FEED_LIMIT]
     return {
         "id": feed_id,
         "title": title,
-        "updated": ordered[0]["updated"] if ordered else "1970-01-01T00:00:00Z",
-        "entries": ordered,
+        "updated": kept[0]["updated"] if kept else "1970-01-01T00:00:00Z",
+        "entries": kept,
+        "left_out": len(ordered) - len(kept),
     }

@@ -15,10 +15,9 @@ from typing import Any
 
 from loopx.privacy.audience import Lens
 from loopx.projections import base
-from loopx.projections.allowances import allowance_items
+from loopx.projections.allowances import allowance_items, listed
 from loopx.state.entities import MONITOR, GoalState
 from loopx.state.frontier import attention, frontier
-from loopx.state.redactions import target
 
 SCHEMA = "loopx.workbench/v1"
 HEADER_RE = re.compile(  # also reads the header of earlier versions (with revision and head)
@@ -140,26 +139,12 @@ def corrections(state: GoalState, lens: Lens) -> list[dict[str, Any]]:
     already say `[redacted]` and are counted in the omission note."""
     if lens.is_public:
         return []
-    out = []
-    for r in sorted(state.redactions.values(), key=lambda r: r["seq"]):
-        item = target(state, r["entity"], r["entity_id"])
-        visibility = (
-            state.visibility
-            if item is state
-            else (item.get("visibility", "team") if isinstance(item, dict) else item.visibility)
-            if item is not None
-            else "private"
-        )
-        if not lens.sees(visibility):
-            lens.omitted[f"{visibility} corrections"] += 1
-            continue
-        out.append(
-            {
-                "redaction_id": r["redaction_id"],
-                "what": f"{r['entity']} {r['entity_id']} {r['field']}",
-                "by": r["by"],
-                "at": r["at"],
-                "reason": lens.text(r["reason"]),
-            }
-        )
-    return out
+    return listed(
+        state,
+        lens,
+        sorted(state.redactions.values(), key=lambda r: r["seq"]),
+        lambda r: {
+            "redaction_id": r["redaction_id"],
+            "what": f"{r['entity']} {r['entity_id']} {r['field']}",
+        },
+    )

@@ -383,7 +383,8 @@ class GoalState:
         "goal",
         text="title objective acceptance outcome_reason repository",
         plain="goal_id predecessor visibility status quota_spent created_at updated_at "
-        "changed_at closed_at revision head operations",
+        "changed_at closed_at revision head truth_revision truth_head truth_at operations "
+        "history",
         nested="policy:quota",
         tables="agents:agent todos:todo gates:gate evidence:evidence runs:run notes:note "
         "handoffs:handoff redactions:redaction turns:turn allowances:allowance",
@@ -412,6 +413,12 @@ class GoalState:
     closed_at: str | None = None
     revision: int = 0
     head: str = ""
+    # The seq, hash and time of the last event of goal truth: every event but the turn
+    # journal's progress (`turn.begun`, `turn.phased`). Committed artifacts name these
+    # (`loopx.state.turns.goal_truth`), so a turn's phases leave a committed build current.
+    truth_revision: int = 0
+    truth_head: str = ""
+    truth_at: str = ""
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
     todos: dict[str, Todo] = field(default_factory=dict)
     gates: dict[str, Gate] = field(default_factory=dict)
@@ -425,6 +432,11 @@ class GoalState:
     allowances: dict[str, dict[str, Any]] = field(default_factory=dict)
     # turn id → the turn journal entry (see loopx.state.turns): progress, never authority
     turns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The goal's status changes a visitor follows, in ledger order, one per event: [seq,
+    # recorded_at, kind (goal, todo or gate), its id, what (achieved, abandoned, done,
+    # reopened, approved, rejected), the event line's checksum's first 16 hex digits] (the
+    # feed's entries: loopx.projections.feed).
+    history: list[list[Any]] = field(default_factory=list)
     # operation id → [op_hash, first seq, last seq, subject]: the idempotency index.
     operations: OpIndex = field(default_factory=lambda: OpIndex())
 

@@ -18,9 +18,9 @@ from loopx.state.entities import Evidence, Gate, GoalState, Note, Run, Todo, fro
 
 Event = dict[str, Any]
 Handler = Callable[[GoalState, dict[str, Any], Event], None]
-# Events that change no goal truth (a lease extension, turn journal progress): they leave
-# `GoalState.changed_at` where it was.
-HEARTBEATS = frozenset({"todo.renewed", "turn.begun", "turn.phased"})
+# Events that leave `GoalState.changed_at` (the workbench's "now") where it was: a lease
+# extension, and the turn journal's progress (`turns.JOURNAL`), which is no goal truth at all.
+HEARTBEATS = frozenset({"todo.renewed"}) | turns.JOURNAL
 # What an operation created or changed, reported in its receipt: the id named after the
 # event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
 # the first of these keys present.
@@ -81,8 +81,12 @@ def _apply(state: GoalState | None, event: Event) -> GoalState:
     state.revision = seq
     state.head = event["sum"]
     state.updated_at = event["recorded_at"]
-    if event["type"] not in HEARTBEATS:
+    event_type = event["type"]
+    if event_type not in HEARTBEATS:
         state.changed_at = event["recorded_at"]
+    if event_type not in turns.JOURNAL:
+        state.truth_revision, state.truth_head = seq, event["sum"]
+        state.truth_at = event["recorded_at"]
     # The idempotency index (inlined: this runs for every event of a replay).
     ops, op_id = state.operations, event["operation_id"]
     if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
@@ -120,6 +124,13 @@ def _goal_closed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     state.status = data["outcome"]
     state.outcome_reason = data.get("reason")
     state.closed_at = event["recorded_at"]
+    _changed(state, event, "goal", state.goal_id, state.status)
+
+
+def _changed(state: GoalState, event: Event, kind: str, entity_id: str, what: str) -> None:
+    """Record a status change a visitor follows (`GoalState.history`)."""
+    at, line_sum = event["recorded_at"], event["sum"][:16]
+    state.history.append([event["seq"], at, kind, entity_id, what, line_sum])
 
 
 def _agent_registered(state: GoalState, data: dict[str, Any], event: Event) -> None:
@@ -223,10 +234,21 @@ def _transition(status: str | None, *, clear_claim: bool) -> Handler:
     return handler
 
 
+_reopen = _transition("open", clear_claim=True)
+
+
+def _todo_reopened(state: GoalState, data: dict[str, Any], event: Event) -> None:
+    todo = state.todos.get(data["todo_id"])
+    if todo is not None and todo.status == "done":
+        _changed(state, event, "todo", todo.todo_id, "reopened")
+    _reopen(state, data, event)
+
+
 def _todo_completed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None:
         return
+    _changed(state, event, "todo", todo.todo_id, "done")
     todo.status = "done"
     todo.claim = None
     todo.summary = data.get("summary")
@@ -255,6 +277,8 @@ def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None
     gate.resolved_at = event["recorded_at"]
     gate.revision = event["seq"]
     gate.ask_again_at = data.get("ask_again_at") if gate.status == "deferred" else None
+    if not gate.is_blocking:
+        _changed(state, event, "gate", gate.gate_id, gate.status)
 
 
 def _evidence_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
@@ -289,7 +313,7 @@ HANDLERS: dict[str, Handler] = {
     "todo.released": _transition("open", clear_claim=True),
     "todo.blocked": _transition("blocked", clear_claim=False),
     "todo.unblocked": _transition(None, clear_claim=False),
-    "todo.reopened": _transition("open", clear_claim=True),
+    "todo.reopened": _todo_reopened,
     "todo.cancelled": _transition("cancelled", clear_claim=True),
     "todo.completed": _todo_completed,
     "gate.opened": _gate_opened,

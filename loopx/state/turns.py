@@ -8,10 +8,14 @@ interrupted turn is either settled with its spend, or open with nothing spent.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from loopx.state.entities import GoalState
 
+# The journal's own progress: events that change no goal truth. (`turn.settled` is truth: it
+# comes in one operation with the run and its quota spend.)
+JOURNAL = frozenset({"turn.begun", "turn.phased"})
 PHASES = ("claim", "execute", "validate", "write_back", "spend", "settle")
 
 # What the next executor must re-inspect before continuing from each last phase reached.
@@ -74,3 +78,19 @@ def open_turns(state: GoalState) -> list[dict[str, Any]]:
     """Turns begun and not settled, oldest first."""
     found = [t for t in state.turns.values() if t["status"] == "open"]
     return sorted(found, key=lambda t: (t["begun_at"], t["turn_id"]))
+
+
+def goal_truth(state: GoalState) -> GoalState:
+    """`state` as committed artifacts see it: at the last event of goal truth (its revision,
+    head and time), without the journal. A turn's progress is a live fact (`loopx status`,
+    prime, handoff inspect, `turn list`), so a build committed before a turn phase stays
+    current after it. A shallow copy: `state` is not changed."""
+    if state.truth_revision == state.revision and not state.turns:
+        return state
+    return replace(
+        state,
+        revision=state.truth_revision,
+        head=state.truth_head,
+        updated_at=state.truth_at,
+        turns={},
+    )

@@ -157,20 +157,28 @@ def check_opened(fd: int, flags: int, full: str) -> None:
         raise _unsafe(full, f"it is {kind}, not a regular file")
 
 
+# What a file is, by its mode: the word `kind` answers and the words an error says it in.
+_KINDS = (
+    (stat.S_ISLNK, "link", "a link"),
+    (stat.S_ISREG, "file", "a file with other hard links"),  # said only of a linked file
+    (stat.S_ISDIR, "dir", "a folder"),
+    (stat.S_ISFIFO, "other", "a FIFO"),
+    (stat.S_ISCHR, "other", "a device"),
+    (stat.S_ISBLK, "other", "a device"),
+    (stat.S_ISSOCK, "other", "a socket"),
+)
+
+
+def _mode_kind(mode: int) -> tuple[str, str]:
+    """`(kind, what)` of a file mode: `kind` as `kind` names it, `what` as an error says it."""
+    return next(((k, what) for test, k, what in _KINDS if test(mode)), ("other", ""))
+
+
 def _kind_name(mode: int, links: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISREG(mode) and links > 1:
-        return "a file with other hard links"
-    return "a special file"
+    kind, what = _mode_kind(mode)
+    if kind == "file" and links <= 1:
+        return "a special file"
+    return what or "a special file"
 
 
 class FileSystem:
@@ -483,13 +491,7 @@ def kind(path: Path) -> str:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
-    if stat.S_ISLNK(mode):
-        return "link"
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    return "other"
+    return _mode_kind(mode)[0]
 
 
 def read_regular(path: Path, cap: int) -> bytes | None:
