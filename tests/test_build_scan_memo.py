@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopx.build import scancache
+from loopx.build.boundary import GoalStrings, merge
 from loopx.build.pipeline import build
 from loopx.engine import goals, todos
 from loopx.engine.commands import AddTodo, CreateGoal
@@ -163,3 +166,29 @@ def test_a_memo_of_other_names_or_a_replaced_host_mark_is_ignored(tmp_path: Path
     mark.unlink()
     mark.symlink_to(tmp_path)
     assert scancache.load_build(root, frozenset()).scan is None
+
+
+WORDS = ("vendor", "discount", "quiet", "launch", "ledger", "reader", "alpha", "omega")
+_phrase = st.lists(st.sampled_from(WORDS), min_size=2, max_size=4).map(" ".join)
+_part = st.builds(
+    lambda texts, public, ids: GoalStrings(
+        frozenset(texts), frozenset(ids), frozenset(public), frozenset()
+    ),
+    st.sets(_phrase, max_size=6),
+    st.sets(_phrase, max_size=4),
+    st.sets(st.sampled_from(("todo-17", "deal_2", "inner-3")), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_part, min_size=1, max_size=4), st.lists(_part, min_size=1, max_size=4))
+def test_a_merge_from_the_last_one_is_the_full_merge(before: list[Any], after: list[Any]) -> None:
+    """Whatever changed (public text added or gone, goals added or gone), merging from the
+    last merge gives exactly the set a full merge gives."""
+    last = merge(before)
+    assert merge(after, (before, last)) == merge(after)
+    grown = [
+        GoalStrings(p.texts, p.ids, p.public | q.public, p.public_ids)
+        for p, q in zip(after, before, strict=False)
+    ]
+    assert merge(grown, (before, last)) == merge(grown)

@@ -20,6 +20,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loopx.build import scancache
 from loopx.build.boundary import Forbidden, GoalStrings, goal_strings, merge, project_names
@@ -38,6 +39,7 @@ def ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidde
     ]:
         return cached
     entries = scancache.load_goals(project)
+    previous = _previous(cached, entries)
     parts: list[GoalStrings] = []
     heads: dict[str, str] = {}
     for goal_id, token in current.items():
@@ -52,10 +54,27 @@ def ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidde
         parts.append(hit[2])
     for gone in set(entries) - set(heads):
         del entries[gone]
-    key, forbidden = scancache.ledger_key(current, heads), merge(parts)
+    key, forbidden = scancache.ledger_key(current, heads), merge(parts, previous)
     scancache.save_goals(project, entries)
     scancache.save_forbidden(project, key, forbidden)
     return key, forbidden
+
+
+def _previous(
+    cached: tuple[scancache.Key, Forbidden] | None,
+    entries: dict[str, tuple[str, list[Any], GoalStrings]],
+) -> tuple[list[GoalStrings], Forbidden] | None:
+    """The last merge and the goals' strings it was made of, when the cache still holds
+    them all (so only what changed since is merged again)."""
+    if cached is None:
+        return None
+    parts = []
+    for goal_id, head, *token in cached[0]:
+        entry = entries.get(goal_id)
+        if entry is None or entry[0] != head or entry[1] != token:
+            return None
+        parts.append(entry[2])
+    return parts, cached[1]
 
 
 def record_build(

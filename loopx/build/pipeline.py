@@ -310,7 +310,8 @@ def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidd
         return non_public_strings(goals)
     key = scancache.heads_key({g: s.head for g, s in goals.items()})
     if cache.merged is None or cache.merged[0] != key:
-        cache.merged = (key, non_public_strings(goals, cache=cache.strings))
+        merged = non_public_strings(goals, cache=cache.strings, previous=cache.merged)
+        cache.merged = (key, merged)
     return cache.merged[1]
 
 
