@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from loopx.cli.common import common, count, emit_rows, open_store
+from loopx.cli.common import count, emit_rows, open_store
+from loopx.cli.read import read
 from loopx.cli.write import write
 from loopx.engine import allowances, commands
 from loopx.engine.allowances import ENTITIES
@@ -40,14 +40,11 @@ def _allow(ctx: Context, cmd: commands.AllowFinding) -> Result:
 @click.option("--kind", required=True, help="The finding's kind, as the scan reported it.")
 @click.option("--reason", required=True, help="Why it may be published (kept in the ledger).")
 @click.option("--allowance-id", default=None)
-def finding_cmd(**fields: Any) -> commands.AllowFinding:
+def finding_cmd() -> None:
     """Allow one finding: the entity whose id holds it, and its kind (closed goals too)."""
-    return commands.AllowFinding(**fields)
 
 
-@allow.command("list")
-@click.option("--goal-id", required=True)
-@common()
+@read(allow, "list")
 def list_cmd(goal_id: str, root: Path | None, fmt: str) -> None:
     """The allow entries recorded on a goal, oldest first."""
     from loopx.engine.core import require_goal

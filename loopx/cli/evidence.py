@@ -8,16 +8,16 @@ from typing import Any
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
-    common,
     count,
     emit_rows,
     ids,
     open_store,
     path_option,
     text_resolver,
+    visibility_option,
     workspace_option,
 )
+from loopx.cli.read import read
 from loopx.cli.write import write
 from loopx.engine import commands
 from loopx.engine import evidence as ev
@@ -40,7 +40,7 @@ def evidence() -> None:
 @workspace_option("Checkout whose HEAD binds the evidence")
 @click.option("--todo-id", default=None, help="The todo it supports.")
 @click.option("--evidence-id", default=None)
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
+@visibility_option("private")
 def add(body_file: Path | None, **fields: Any) -> commands.AddEvidence:
     """Record evidence, bound to the git revision it was observed at."""
     from loopx.engine.evidence import read_body
@@ -49,11 +49,9 @@ def add(body_file: Path | None, **fields: Any) -> commands.AddEvidence:
     return commands.AddEvidence(body=body, **fields)
 
 
-@evidence.command("list")
-@click.option("--goal-id", required=True)
+@read(evidence, "list")
 @click.option("--todo-id", default=None)
 @workspace_option("Checkout whose HEAD decides freshness")
-@common()
 def list_evidence(
     goal_id: str, todo_id: str | None, workspace: Path, root: Path | None, fmt: str
 ) -> None:
@@ -97,16 +95,13 @@ def run() -> None:
 @click.option("--wait", default=None, help="What the run is waiting for.")
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--run-id", default=None)
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
-def record(**fields: Any) -> commands.RecordRun:
+@visibility_option("team")
+def record() -> None:
     """Record one bounded agent turn (--agent-id, --session-id) and what it spent."""
-    return commands.RecordRun(**fields)
 
 
-@run.command("list")
-@click.option("--goal-id", required=True)
+@read(run, "list")
 @click.option("--agent-id", default=None, help="Only this agent's runs.")
-@common()
 def list_runs(goal_id: str, agent_id: str | None, root: Path | None, fmt: str) -> None:
     """List a goal's runs, oldest first."""
     from loopx.engine.core import require_goal

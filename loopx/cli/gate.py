@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
-    common,
     emit_rows,
     ids,
     open_store,
     text_resolver,
+    visibility_option,
 )
+from loopx.cli.read import read
 from loopx.cli.write import write
-from loopx.engine import commands, gates
+from loopx.engine import gates
 
 
 @click.group()
@@ -36,15 +35,9 @@ def gate() -> None:
 @click.option("--blocks-goal", is_flag=True, help="Hold the whole goal.")
 @click.option("--gate-id", default=None)
 @click.option("--ask-again-at", default=None, help="When to ask again if still undecided.")
-@click.option(
-    "--visibility",
-    type=VISIBILITY_CHOICE,
-    default="team",
-    show_default=True,
-)
-def open_cmd(**fields: Any) -> commands.OpenGate:
+@visibility_option("team")
+def open_cmd() -> None:
     """Open a gate: what it blocks stays out of the frontier until it is approved or rejected."""
-    return commands.OpenGate(**fields)
 
 
 @write(gate, "resolve", gates.resolve_gate, lambda c: f"gate {c.resolution}")
@@ -53,20 +46,17 @@ def open_cmd(**fields: Any) -> commands.OpenGate:
 @click.option("--by", default=None, help="The authority resolving it (default: --agent-id).")
 @click.option("--rationale", default=None, help="Why.")
 @click.option("--ask-again-at", default=None, help="With defer: when to ask again.")
-def resolve(**fields: Any) -> commands.ResolveGate:
+def resolve() -> None:
     """Approve, reject or defer a gate. Only its authority may; twice is gate_resolved."""
-    return commands.ResolveGate(**fields)
 
 
-@gate.command("list")
-@click.option("--goal-id", required=True)
+@read(gate, "list")
 @click.option(
     "--status",
     "statuses",
     multiple=True,
     type=click.Choice(["pending", "approved", "rejected", "deferred"]),
 )
-@common()
 def list_gates(goal_id: str, statuses: tuple[str, ...], root: Path | None, fmt: str) -> None:
     """List a goal's gates, oldest first."""
     from loopx.engine.core import require_goal

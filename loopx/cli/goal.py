@@ -8,16 +8,17 @@ from typing import Any
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
     common,
     count,
     emit,
     lease_option,
     open_store,
     text_resolver,
+    visibility_option,
 )
+from loopx.cli.read import read
 from loopx.cli.write import write
-from loopx.engine import commands, goals
+from loopx.engine import goals
 
 
 @click.group()
@@ -31,18 +32,15 @@ def goal() -> None:
 @click.option("--objective", required=True)
 @click.option("--acceptance", multiple=True, help="An acceptance criterion (repeatable).")
 @click.option("--repository", default=None, help="Repository URL the work lives in.")
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@visibility_option("team")
 @click.option("--predecessor", default=None, help="A goal this one continues.")
 @lease_option("Default claim lease (default 1800).")
 @click.option("--quota", type=count(), default=None, help="Run budget.")
-def create(**fields: Any) -> commands.CreateGoal:
+def create() -> None:
     """Create a goal (its ledger starts with goal.created)."""
-    return commands.CreateGoal(**fields)
 
 
-@goal.command("show")
-@click.option("--goal-id", required=True)
-@common()
+@read(goal, "show")
 def show(goal_id: str, root: Path | None, fmt: str) -> None:
     """Show a goal's identity, objective, acceptance and policy."""
     from loopx.engine.core import require_goal
@@ -122,9 +120,8 @@ def list_goals(root: Path | None, fmt: str) -> None:
 @write(goal, "close", goals.close_goal, lambda c: f"goal {c.goal_id} {c.outcome}")
 @click.option("--outcome", type=click.Choice(["achieved", "abandoned"]), required=True)
 @click.option("--reason", default=None)
-def close(**fields: Any) -> commands.CloseGoal:
+def close() -> None:
     """Close a goal for good. Later writes fail with goal_terminal."""
-    return commands.CloseGoal(**fields)
 
 
 @click.group()
@@ -135,9 +132,8 @@ def agent() -> None:
 @write(agent, "register", goals.register_agent, "agent")
 @click.option("--name", default=None, help="Display name.")
 @click.option("--kind", default=None, help="e.g. coding-agent, reviewer.")
-def register(**fields: Any) -> commands.RegisterAgent:
+def register() -> None:
     """Register --agent-id on a goal."""
-    return commands.RegisterAgent(**fields)
 
 
 @click.group()
@@ -154,9 +150,8 @@ def quota() -> None:
     help="Total budget; omit to remove the limit.",
 )
 @click.option("--unit", default="runs", show_default=True)
-def quota_set(**fields: Any) -> commands.SetQuota:
+def quota_set() -> None:
     """Set (or clear) the goal's run budget."""
-    return commands.SetQuota(**fields)
 
 
 @click.group()
@@ -170,8 +165,7 @@ def note() -> None:
     "--kind", type=click.Choice(["lesson", "decision", "note"]), default="note", show_default=True
 )
 @click.option("--todo-id", default=None)
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
+@visibility_option("private")
 @click.option("--note-id", default=None)
-def note_add(**fields: Any) -> commands.AddNote:
+def note_add() -> None:
     """Add a note. Private notes go to this host's blob store; the ledger keeps the hash."""
-    return commands.AddNote(**fields)

@@ -222,7 +222,7 @@ def _adopted(
 @click.option("--handoff-id", default=None, help="A specific note (default: the latest).")
 @lease_option("The new claim's lease (default: the goal's policy).")
 @workspace_option("The adopting checkout; its HEAD is recorded with the adoption")
-def adopt(**fields: Any) -> commands.AdoptHandoff:
+def adopt() -> None:
     """Adopt a todo's pending handoff: its claim moves to you through a transfer grant.
 
     Refused when the todo is done (todo_closed), there is no pending note
@@ -230,7 +230,6 @@ def adopt(**fields: Any) -> commands.AdoptHandoff:
     (claim_owner_mismatch), or --expected-revision is not the todo's revision
     (revision_conflict). Retrying with the same --operation-id replays the receipt.
     """
-    return commands.AdoptHandoff(**fields)
 
 
 # -- list ---------------------------------------------------------------------------------

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit_rows, open_store
+from loopx.cli.common import emit_rows, open_store
+from loopx.cli.read import read
 from loopx.cli.write import write
-from loopx.engine import commands, redactions
+from loopx.engine import redactions
 from loopx.model.events import REDACTABLE_FIELDS
 
 _FIELDS = sorted({f for fields in REDACTABLE_FIELDS.values() for f in fields})
@@ -33,14 +33,11 @@ def redact() -> None:
 @click.option("--field", required=True, type=click.Choice(_FIELDS))
 @click.option("--reason", required=True, help="Why (kept in the team ledger; no secret here).")
 @click.option("--redaction-id", default=None)
-def field_cmd(**fields: Any) -> commands.RedactField:
+def field_cmd() -> None:
     """Redact one field of one entity (allowed on a closed goal)."""
-    return commands.RedactField(**fields)
 
 
-@redact.command("list")
-@click.option("--goal-id", required=True)
-@common()
+@read(redact, "list")
 def list_cmd(goal_id: str, root: Path | None, fmt: str) -> None:
     """The corrections recorded on a goal, oldest first."""
     from loopx.engine.core import require_goal

@@ -9,8 +9,6 @@ from typing import Any, TypeVar
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
-    common,
     count,
     emit,
     ids,
@@ -18,7 +16,9 @@ from loopx.cli.common import (
     open_store,
     split_ids,
     text_resolver,
+    visibility_option,
 )
+from loopx.cli.read import read
 from loopx.cli.write import write
 from loopx.engine import commands, todos
 from loopx.engine.core import Context, Result
@@ -26,6 +26,7 @@ from loopx.engine.core import Context, Result
 T = TypeVar("T", bound=commands.TodoTransition)
 
 STATUSES = click.Choice(["open", "active", "blocked", "done", "cancelled"])
+ROLES = click.Choice(todos.ROLES)  # who does a todo: an agent, or a person
 
 
 @click.group()
@@ -38,7 +39,7 @@ def todo() -> None:
 @click.option("--todo-id", default=None, help="Stable id (default: todo-N).")
 @click.option(
     "--role",
-    type=click.Choice(["agent", "user"]),
+    type=ROLES,
     default="agent",
     show_default=True,
     help="Who does it: an agent, or a person.",
@@ -51,11 +52,10 @@ def todo() -> None:
     "--depends-on", multiple=True, callback=ids, help="Todo ids (repeatable or comma-separated)."
 )
 @click.option("--acceptance", default=None, help="What done means.")
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@visibility_option("team")
 @click.option("--predecessor", default=None, help="A todo this one succeeds.")
-def add(**fields: Any) -> commands.AddTodo:
+def add() -> None:
     """Add a todo. --expected-revision guards the goal's head revision."""
-    return commands.AddTodo(**fields)
 
 
 @write(todo, "update", todos.update_todo, "todo")
@@ -66,7 +66,7 @@ def add(**fields: Any) -> commands.AddTodo:
 @click.option("--no-depends", is_flag=True, help="Clear all dependencies.")
 @click.option("--acceptance", default=None)
 @click.option("--kind", default=None)
-@click.option("--role", type=click.Choice(["agent", "user"]), default=None)
+@click.option("--role", type=ROLES, default=None)
 def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> commands.UpdateTodo:
     """Change an open todo's fields. --expected-revision guards the todo's revision."""
     deps = [] if no_depends else (split_ids(depends_on) if depends_on else None)
@@ -76,30 +76,29 @@ def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> comm
 @write(todo, "claim", todos.claim_todo, "claim on")
 @click.option("--todo-id", required=True)
 @lease_option("Lease length (default: the goal's policy).")
-def claim(**fields: Any) -> commands.ClaimTodo:
+def claim() -> None:
     """Claim a ready todo for --agent-id under a lease. Another agent's live claim is
     claim_owner_mismatch; only `loopx handoff adopt` transfers a claim."""
-    return commands.ClaimTodo(**fields)
 
 
 @write(todo, "renew", todos.renew_todo, "lease on")
 @click.option("--todo-id", required=True)
 @lease_option()
-def renew(**fields: Any) -> commands.RenewTodo:
+def renew() -> None:
     """Extend your lease on a todo (a heartbeat)."""
-    return commands.RenewTodo(**fields)
 
 
 def _transition(
     name: str,
-    command: type[T],
     run: Callable[[Context, T], Result],
     help_text: str,
     reason_help: str,
-    reason_required: bool = False,
+    reason_required: bool,
 ) -> None:
-    def build(**fields: Any) -> T:
-        return command(**fields)
+    """Declare `todo NAME`: a transition on one todo, with a reason."""
+
+    def build() -> None:
+        """`help_text`, set below."""
 
     build.__doc__ = help_text
     reason = click.option("--reason", required=reason_required, default=None, help=reason_help)
@@ -107,33 +106,22 @@ def _transition(
     write(todo, name, run, f"{name} of")(todo_id(reason(build)))
 
 
-_transition(
-    "release",
-    commands.ReleaseTodo,
-    todos.release_todo,
-    "Give up your claim; the todo is open again.",
-    "Why.",
+# The transitions on one todo: name, engine path, help, --reason's help, whether it is required.
+TRANSITIONS: tuple[tuple[str, Callable[..., Result], str, str, bool], ...] = (
+    ("release", todos.release_todo, "Give up your claim; the todo is open again.", "Why.", False),
+    ("block", todos.block_todo, "Mark a todo blocked, with the reason.", "What blocks it.", True),
+    ("unblock", todos.unblock_todo, "Clear a todo's blocked state.", "Why.", False),
+    (
+        "reopen",
+        todos.reopen_todo,
+        "Reopen a done or cancelled todo (an explicit event).",
+        "Why it must be reopened.",
+        True,
+    ),
+    ("cancel", todos.cancel_todo, "Cancel an open todo.", "Why.", False),
 )
-_transition(
-    "block",
-    commands.BlockTodo,
-    todos.block_todo,
-    "Mark a todo blocked, with the reason.",
-    "What blocks it.",
-    reason_required=True,
-)
-_transition(
-    "unblock", commands.UnblockTodo, todos.unblock_todo, "Clear a todo's blocked state.", "Why."
-)
-_transition(
-    "reopen",
-    commands.ReopenTodo,
-    todos.reopen_todo,
-    "Reopen a done or cancelled todo (an explicit event).",
-    "Why it must be reopened.",
-    reason_required=True,
-)
-_transition("cancel", commands.CancelTodo, todos.cancel_todo, "Cancel an open todo.", "Why.")
+for transition in TRANSITIONS:
+    _transition(*transition)
 
 
 @write(todo, "complete", todos.complete_todo, "completion of")
@@ -147,10 +135,9 @@ _transition("cancel", commands.CancelTodo, todos.cancel_todo, "Cancel an open to
     help="Evidence supporting completion (repeatable).",
 )
 @click.option("--successor", default=None, help="A todo that continues this one.")
-def complete(**fields: Any) -> commands.CompleteTodo:
+def complete() -> None:
     """Complete a todo. Refused while dependencies are open (dependency_open) or a pending
     gate blocks it (gate_pending)."""
-    return commands.CompleteTodo(**fields)
 
 
 def _todo_line(t: dict[str, Any]) -> str:
@@ -162,12 +149,10 @@ def _todo_line(t: dict[str, Any]) -> str:
     )
 
 
-@todo.command("list")
-@click.option("--goal-id", required=True)
+@read(todo, "list")
 @click.option("--status", "statuses", type=STATUSES, multiple=True, help="Filter (repeatable).")
-@click.option("--role", type=click.Choice(["agent", "user"]), default=None)
+@click.option("--role", type=ROLES, default=None)
 @click.option("--limit", type=count(1), default=None)
-@common()
 def list_todos(
     goal_id: str,
     statuses: tuple[str, ...],
@@ -223,10 +208,8 @@ def todo_detail(store: Any, goal_id: str, todo_id: str, now: str) -> dict[str, A
     return data
 
 
-@todo.command("show")
-@click.option("--goal-id", required=True)
+@read(todo, "show")
 @click.option("--todo-id", required=True)
-@common()
 def show(goal_id: str, todo_id: str, root: Path | None, fmt: str) -> None:
     """Show one todo with its claim, gates, evidence and runs."""
     from loopx.engine.clock import from_env

@@ -7,9 +7,10 @@ from typing import Any
 
 import click
 
-from loopx.cli.common import common, count, emit, open_store
+from loopx.cli.common import count, emit, open_store
+from loopx.cli.read import read
 from loopx.cli.write import write
-from loopx.engine import commands, turns
+from loopx.engine import turns
 from loopx.engine.evidence import OUTCOMES
 
 
@@ -21,18 +22,16 @@ def turn() -> None:
 @write(turn, "begin", turns.begin_turn, "turn")
 @click.option("--todo-id", required=True, help="A todo the acting agent holds.")
 @click.option("--turn-id", default=None, help="Stable id (default: turn-N).")
-def begin(**fields: Any) -> commands.BeginTurn:
+def begin() -> None:
     """Open a journal entry (phase claim) for a turn on a claimed todo."""
-    return commands.BeginTurn(**fields)
 
 
 @write(turn, "phase", turns.record_phase, lambda c: f"phase {c.phase} of turn")
 @click.option("--turn-id", required=True)
 @click.option("--phase", type=click.Choice(["execute", "validate", "write_back"]), required=True)
 @click.option("--ref", default=None, help="What the phase touched (a branch, a log, a URL).")
-def phase(**fields: Any) -> commands.RecordPhase:
+def phase() -> None:
     """Record the phase the turn reached (never backwards). It authorises nothing."""
-    return commands.RecordPhase(**fields)
 
 
 @write(turn, "end", turns.end_turn, "settled turn")
@@ -42,30 +41,17 @@ def phase(**fields: Any) -> commands.RecordPhase:
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--evidence-id", "evidence_ids", multiple=True)
 @click.option("--run-id", default=None)
-def end(**fields: Any) -> commands.EndTurn:
+def end() -> None:
     """Settle the turn into a run record and its quota spend, exactly once (turn_settled)."""
-    return commands.EndTurn(**fields)
 
 
-@turn.command("list")
-@click.option("--goal-id", required=True)
+@read(turn, "list")
 @click.option("--open", "only_open", is_flag=True, help="Only turns not yet settled.")
-@common()
 def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str) -> None:
     """A goal's turns with their last phase and its age, oldest first."""
-    from loopx.cli.common import text_resolver
     from loopx.engine.clock import from_env
-    from loopx.engine.core import require_goal
-    from loopx.state.views import turn_view
 
-    store = open_store(root)
-    state = require_goal(store, goal_id)
-    now, resolve = from_env().now(), text_resolver(store)
-    rows = [
-        turn_view(t, now, resolve)
-        for t in sorted(state.turns.values(), key=lambda t: (t["begun_at"], t["turn_id"]))
-        if not only_open or t["status"] == "open"
-    ]
+    rows = turn_rows(open_store(root), goal_id, only_open, from_env().now())
 
     def text() -> str:
         return "\n".join(
@@ -77,24 +63,13 @@ def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str) -> No
     emit(fmt, {"goal_id": goal_id, "turns": rows}, text)
 
 
-@turn.command("resume")
-@click.option("--goal-id", required=True)
+@read(turn, "resume")
 @click.option("--turn-id", required=True)
-@common()
 def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str) -> None:
     """Where an interrupted turn stopped and what to re-inspect before continuing it."""
-    from loopx.cli.common import text_resolver
     from loopx.engine.clock import from_env
-    from loopx.engine.core import require_goal
-    from loopx.model.errors import NotFound
-    from loopx.state.views import turn_view
 
-    store = open_store(root)
-    state = require_goal(store, goal_id)
-    found = state.turns.get(turn_id)
-    if found is None:
-        raise NotFound("no such turn", code="turn_not_found", turn_id=turn_id)
-    data = turn_view(found, from_env().now(), text_resolver(store))
+    data = turn_detail(open_store(root), goal_id, turn_id, from_env().now())
 
     def text() -> str:
         lines = [
@@ -110,3 +85,34 @@ def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str) -> None:
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+def turn_rows(store: Any, goal_id: str, only_open: bool, now: str) -> list[dict[str, Any]]:
+    """A goal's turns (only the open ones when `only_open`), oldest first, each with its last
+    phase and that phase's age at `now` (`turn list`; the MCP tool `turn_list`)."""
+    from loopx.cli.common import text_resolver
+    from loopx.engine.core import require_goal
+    from loopx.state.views import turn_view
+
+    state, resolve = require_goal(store, goal_id), text_resolver(store)
+    return [
+        turn_view(t, now, resolve)
+        for t in sorted(state.turns.values(), key=lambda t: (t["begun_at"], t["turn_id"]))
+        if not only_open or t["status"] == "open"
+    ]
+
+
+def turn_detail(store: Any, goal_id: str, turn_id: str, now: str) -> dict[str, Any]:
+    """One turn with its phases and, while open, what to re-inspect before continuing it
+    (`turn resume`; the MCP tool `turn_resume`)."""
+    from loopx.cli.common import text_resolver
+    from loopx.engine.core import require_goal
+    from loopx.model.errors import NotFound
+    from loopx.model.ids import check_id
+    from loopx.state.views import turn_view
+
+    state = require_goal(store, goal_id)
+    found = state.turns.get(check_id(turn_id, "turn_id"))
+    if found is None:
+        raise NotFound("no such turn", code="turn_not_found", turn_id=turn_id)
+    return turn_view(found, now, text_resolver(store))

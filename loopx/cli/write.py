@@ -3,16 +3,20 @@
     @write(todo, "claim", todos.claim_todo, "claim on")
     @click.option("--todo-id", required=True)
     @lease_option()
-    def claim(**fields: Any) -> commands.ClaimTodo:
+    def claim() -> None:
         \"\"\"Claim a ready todo …\"\"\"
-        return commands.ClaimTodo(**fields)
 
 `write` adds what every write shares — `--goal-id`, `--operation-id`, `--expected-revision`
 (when the command is `Guarded`), `--agent-id`/`--session-id`, `--root`, `--format` — and the
-call: the decorated function builds the command from the parsed options (each option is named
-after the command's field it sets, so an option the engine does not know is an error, not a
-value silently dropped), the engine path `todos.claim_todo` runs it as the acting agent, and
-the receipt is printed (`what` names its subject: "claim on todo-3 recorded at …").
+call: the command is built from the parsed options (each option is named after the command's
+field it sets, so an option the engine does not know is an error, not a value silently
+dropped), the engine path `todos.claim_todo` runs it as the acting agent, and the receipt is
+printed (`what` names its subject: "claim on todo-3 recorded at …").
+
+The decorated function declares the command's options and its help (the docstring). Most
+take no arguments: the options are the command's fields as they are, and the command is the
+type the engine path takes. One that converts an option (reads a file, splits a list) takes
+the options as keywords and returns the command.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, TypeVar, cast, get_type_hints
 
 import click
 
@@ -39,15 +43,19 @@ def write(
     what: str | Callable[[C], str] = "",
     *,
     report: Report[C] | None = None,
-) -> Callable[[Callable[..., C]], click.Command]:
-    """Declare the write `name` of `group`: build (the decorated function), run, print the
-    receipt as `what` names its subject, or as `report` says (data and text)."""
+) -> Callable[[Callable[..., C | None]], click.Command]:
+    """Declare the write `name` of `group`: build the command (the decorated function, or
+    the command type of `run` from the options when it takes none), run, print the receipt
+    as `what` names its subject, or as `report` says (data and text)."""
 
-    def decorate(build: Callable[..., C]) -> click.Command:
+    def decorate(build: Callable[..., C | None]) -> click.Command:
+        kind = command_type(run)
+        converts = bool(inspect.signature(build).parameters)
+
         def callback(
             root: Path | None, fmt: str, agent_id: str, session_id: str, **fields: Any
         ) -> None:
-            command = build(**fields)
+            command = cast(C, build(**fields) if converts else kind(**fields))
             ctx = context(root, agent_id, session_id)
             result = run(ctx, command)
             if report is not None:
@@ -57,7 +65,7 @@ def write(
 
         callback.__doc__ = build.__doc__
         callback.__name__ = build.__name__
-        _declare(callback, build, guarded=issubclass(command_type(run), Guarded))
+        _declare(callback, build, guarded=issubclass(kind, Guarded))
         return group.command(name)(callback)
 
     return decorate

@@ -122,7 +122,7 @@ def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> di
         return {"state": "done", "reason": f"goal {state.status}", "reasons": [_count("done", 0)]}
     if ready is None:
         ready = frontier(state, now)
-    work = _Work(state, ready)
+    work = _Work(state, ready, now)
     counts = {
         "ready_for_agent": len(work.agent_ready),
         "needs_user": len(work.pending) + len(work.user_ready),
@@ -145,14 +145,18 @@ class _Work:
     a run of it reported (`held`), or nothing can start it (`stuck`); the pending decisions,
     and the waiting runs of no todo (`runs_alone`)."""
 
-    def __init__(self, state: GoalState, ready: list[Todo]):
+    def __init__(self, state: GoalState, ready: list[Todo], now: str):
         ready_ids = {t.todo_id for t in ready}
         self.agent_ready = [t.todo_id for t in ready if t.role == "agent"]
         self.user_ready = [t.todo_id for t in ready if t.role == "user"]
         self.pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
         waiting = [t for t in state.todos.values() if t.is_open and t.todo_id not in ready_ids]
         self.active = sorted(t.todo_id for t in waiting if t.status == "active")
-        monitors = [t for t in waiting if t.monitor is not None and t.status == "open"]
+        monitors = [  # a monitor that is due but not ready is held by something else
+            t
+            for t in waiting
+            if t.monitor is not None and t.status == "open" and t.monitor["next_at"] > now
+        ]
         self.sleeping = sorted(monitors, key=lambda t: (t.monitor["next_at"], t.created_seq))  # type: ignore[index]
         # A run that waits on something external: its todo, open and not ready, waits too (a
         # run of no todo counts itself, while some todo is open and not ready).

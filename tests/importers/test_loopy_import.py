@@ -753,7 +753,7 @@ def test_imported_goals_build_and_validate(tmp_path: Path) -> None:
         if meta["schema"]:
             assert problems(meta["schema"], json.loads(data)) == [], path
             schemas.add(meta["schema"])
-    assert {"loopx.status/v1", "loopx.graph/v1", "loopx.handoff/v1"} <= schemas
+    assert {"loopx.status/v2", "loopx.graph/v1", "loopx.handoff/v1"} <= schemas
     team = out / "team" / "goals"
     assert (team / GOAL_012 / "handoffs" / "loopy-session.json").is_file()
     for goal in (GOAL_012, "noop", PARENT, CHILD, "001_ship-minimal-working-landing-page"):
