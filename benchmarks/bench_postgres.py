@@ -137,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results |= measure(args, url, as_url, tmp)
     finally:
+        from loopx.store.broker_client import stop
+
+        stop(as_url)  # the broker this run started (it would leave by itself when idle)
         shutil.rmtree(tmp, ignore_errors=True)
         with psycopg.connect(ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -165,9 +168,10 @@ def measure(args: argparse.Namespace, url: str, as_url: str, tmp: Path) -> dict[
     print(f"goal: {made['events']} events; imported into PostgreSQL in {results['import_s']} s")
 
     now = add_seconds(made["end"], 60)
-    todos = ready_todos(files, now, 2 * args.runs)
-    results["cli"] = whole_processes(files, pg, now, todos[: args.runs], args.runs)
-    results["in_process"] = in_process(files, pg, now, todos[args.runs :], args.runs)
+    todos = ready_todos(files, now, 3 * args.runs)
+    cli_todos, direct_todos = todos[: args.runs], todos[args.runs : 2 * args.runs]
+    results["cli"] = whole_processes(files, pg, now, cli_todos, direct_todos, args.runs)
+    results["in_process"] = in_process(files, pg, now, todos[2 * args.runs :], args.runs)
     results["startup"] = startup(args.runs)
     with PostgresStore(url) as store:
         assert store.raw(GOAL) == FileStore(files).raw(GOAL), "the two ledgers differ"
@@ -192,20 +196,27 @@ def calls(todos: list[str], runs: int) -> list[tuple[str, list[str]]]:
 
 
 def whole_processes(
-    files: Path, pg: Path, now: str, todos: list[str], runs: int
+    files: Path, pg: Path, now: str, todos: list[str], direct_todos: list[str], runs: int
 ) -> dict[str, dict[str, float]]:
-    """`status` and `todo claim` as whole processes: median wall and CPU time."""
-    runners = {"files": Runner(files, now), "postgres": Runner(pg, now)}
+    """`status` and `todo claim` as whole processes: median wall and CPU time, on files,
+    on PostgreSQL through the store broker (the default), and on PostgreSQL connecting
+    directly (`LOOPX_PG_BROKER=0`). The direct claims take other todos, which the file
+    store then claims too (untimed), so the two ledgers stay byte-identical."""
+    runners = {"files": Runner(files, now), "postgres": Runner(pg, now), "direct": Runner(pg, now)}
+    runners["direct"].env["LOOPX_PG_BROKER"] = "0"
     for run in runners.values():
         # What a user runs: an installed loopx has its bytecode (written by the warm-up).
         run.env.pop("PYTHONDONTWRITEBYTECODE", None)
-        run.once(STATUS)  # warm each host's snapshot cache
+        run.once(STATUS)  # warm each host's snapshot cache (and start the broker)
     times: dict[str, dict[str, list[float]]] = {k: {} for k in runners}
-    for name, args in calls(todos, runs):
+    direct = calls(direct_todos, runs)
+    for (name, args), (_, direct_args) in zip(calls(todos, runs), direct, strict=True):
         for kind, run in runners.items():
-            wall, cpu = timed(run, args)
+            wall, cpu = timed(run, direct_args if kind == "direct" else args)
             times[kind].setdefault(name, []).append(wall)
             times[kind].setdefault(f"{name} cpu", []).append(cpu)
+        if name == "todo claim":
+            runners["files"].once(direct_args)
     return {k: {c: median(v) for c, v in t.items()} for k, t in times.items()}
 
 
@@ -346,16 +357,21 @@ def row(measure: str, f: float, p: float, target: float | None) -> str:
 def command_rows(r: dict[str, Any]) -> list[str]:
     lines = []
     for name in ("todo claim", "status"):
-        for kind, where in (("cli", "process"), ("in_process", "in-process")):
+        for kind, where, pg in (
+            ("cli", "process, broker", "postgres"),
+            ("cli", "process, direct", "direct"),
+            ("in_process", "in-process", "postgres"),
+        ):
             fig = r[kind]
-            target = TARGETS[name] if kind == "cli" else None
-            lines.append(row(f"`loopx {name}` ({where}), wall", *pair(fig, name), target))
-            lines.append(row(f"`loopx {name}` ({where}), CPU", *pair(fig, f"{name} cpu"), None))
+            target = TARGETS[name] if where == "process, broker" else None
+            lines.append(row(f"`loopx {name}` ({where}), wall", *pair(fig, name, pg), target))
+            cpu = pair(fig, f"{name} cpu", pg)
+            lines.append(row(f"`loopx {name}` ({where}), CPU", *cpu, None))
     return lines
 
 
-def pair(fig: dict[str, dict[str, float]], key: str) -> tuple[float, float]:
-    return fig["files"][key], fig["postgres"][key]
+def pair(fig: dict[str, dict[str, float]], key: str, pg: str = "postgres") -> tuple[float, float]:
+    return fig["files"][key], fig[pg][key]
 
 
 def store_rows(r: dict[str, Any], args: argparse.Namespace) -> list[str]:
@@ -382,25 +398,29 @@ def notes(r: dict[str, Any]) -> list[str]:
     cli, inp, up = r["cli"], r["in_process"], r["startup"]
     driver = up["psycopg"] - up["interpreter"]
     extra = {
-        n: cli["postgres"][f"{n} cpu"] - cli["files"][f"{n} cpu"] for n in ("status", "todo claim")
+        n: cli["direct"][f"{n} cpu"] - cli["files"][f"{n} cpu"] for n in ("status", "todo claim")
     }
     return [
-        f"- Where a PostgreSQL process's extra time goes: its CPU exceeds the file store's by "
+        '- "broker" is the default: a CLI process on a PostgreSQL store talks over a Unix '
+        "socket to this user's store broker (`loopx/store/broker.py`), which keeps the driver "
+        'imported and its connections open; "direct" is `LOOPX_PG_BROKER=0`, each process '
+        "importing the driver and opening a server backend of its own.",
+        f"- Where a direct process's extra time goes: its CPU exceeds the file store's by "
         f"{extra['status']:.3f} s for `status` and {extra['todo claim']:.3f} s for a claim; "
         f"importing the driver alone accounts for {driver:.3f} s of it (a process that only "
         f"runs `import psycopg`: {up['psycopg']:.3f} s of CPU, against {up['interpreter']:.3f} s "
         f"for an empty interpreter and {up['loopx CLI']:.3f} s for one importing loopx's CLI). "
         "psycopg imports its whole package (its C extension, libpq, hundreds of error classes, "
         "every type adapter, asyncio, and `importlib.metadata` for its version) whatever is "
-        "used; no part of it can be left out.",
-        "- The queries themselves are few: after connecting (a new server backend), `status` "
-        "is one round trip (the schema check rides in the pipeline of the read) and a claim "
-        "three (the goal's existence; `BEGIN`, the goal's lock and the tail; the insert, its "
-        "durable `COMMIT` and the NOTIFY), counted from libpq's protocol trace in "
-        "`tests/test_postgres_round_trips.py`. In-process, where the driver is imported once, "
-        f"a PostgreSQL `status` takes {inp['postgres']['status']:.3f} s against "
-        f"{inp['files']['status']:.3f} s and a claim {inp['postgres']['todo claim']:.3f} s "
-        f"against {inp['files']['todo claim']:.3f} s.",
+        "used; the broker is how a short-lived process avoids it.",
+        "- The queries themselves are few: `status` is one round trip (the schema check rides "
+        "in the pipeline of the read) and a claim three (the goal's existence; `BEGIN`, the "
+        "goal's lock and the tail; the insert, its durable `COMMIT` and the NOTIFY), counted "
+        "from libpq's protocol trace in `tests/test_postgres_round_trips.py`; through the "
+        "broker each is also one message over the socket. In-process, a PostgreSQL `status` "
+        f"takes {inp['postgres']['status']:.3f} s against {inp['files']['status']:.3f} s and a "
+        f"claim {inp['postgres']['todo claim']:.3f} s against "
+        f"{inp['files']['todo claim']:.3f} s.",
         "- Each in-process append is its own locked write: `BEGIN`, the goal's transaction lock "
         "and the read of the tail in one round trip, then the insert and its `COMMIT` in "
         "another, with the NOTIFY in an asynchronous transaction of its own; the file store's "

@@ -17,6 +17,7 @@ from loopx.store.filestore import FileStore
 from loopx.store.memorystore import MemoryStore
 from tests.pg import (  # noqa: F401 (pg_empty, pg_store, pg_url: fixtures shared by every test)
     admin,
+    broker_folder,
     overwrite,
     pg_empty,
     pg_store,

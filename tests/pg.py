@@ -19,6 +19,52 @@ BASE = os.environ.get("LOOPX_TEST_PG", "host=127.0.0.1 port=5432 user=postgres d
 TABLES = "loopx_events, loopx_heads, loopx_operations, loopx_blobs, loopx_quarantine"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def broker_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The store brokers this session's PostgreSQL CLI calls start keep their sockets in a
+    folder of the session's own (`XDG_RUNTIME_DIR`), and are stopped when it ends."""
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
+    patch = pytest.MonkeyPatch()
+    patch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    patch.setenv("LOOPX_BROKER_IDLE", "120")  # a broker this session leaves behind goes soon
+    try:
+        yield runtime / "loopx"
+    finally:
+        stop_brokers(runtime / "loopx")
+        patch.undo()
+
+
+def stop_brokers(folder: Path) -> None:
+    """SIGTERM every broker whose lock file is in `folder`, and wait for them to exit."""
+    import signal
+    import time
+
+    pids = []
+    for lock in folder.glob("*.lock") if folder.is_dir() else []:
+        text = lock.read_text()
+        if text.isdigit():
+            pids.append(int(text))
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + 10
+    for pid in pids:
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie nobody reaped yet has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def server_conninfo() -> str:
     """The admin connection string, or skip/fail when no server answers."""
     import psycopg

@@ -68,7 +68,7 @@ def test_every_json_artifact_is_valid_against_its_schema(demo: Path, tmp_path: P
             assert problems(meta["schema"], doc) == [], path
             checked += 1
     kinds = {m["schema"] for m in manifest["files"].values()}
-    assert {"loopx.status/v1", "loopx.index/v1", "loopx.graph/v1", "loopx.review/v1"} <= kinds
+    assert {"loopx.status/v2", "loopx.index/v1", "loopx.graph/v1", "loopx.review/v1"} <= kinds
     assert "shields.endpoint/v1" in kinds
     assert checked >= 20
 
@@ -76,9 +76,9 @@ def test_every_json_artifact_is_valid_against_its_schema(demo: Path, tmp_path: P
 def test_public_schema_refuses_team_only_fields(demo: Path, tmp_path: Path) -> None:
     build(demo, tmp_path / "site", head=REV_NEW)
     status = json.loads((tmp_path / "site/public/goals/launch/status.json").read_text())
-    assert problems("loopx.status/v1", status) == []
+    assert problems("loopx.status/v2", status) == []
     leaky = dict(status, leases=[])
-    assert problems("loopx.status/v1", leaky)
+    assert problems("loopx.status/v2", leaky)
     leaky_todo = json.loads(json.dumps(status))
     leaky_todo["todos"][0]["claim"] = {
         "agent_id": "a",
@@ -86,9 +86,9 @@ def test_public_schema_refuses_team_only_fields(demo: Path, tmp_path: Path) -> N
         "lease_expires_at": "2026-01-01T00:00:00Z",
         "live": True,
     }
-    assert problems("loopx.status/v1", leaky_todo)
+    assert problems("loopx.status/v2", leaky_todo)
     extra = dict(status, secret="x")
-    assert problems("loopx.status/v1", extra)
+    assert problems("loopx.status/v2", extra)
 
 
 def test_build_is_byte_identical_across_folders_and_times(demo_root: Path, tmp_path: Path) -> None:

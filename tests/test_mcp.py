@@ -32,6 +32,14 @@ TOOLS = {
     "handoff_prepare",
     "handoff_inspect",
     "handoff_adopt",
+    "wake",
+    "monitor_add",
+    "monitor_observe",
+    "turn_begin",
+    "turn_phase",
+    "turn_end",
+    "turn_list",
+    "turn_resume",
 }
 
 
@@ -222,3 +230,69 @@ def test_mcp_without_the_sdk_says_how_to_install_it(
     result = run_cli(["mcp", "--root", str(project)])
     assert result.exit_code == 2 and "mcp_not_installed" in result.stderr
     assert "pip install 'loopx[mcp]'" in result.stderr
+
+
+def test_monitors_wake_and_the_turn_journal_through_mcp(todos: Path) -> None:
+    """A monitor added, found due by wake, observed unchanged (its wake moves by the backoff)
+    then changed; a turn begun, phased, found open and resumed, settled once."""
+
+    async def session() -> None:
+        async with connect(todos, {"LOOPX_AGENT_ID": "agent-a"}) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            schema = listed["monitor_add"].input_schema
+            assert schema["$defs"]["BackoffArgument"]["required"] == ["kind", "seconds"]
+            assert listed["wake"].annotations.read_only_hint
+            added = await call(
+                client, "monitor_add", title="CI on the branch", watch="ci:github/actions/run/42",
+                backoff={"kind": "exponential", "seconds": 600, "cap": 3600}, todo_id="ci",
+            )  # fmt: skip
+            assert added["receipt"]["subject"] == "ci"
+            bad = await refused(
+                client, "monitor_add", title="t", watch="ci:", backoff={"kind": "fixed",
+                "seconds": 60},
+            )  # fmt: skip
+            assert bad["code"] == "invalid_watch"
+            woke = await call(client, "wake")
+            assert [d["todo_id"] for d in woke["due"]] == ["ci"]
+            seen = await call(
+                client, "monitor_observe", todo_id="ci", result="unchanged", summary="queued"
+            )
+            assert seen["status"] == "applied"
+            later = await call(client, "wake", goal_id="demo")
+            assert later["due"] == [] and later["next_wake"]["todo_id"] == "ci"
+            needs = await refused(
+                client, "monitor_observe", todo_id="ci", result="changed", summary="passed"
+            )
+            assert needs["code"] == "transition_required"
+            done = await call(
+                client, "monitor_observe", todo_id="ci", result="changed", then="complete",
+                summary="passed",
+            )  # fmt: skip
+            assert done["status"] == "applied"
+
+            await call(client, "todo_claim", todo_id="alpha")
+            begun = await call(client, "turn_begin", todo_id="alpha", turn_id="t1")
+            assert begun["receipt"]["subject"] == "t1"
+            await call(client, "turn_phase", turn_id="t1", phase="write_back", ref="pushed")
+            back = await refused(client, "turn_phase", turn_id="t1", phase="execute")
+            assert back["code"] == "turn_phase_order"
+            opened = await call(client, "turn_list", only_open=True)
+            assert [(t["turn_id"], t["phase"]) for t in opened["turns"]] == [("t1", "write_back")]
+            resumed = await call(client, "turn_resume", turn_id="t1")
+            assert resumed["status"] == "open" and "check the remote" in resumed["resume"]
+            other = await refused(client, "turn_end", turn_id="t1", outcome="progress",
+                                  agent_id="agent-b")  # fmt: skip
+            assert other["code"] == "turn_owner_mismatch"
+            end = dict(turn_id="t1", outcome="completed", operation_id="end-t1")
+            settled = await call(client, "turn_end", **end)
+            assert (await call(client, "turn_end", **end))["status"] == "replayed"
+            assert settled["status"] == "applied"
+            twice = await refused(client, "turn_end", turn_id="t1", outcome="completed")
+            assert twice["code"] == "turn_settled"
+            missing = await refused(client, "turn_resume", turn_id="nope")
+            assert missing["code"] == "turn_not_found"
+            status = await call(client, "status", goal_id="demo")
+            assert status["goals"][0]["quota"]["spent"] == 1
+            assert status["goals"][0]["open_turns"] == []
+
+    run(session)

@@ -207,6 +207,7 @@ def test_a_goal_of_sleeping_monitors_waits_with_its_next_wake(goal: Any) -> None
         "state": "ready_for_agent",
         "reason": "work is ready",
         "todo_ids": ["pr"],
+        "reasons": [{"state": "ready_for_agent", "count": 1}, {"state": "waiting", "count": 1}],
     }
     wake = next_wake(state, later)
     assert wake is not None and wake.todo_id == "ci"
@@ -215,12 +216,16 @@ def test_a_goal_of_sleeping_monitors_waits_with_its_next_wake(goal: Any) -> None
     assert view["next_wake"] == {"at": "2026-03-02T01:00:00Z", "todo_id": "ci"}
 
 
-def test_other_open_work_keeps_the_goal_out_of_waiting(goal: Any) -> None:
+def test_a_monitor_not_yet_due_is_waiting_and_stuck_work_a_second_reason(goal: Any) -> None:
+    """Each open todo counts once, in a fixed rank: a monitor not yet due is waiting (it wakes
+    on its own), never blocked; a todo nothing can start is blocked, ranked after it."""
     watch_ci(goal, first_at="2026-03-02T01:00:00Z")
     todos.add_todo(at(goal, T0), AddTodo(goal_id=G, title="Write docs", todo_id="docs"))
     todos.block_todo(at(goal, T0), BlockTodo(goal_id=G, todo_id="docs", reason="needs a design"))
     att = attention(require_goal(goal, G), "2026-03-02T00:00:00Z")
-    assert att["state"] == "blocked"
+    assert att["reasons"] == [{"state": "waiting", "count": 1}, {"state": "blocked", "count": 1}]
+    assert att["state"] == "waiting" and att["todo_ids"] == ["ci"]
+    assert att["next_wake"] == {"at": "2026-03-02T01:00:00Z", "todo_id": "ci"}
 
 
 def test_observation_refusals_write_nothing(goal: Any) -> None:

@@ -56,8 +56,9 @@ def _build_facts(folder: Path, audience: str) -> dict[str, Any]:
         graph = _read_json(goals_dir / name / "graph.json")
         try:
             facts[name] = facts_from_artifacts(status, graph)
-        except (KeyError, TypeError, AttributeError, IndexError):
-            # A build folder is untrusted input: `{}`, `[]` or `null` is not an artifact.
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError):
+            # A build folder is untrusted input: `{}`, `[]` or `null` is not an artifact, nor
+            # a status.json of no schema loopx reads (v1 is read as v2: status_upgrade).
             raise InvalidInput(
                 f"goal {name} of the build has a status.json or graph.json that is not a "
                 "loopx artifact",

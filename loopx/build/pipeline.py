@@ -30,6 +30,8 @@ from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, Unit, UnitEntry, run_units
 from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
+from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
+from loopx.engine.git import resolve_head as resolve_head
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
 from loopx.projections.base import GENERATOR
@@ -43,7 +45,6 @@ from loopx.store.select import change_token, open_store
 MANIFEST = "manifest.json"
 MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
-AUTO = "auto"
 
 
 @dataclass
@@ -79,15 +80,6 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
             code="invalid_audience",
         )
     return tuple(a for a in ("public", "team", "private") if a in out)
-
-
-def resolve_head(root: Path, head: str | None) -> str | None:
-    """`auto`: the git HEAD of the project folder, if it is a checkout; else as given."""
-    if head != AUTO:
-        return head
-    from loopx.engine.git import head_revision
-
-    return head_revision(root)
 
 
 def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:

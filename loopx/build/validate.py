@@ -12,7 +12,8 @@ from loopx.resources import resource_dir
 
 # artifact schema id → schema file
 SCHEMA_FILES = {
-    "loopx.status/v1": "status.schema.json",
+    "loopx.status/v1": "status.v1.schema.json",
+    "loopx.status/v2": "status.schema.json",
     "loopx.index/v1": "index.schema.json",
     "loopx.graph/v1": "graph.schema.json",
     "loopx.review/v1": "review.schema.json",

@@ -31,10 +31,21 @@ OVERWRITE_HELP = (
 )
 
 
+# build and serve: the audiences to build for (the project configuration may say; see
+# cli/defaults.py).
+AUDIENCES = click.option(
+    "--audience",
+    "audiences",
+    default="public,team",
+    show_default=True,
+    help="Comma-separated audiences: public, team, private.",
+)
+
+
 def _head(value: str | None, default: str | None = None) -> str | None:
     """`--head`: a commit hash, 'auto' (the project's git HEAD) or 'none'; `default` when
     not given (AUTO for live views, None for committed artifacts)."""
-    from loopx.build.pipeline import AUTO
+    from loopx.engine.git import AUTO
 
     if value is None:
         return AUTO if default == AUTO else default
@@ -67,13 +78,7 @@ def _root(root: Path | None) -> Path:
     show_default="site",
     help="Output folder.",
 )
-@click.option(
-    "--audience",
-    "audiences",
-    default="public,team",
-    show_default=True,
-    help="Comma-separated audiences: public, team, private.",
-)
+@AUDIENCES
 @click.option("--head", default=None, help=COMMITTED_HEAD_HELP)
 @click.option(
     "--check",
@@ -429,13 +434,7 @@ def _published_text(result: dict[str, Any], to_dir: Path | None) -> str:
 
 @click.command("serve")
 @click.option("--port", type=click.IntRange(0, 65535), default=8321, show_default=True)
-@click.option(
-    "--audience",
-    "audiences",
-    default="public,team",
-    show_default=True,
-    help="Comma-separated audiences: public, team, private.",
-)
+@AUDIENCES
 @click.option("--head", default=None, help=HEAD_HELP)
 @click.option(
     "--debounce",

@@ -27,6 +27,11 @@ def count(minimum: int = 0) -> click.IntRange:
 VISIBILITY_CHOICE = click.Choice(VISIBILITIES)  # every --visibility option
 
 
+def visibility_option(default: str) -> Callable[[F], F]:
+    """Add --visibility: who may see what a write records (`default` when not given)."""
+    return click.option("--visibility", type=VISIBILITY_CHOICE, default=default, show_default=True)
+
+
 def path_option(*decls: str, help: str, folder: bool = False, **attrs: Any) -> Callable[[F], F]:
     """Add an optional path option: a file (a folder with `folder`), given as a `Path`."""
     kind = click.Path(file_okay=not folder, dir_okay=folder, path_type=Path)

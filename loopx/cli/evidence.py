@@ -8,13 +8,13 @@ from typing import Any
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
     count,
     emit_rows,
     ids,
     open_store,
     path_option,
     text_resolver,
+    visibility_option,
     workspace_option,
 )
 from loopx.cli.read import read
@@ -40,7 +40,7 @@ def evidence() -> None:
 @workspace_option("Checkout whose HEAD binds the evidence")
 @click.option("--todo-id", default=None, help="The todo it supports.")
 @click.option("--evidence-id", default=None)
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
+@visibility_option("private")
 def add(body_file: Path | None, **fields: Any) -> commands.AddEvidence:
     """Record evidence, bound to the git revision it was observed at."""
     from loopx.engine.evidence import read_body
@@ -95,7 +95,7 @@ def run() -> None:
 @click.option("--wait", default=None, help="What the run is waiting for.")
 @click.option("--quota-spent", type=count(), default=1, show_default=True)
 @click.option("--run-id", default=None)
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@visibility_option("team")
 def record() -> None:
     """Record one bounded agent turn (--agent-id, --session-id) and what it spent."""
 

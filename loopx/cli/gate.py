@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
     emit_rows,
     ids,
     open_store,
     text_resolver,
+    visibility_option,
 )
 from loopx.cli.read import read
 from loopx.cli.write import write
@@ -35,12 +35,7 @@ def gate() -> None:
 @click.option("--blocks-goal", is_flag=True, help="Hold the whole goal.")
 @click.option("--gate-id", default=None)
 @click.option("--ask-again-at", default=None, help="When to ask again if still undecided.")
-@click.option(
-    "--visibility",
-    type=VISIBILITY_CHOICE,
-    default="team",
-    show_default=True,
-)
+@visibility_option("team")
 def open_cmd() -> None:
     """Open a gate: what it blocks stays out of the frontier until it is approved or rejected."""
 

@@ -8,13 +8,13 @@ from typing import Any
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
     common,
     count,
     emit,
     lease_option,
     open_store,
     text_resolver,
+    visibility_option,
 )
 from loopx.cli.read import read
 from loopx.cli.write import write
@@ -32,7 +32,7 @@ def goal() -> None:
 @click.option("--objective", required=True)
 @click.option("--acceptance", multiple=True, help="An acceptance criterion (repeatable).")
 @click.option("--repository", default=None, help="Repository URL the work lives in.")
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@visibility_option("team")
 @click.option("--predecessor", default=None, help="A goal this one continues.")
 @lease_option("Default claim lease (default 1800).")
 @click.option("--quota", type=count(), default=None, help="Run budget.")
@@ -165,7 +165,7 @@ def note() -> None:
     "--kind", type=click.Choice(["lesson", "decision", "note"]), default="note", show_default=True
 )
 @click.option("--todo-id", default=None)
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="private", show_default=True)
+@visibility_option("private")
 @click.option("--note-id", default=None)
 def note_add() -> None:
     """Add a note. Private notes go to this host's blob store; the ledger keeps the hash."""

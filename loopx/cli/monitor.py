@@ -15,6 +15,7 @@ from loopx.cli.common import (
     ids,
     open_store,
     text_resolver,
+    visibility_option,
 )
 from loopx.cli.write import write
 from loopx.engine import commands, monitors
@@ -31,7 +32,7 @@ def monitor() -> None:
 @click.option("--every", type=count(1), required=True, help="Seconds between observations.")
 @click.option(
     "--backoff",
-    type=click.Choice(["fixed", "exponential"]),
+    type=click.Choice(monitors.BACKOFFS),
     default="fixed",
     show_default=True,
     help="After an unchanged observation: wait --every, or double the wait each time.",
@@ -45,7 +46,7 @@ def monitor() -> None:
 @click.option(
     "--depends-on", multiple=True, callback=ids, help="Todo ids (repeatable or comma-separated)."
 )
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@visibility_option("team")
 def add(every: int, backoff: str, cap: int | None, **fields: Any) -> commands.AddMonitor:
     """Add a monitor: a todo of kind monitor, ready for an agent when its next wake comes."""
     return commands.AddMonitor(
@@ -75,19 +76,15 @@ def observe_cmd() -> None:
     backoff; changed makes the --then transition. --expected-revision guards the monitor."""
 
 
-@click.command("wake")
-@click.option("--goal-id", default=None, help="One goal (default: every goal).")
-@common()
-def wake_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
-    """What is due now and when the next thing falls due (for a scheduler or cron job)."""
-    from loopx.engine.clock import from_env
+def wake_report(store: Any, goal_id: str | None, now: str, text: Any) -> dict[str, Any]:
+    """Every monitor due at `now` (of every goal, or `goal_id`), every undecided gate whose
+    ask-again time has come, and the next wake of either; goals that cannot be read are
+    listed, not fatal (what `loopx wake --format json` prints, and the MCP tool `wake`)."""
     from loopx.engine.goals_all import load_all
     from loopx.model.errors import LoopxError, NotFound
     from loopx.model.ids import check_id
     from loopx.state.views import wake_view
 
-    store = open_store(root)
-    now, resolve = from_env().now(), text_resolver(store)
     if goal_id is not None:
         check_id(goal_id, "goal_id")
     goals, unreadable = [], []
@@ -102,18 +99,32 @@ def wake_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
                 raise NotFound("goal not found", code="goal_not_found", goal_id=gid)
             continue
         if not loaded.state.is_terminal:
-            goals.append(wake_view(loaded.state, now, resolve))
-    due = [{"goal_id": g["goal_id"], **item} for g in goals for item in g["due"]]
-    asks = [{"goal_id": g["goal_id"], **item} for g in goals for item in g["gates_due"]]
+            goals.append(wake_view(loaded.state, now, text))
     later = [{"goal_id": g["goal_id"], **g["next_wake"]} for g in goals if g["next_wake"]]
-    upcoming = min(later, key=lambda w: (w["at"], w["goal_id"]), default=None)
-    data = {
+    return {
         "now": now,
-        "due": due,
-        "gates_due": asks,
-        "next_wake": upcoming,
+        "due": [{"goal_id": g["goal_id"], **item} for g in goals for item in g["due"]],
+        "gates_due": [{"goal_id": g["goal_id"], **item} for g in goals for item in g["gates_due"]],
+        "next_wake": min(later, key=lambda w: (w["at"], w["goal_id"]), default=None),
         "unreadable": sorted(unreadable),
     }
+
+
+@click.command("wake")
+@click.option("--goal-id", default=None, help="One goal (default: every goal).")
+@common()
+def wake_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
+    """What is due now and when the next thing falls due (for a scheduler or cron job)."""
+    from loopx.engine.clock import from_env
+
+    store = open_store(root)
+    data = wake_report(store, goal_id, from_env().now(), text_resolver(store))
+    due, asks, upcoming, unreadable = (
+        data["due"],
+        data["gates_due"],
+        data["next_wake"],
+        data["unreadable"],
+    )
 
     def text() -> str:
         lines = [f"due now ({len(due)}):"]
@@ -132,7 +143,7 @@ def wake_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
             else "next wake: none (nothing is waiting)"
         )
         if unreadable:
-            lines.append("unreadable goals (see loopx status): " + ", ".join(sorted(unreadable)))
+            lines.append("unreadable goals (see loopx status): " + ", ".join(unreadable))
         return "\n".join(lines)
 
     emit(fmt, data, text)

@@ -1,4 +1,5 @@
-"""`loopx store export` and `loopx store import`: move a project between stores."""
+"""`loopx store export` and `loopx store import`: move a project between stores; `loopx store
+broker`: the PostgreSQL store broker of this user."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from loopx.cli.common import common, emit, open_store
 
 @click.group("store")
 def store() -> None:
-    """Move a project (ledgers, private blobs, configuration) between stores."""
+    """Move a project (ledgers, private blobs, configuration) between stores; show or stop
+    the PostgreSQL store broker."""
 
 
 _PLACED = {
@@ -78,3 +80,36 @@ def import_cmd(source: Path, root: Path | None, fmt: str) -> None:
     target = open_store(root)
     data = import_project(source, target, target.root)
     emit(fmt, data, _summary(data, "imported"))
+
+
+@store.command("broker")
+@click.option("--stop", is_flag=True, help="Ask the running broker to exit.")
+@common()
+def broker_cmd(stop: bool, root: Path | None, fmt: str) -> None:
+    """Show (or stop) the broker that serves this project's PostgreSQL store.
+
+    Short-lived loopx processes on a PostgreSQL store talk to a per-user broker process
+    that keeps the driver loaded and connections open (started on first use, exits after
+    LOOPX_BROKER_IDLE seconds without a client, 600 by default; LOOPX_PG_BROKER=0 turns it
+    off). Stop it after changing libpq credentials only to close its connections at once: a
+    process with other PG* variables already gets a broker of its own.
+    """
+    from loopx.store import broker_client
+    from loopx.store.root import find_root
+    from loopx.store.select import configured
+
+    url = configured(find_root(root))
+    if url == "file":
+        data: dict[str, object] = {"store": "file", "broker": None}
+        emit(fmt, data, "this project uses the file store: no broker")
+        return
+    found = broker_client.stop(url) if stop else broker_client.status(url)
+    data = {"store": "postgresql", "broker": found}
+    if not found["enabled"]:
+        text = "the broker is off (LOOPX_PG_BROKER=0, or no private folder for its socket)"
+    elif found["running"]:
+        verb = "asked to stop" if stop else "running"
+        text = f"broker {verb}: pid {found['pid']}, socket {found['socket']}"
+    else:
+        text = "no broker is running (the next loopx call starts one)"
+    emit(fmt, data, text)

@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 import click
 
 from loopx.cli.common import (
-    VISIBILITY_CHOICE,
     count,
     emit,
     ids,
@@ -17,6 +16,7 @@ from loopx.cli.common import (
     open_store,
     split_ids,
     text_resolver,
+    visibility_option,
 )
 from loopx.cli.read import read
 from loopx.cli.write import write
@@ -26,6 +26,7 @@ from loopx.engine.core import Context, Result
 T = TypeVar("T", bound=commands.TodoTransition)
 
 STATUSES = click.Choice(["open", "active", "blocked", "done", "cancelled"])
+ROLES = click.Choice(todos.ROLES)  # who does a todo: an agent, or a person
 
 
 @click.group()
@@ -38,7 +39,7 @@ def todo() -> None:
 @click.option("--todo-id", default=None, help="Stable id (default: todo-N).")
 @click.option(
     "--role",
-    type=click.Choice(["agent", "user"]),
+    type=ROLES,
     default="agent",
     show_default=True,
     help="Who does it: an agent, or a person.",
@@ -51,7 +52,7 @@ def todo() -> None:
     "--depends-on", multiple=True, callback=ids, help="Todo ids (repeatable or comma-separated)."
 )
 @click.option("--acceptance", default=None, help="What done means.")
-@click.option("--visibility", type=VISIBILITY_CHOICE, default="team", show_default=True)
+@visibility_option("team")
 @click.option("--predecessor", default=None, help="A todo this one succeeds.")
 def add() -> None:
     """Add a todo. --expected-revision guards the goal's head revision."""
@@ -65,7 +66,7 @@ def add() -> None:
 @click.option("--no-depends", is_flag=True, help="Clear all dependencies.")
 @click.option("--acceptance", default=None)
 @click.option("--kind", default=None)
-@click.option("--role", type=click.Choice(["agent", "user"]), default=None)
+@click.option("--role", type=ROLES, default=None)
 def update(depends_on: tuple[str, ...], no_depends: bool, **fields: Any) -> commands.UpdateTodo:
     """Change an open todo's fields. --expected-revision guards the todo's revision."""
     deps = [] if no_depends else (split_ids(depends_on) if depends_on else None)
@@ -150,7 +151,7 @@ def _todo_line(t: dict[str, Any]) -> str:
 
 @read(todo, "list")
 @click.option("--status", "statuses", type=STATUSES, multiple=True, help="Filter (repeatable).")
-@click.option("--role", type=click.Choice(["agent", "user"]), default=None)
+@click.option("--role", type=ROLES, default=None)
 @click.option("--limit", type=count(1), default=None)
 def list_todos(
     goal_id: str,

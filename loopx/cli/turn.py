@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -48,19 +49,9 @@ def end() -> None:
 @click.option("--open", "only_open", is_flag=True, help="Only turns not yet settled.")
 def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str) -> None:
     """A goal's turns with their last phase and its age, oldest first."""
-    from loopx.cli.common import text_resolver
     from loopx.engine.clock import from_env
-    from loopx.engine.core import require_goal
-    from loopx.state.views import turn_view
 
-    store = open_store(root)
-    state = require_goal(store, goal_id)
-    now, resolve = from_env().now(), text_resolver(store)
-    rows = [
-        turn_view(t, now, resolve)
-        for t in sorted(state.turns.values(), key=lambda t: (t["begun_at"], t["turn_id"]))
-        if not only_open or t["status"] == "open"
-    ]
+    rows = turn_rows(open_store(root), goal_id, only_open, from_env().now())
 
     def text() -> str:
         return "\n".join(
@@ -76,18 +67,9 @@ def list_turns(goal_id: str, only_open: bool, root: Path | None, fmt: str) -> No
 @click.option("--turn-id", required=True)
 def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str) -> None:
     """Where an interrupted turn stopped and what to re-inspect before continuing it."""
-    from loopx.cli.common import text_resolver
     from loopx.engine.clock import from_env
-    from loopx.engine.core import require_goal
-    from loopx.model.errors import NotFound
-    from loopx.state.views import turn_view
 
-    store = open_store(root)
-    state = require_goal(store, goal_id)
-    found = state.turns.get(turn_id)
-    if found is None:
-        raise NotFound("no such turn", code="turn_not_found", turn_id=turn_id)
-    data = turn_view(found, from_env().now(), text_resolver(store))
+    data = turn_detail(open_store(root), goal_id, turn_id, from_env().now())
 
     def text() -> str:
         lines = [
@@ -103,3 +85,34 @@ def resume(goal_id: str, turn_id: str, root: Path | None, fmt: str) -> None:
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+def turn_rows(store: Any, goal_id: str, only_open: bool, now: str) -> list[dict[str, Any]]:
+    """A goal's turns (only the open ones when `only_open`), oldest first, each with its last
+    phase and that phase's age at `now` (`turn list`; the MCP tool `turn_list`)."""
+    from loopx.cli.common import text_resolver
+    from loopx.engine.core import require_goal
+    from loopx.state.views import turn_view
+
+    state, resolve = require_goal(store, goal_id), text_resolver(store)
+    return [
+        turn_view(t, now, resolve)
+        for t in sorted(state.turns.values(), key=lambda t: (t["begun_at"], t["turn_id"]))
+        if not only_open or t["status"] == "open"
+    ]
+
+
+def turn_detail(store: Any, goal_id: str, turn_id: str, now: str) -> dict[str, Any]:
+    """One turn with its phases and, while open, what to re-inspect before continuing it
+    (`turn resume`; the MCP tool `turn_resume`)."""
+    from loopx.cli.common import text_resolver
+    from loopx.engine.core import require_goal
+    from loopx.model.errors import NotFound
+    from loopx.model.ids import check_id
+    from loopx.state.views import turn_view
+
+    state = require_goal(store, goal_id)
+    found = state.turns.get(check_id(turn_id, "turn_id"))
+    if found is None:
+        raise NotFound("no such turn", code="turn_not_found", turn_id=turn_id)
+    return turn_view(found, now, text_resolver(store))

@@ -31,7 +31,16 @@ INSTRUCTIONS = (
     "before you work, renew the lease, record evidence, complete with it, and hand off "
     "before you stop. Never resolve a gate: gates are decisions for people."
 )
-READS = {"prime", "status", "next", "todo_show", "handoff_inspect"}
+READS = {
+    "prime",
+    "status",
+    "next",
+    "todo_show",
+    "handoff_inspect",
+    "wake",
+    "turn_list",
+    "turn_resume",
+}
 
 
 def _json(data: Any) -> str:

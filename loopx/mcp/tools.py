@@ -21,16 +21,23 @@ from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
-from loopx.engine import evidence, handoff, todos
+from loopx.engine import evidence, handoff, monitors, todos, turns
 from loopx.engine.commands import (
     AddEvidence,
+    AddMonitor,
     AdoptHandoff,
+    Backoff,
+    BeginTurn,
     BlockTodo,
     ClaimTodo,
     Command,
     CompleteTodo,
+    EndTurn,
+    ObserveMonitor,
     PrepareHandoff,
+    RecordPhase,
     RecordRun,
     RenewTodo,
 )
@@ -62,6 +69,7 @@ Lease = Annotated[
     int | None, Field(ge=1, le=30 * 86400, description="Lease seconds (default: goal policy).")
 ]
 Visibility = Literal["public", "team", "private"]
+Outcome = Literal["progress", "completed", "blocked", "failed", "no_op", "waiting"]
 
 
 @dataclass
@@ -208,6 +216,42 @@ class Reads:
             digest = fit_digest(digest, max_chars, render_digest_markdown)
         return {"data": digest, "text": render_digest_markdown(digest, max_chars)}
 
+    def wake(
+        self,
+        goal_id: Annotated[str | None, Field(description="One goal (default: every goal).")] = None,
+    ) -> dict[str, Any]:
+        """What is due now: monitors whose next wake has come (observe them with
+        monitor_observe), undecided gates to ask again, and when the next thing falls due
+        (what `loopx wake --format json` prints)."""
+        from loopx.cli.common import text_resolver
+        from loopx.cli.monitor import wake_report
+
+        store = self.project.store()
+        return {"data": wake_report(store, goal_id, _now(), text_resolver(store))}
+
+    def turn_list(
+        self,
+        goal_id: Goal = None,
+        only_open: Annotated[bool, Field(description="Only turns not yet settled.")] = False,
+    ) -> dict[str, Any]:
+        """A goal's turn journal entries with their last phase and its age, oldest first."""
+        from loopx.cli.turn import turn_rows
+
+        store = self.project.store()
+        goal = self.project.goal(store, goal_id)
+        return {"data": {"goal_id": goal, "turns": turn_rows(store, goal, only_open, _now())}}
+
+    def turn_resume(
+        self, turn_id: Annotated[str, Field(description="Turn id.")], goal_id: Goal = None
+    ) -> dict[str, Any]:
+        """Where an interrupted turn stopped (its last phase) and what to re-inspect before
+        continuing it; then continue with turn_phase and settle once with turn_end."""
+        from loopx.cli.turn import turn_detail
+
+        store = self.project.store()
+        goal = self.project.goal(store, goal_id)
+        return {"data": turn_detail(store, goal, turn_id, _now())}
+
 
 # -- the write tools ------------------------------------------------------------------------
 
@@ -301,6 +345,24 @@ def _note(arguments: dict[str, Any]) -> dict[str, Any]:
     return {**arguments, "note": handoff.check_note(note)}
 
 
+class BackoffArgument(TypedDict):
+    """A monitor's backoff, as a tool argument."""
+
+    kind: Annotated[
+        Literal["fixed", "exponential"],
+        Field(description="fixed: every `seconds`; exponential: doubling from `seconds`."),
+    ]
+    seconds: Annotated[int, Field(ge=1, description="Seconds between observations.")]
+    cap: NotRequired[Annotated[int, Field(ge=1, description="Longest exponential wait.")]]
+
+
+def _backoff(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The backoff argument as the command's `Backoff` (checked by the engine)."""
+    given = arguments["backoff"]
+    policy = Backoff(kind=given["kind"], seconds=given["seconds"], cap=given.get("cap"))
+    return {**arguments, "backoff": policy}
+
+
 def _with_handoff_id(result: Result) -> dict[str, Any]:
     out = _receipt(result)
     out["data"]["handoff_id"] = result.receipt["subject"]
@@ -389,7 +451,8 @@ WRITES: tuple[Write[Any], ...] = (
             Param(
                 "outcome",
                 Annotated[
-                    str, Field(description="progress, done, blocked, waiting, failed or handoff.")
+                    str,
+                    Field(description="progress, completed, blocked, failed, no_op or waiting."),
                 ],
             ),
             GOAL,
@@ -470,6 +533,108 @@ WRITES: tuple[Write[Any], ...] = (
         Refused when the note is stale (handoff_stale) or meant for another agent.""",
         workspace=True,
     ),
+    Write(
+        "monitor_add",
+        monitors.add_monitor,
+        AddMonitor,
+        (
+            Param("title", Annotated[str, Field(description="What is watched, in words.")]),
+            Param(
+                "watch",
+                Annotated[str, Field(description="What it watches: ci:…, pr:…, url:… or text.")],
+            ),
+            Param("backoff", BackoffArgument),
+            _text("first_at", "First due (default: now), e.g. 2026-01-31T12:00:00Z."),
+            _text("todo_id", "Stable id (default: todo-N)."),
+            Param("priority", Annotated[int, Field(ge=0, le=4)], 2),
+            _ids("depends_on", "Todo ids."),
+            Param("visibility", Visibility, "team"),
+            GOAL,
+            AGENT,
+            SESSION,
+            OPERATION,
+            REVISION,
+        ),
+        """Add a monitor: a todo that watches an external fact (a CI run, a pull request, a
+        URL), ready for an agent when its next wake comes; the goal waits until then.""",
+        fields=_backoff,
+    ),
+    Write(
+        "monitor_observe",
+        monitors.observe,
+        ObserveMonitor,
+        (
+            TODO,
+            Param("result", Literal["unchanged", "changed", "failed"]),
+            Param("summary", Annotated[str, Field(description="What was seen (evidence).")]),
+            GOAL,
+            _ids("refs", "URIs of what was seen."),
+            _text("revision", "The git commit it was observed at."),
+            Param(
+                "then",
+                Annotated[
+                    Literal["complete", "block", "successor"] | None,
+                    Field(description="When changed: complete, block, or complete + successor."),
+                ],
+                None,
+            ),
+            _text("successor_title", "With then=successor."),
+            _text("successor_id", "With then=successor (default: todo-N)."),
+            _text("reason", "With then=block."),
+            _text("evidence_id", "Explicit id."),
+            Param("evidence_visibility", Visibility, "private"),
+            AGENT,
+            SESSION,
+            OPERATION,
+            REVISION,
+        ),
+        """Record one observation of a due monitor as evidence: unchanged or failed moves its
+        next wake by the backoff; changed makes the `then` transition. Earlier observations
+        stay on record.""",
+    ),
+    Write(
+        "turn_begin",
+        turns.begin_turn,
+        BeginTurn,
+        (TODO, _text("turn_id", "Stable id (default: turn-N)."), GOAL, AGENT, SESSION, OPERATION),
+        """Open a turn journal entry (phase claim) on a todo you hold, before working: an
+        interrupted turn is then resumed at its phase (turn_resume).""",
+    ),
+    Write(
+        "turn_phase",
+        turns.record_phase,
+        RecordPhase,
+        (
+            Param("turn_id", Annotated[str, Field(description="Turn id.")]),
+            Param("phase", Literal["execute", "validate", "write_back"]),
+            _text("ref", "What the phase touched (a branch, a log, a URL)."),
+            GOAL,
+            AGENT,
+            SESSION,
+            OPERATION,
+        ),
+        """Record the phase your turn reached (execute, validate, write_back; never
+        backwards). It authorises nothing.""",
+    ),
+    Write(
+        "turn_end",
+        turns.end_turn,
+        EndTurn,
+        (
+            Param("turn_id", Annotated[str, Field(description="Turn id.")]),
+            Param("outcome", Outcome),
+            _text("summary", "What the turn did."),
+            Param("quota_spent", Annotated[int, Field(ge=0)], 1),
+            _ids("evidence_ids", "Evidence ids."),
+            _text("run_id", "Explicit id."),
+            GOAL,
+            AGENT,
+            SESSION,
+            OPERATION,
+        ),
+        """Settle your turn: its run record and quota spend, exactly once (a second time is
+        turn_settled; retry a lost answer with the same operation_id).""",
+    ),
 )
 
 
@@ -478,4 +643,5 @@ def make_tools(project: Project) -> list[Callable[..., dict[str, Any]]]:
     reads = Reads(project)
     writes = [w.tool(project) for w in WRITES]
     return [reads.prime, reads.status, reads.next, reads.todo_show, *writes[:6], writes[6],
-            reads.handoff_inspect, writes[7]]  # fmt: skip
+            reads.handoff_inspect, writes[7], reads.wake, *writes[8:10], *writes[10:],
+            reads.turn_list, reads.turn_resume]  # fmt: skip

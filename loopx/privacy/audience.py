@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from loopx.model.ids import visible_to
-from loopx.state.entities import Fields, Handoff, private_ref
+from loopx.state.entities import MONITOR, Fields, Handoff, private_ref
 from loopx.state.redactions import REDACTED
 
 AUDIENCES = ("public", "team", "private")
@@ -111,6 +111,15 @@ class Lens:
         value = item.get(name) if isinstance(item, dict) else getattr(item, name)
         return None if value is None else self.text(value)
 
+    def watch(self, monitor: dict[str, Any]) -> str | None:
+        """A monitor's watch ref (`ci:…`, `pr:…`, `url:…`, free text) as this audience may
+        read it; None to the public, which sees only the ref's kind (`watch_kind`): a ref
+        names a repository, a host or a run, which is never published. Counted."""
+        if self.is_public:
+            self.omitted["monitor watches"] += 1
+            return None
+        return self.field(monitor, "watch", MONITOR)
+
     def note(self, handoff: Handoff) -> dict[str, Any] | None:
         """A handoff's note as this audience may read it, or None (counted) when it may not."""
         if not self.sees(handoff.visibility):
@@ -171,4 +180,5 @@ _SINGULAR = (
     ("goals", "goal"),
     ("notes", "note"),
     ("runs", "run"),
+    ("watches", "watch"),
 )

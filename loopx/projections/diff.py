@@ -10,6 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from loopx.privacy.audience import Lens
+from loopx.projections.status_upgrade import upgrade
+from loopx.projections.waiting import open_monitors
 from loopx.state.entities import GoalState
 
 Facts = dict[str, Any]
@@ -33,12 +35,28 @@ def facts_from_state(state: GoalState, lens: Lens) -> Facts:
             e.evidence_id: {"kind": e.kind, "summary": lens.text(e.summary), "revision": e.revision}
             for e in lens.keep(list(state.evidence.values()), "evidence items")
         },
+        "monitors": {
+            t.todo_id: _monitor_fact(t.monitor)
+            for t in open_monitors(state)
+            if lens.sees(t.visibility)
+        },
     }
 
 
+def _monitor_fact(m: Any) -> dict[str, Any]:
+    return {k: m[k] for k in ("next_at", "observations", "last_result")}
+
+
 def facts_from_artifacts(status: dict[str, Any], graph: dict[str, Any]) -> Facts:
-    """Facts recovered from a build's status.json and graph.json for one goal."""
+    """Facts recovered from a build's status.json (any version: read as v2) and graph.json
+    for one goal. A document upgraded from v1 never recorded its monitors: None, unknown."""
+    status = upgrade(status)
     nodes = graph.get("nodes", [])
+    monitors = (
+        None
+        if status.get("upgraded_from")
+        else {m["todo_id"]: _monitor_fact(m) for m in status["monitors"]["items"]}
+    )
     return {
         "goal_id": status["goal"]["goal_id"],
         "revision": status["source"]["revision"],
@@ -62,6 +80,7 @@ def facts_from_artifacts(status: dict[str, Any], graph: dict[str, Any]) -> Facts
             }
             for e in status.get("evidence", [])
         },
+        "monitors": monitors,
     }
 
 
@@ -91,6 +110,24 @@ def diff_facts(old: Facts | None, new: Facts | None) -> list[dict[str, Any]]:
     out += _added("gate_opened", "gates", old, new, ("question", "status"))
     out += _moved("gates", "question", old, new, lambda a, b: "gate_resolved")
     out += _added("evidence_added", "evidence", old, new, ("kind", "summary", "revision"))
+    return out + _observed(old, new)
+
+
+def _observed(old: Facts, new: Facts) -> list[dict[str, Any]]:
+    """A `monitor_observed` change per monitor open on both sides that was observed since
+    (none when either side did not record its monitors: a build from before v2)."""
+    before, after = old.get("monitors"), new.get("monitors")
+    if before is None or after is None:
+        return []
+    out = []
+    for i in sorted(before.keys() & after.keys()):
+        a, b = before[i], after[i]
+        if b["observations"] > a["observations"]:
+            seen = {"observations": b["observations"] - a["observations"]}
+            out.append(
+                {"kind": "monitor_observed", "goal_id": new["goal_id"], "todo_id": i, **seen}
+                | {"last_result": b["last_result"], "next_at": b["next_at"]}
+            )
     return out
 
 
@@ -141,6 +178,8 @@ _PHRASES = {
     "gate_opened": "gate {gate_id} opened: {question}",
     "gate_resolved": "gate {gate_id} {to}: {question}",
     "evidence_added": "evidence {evidence_id} ({evidence_kind}) added: {summary}",
+    "monitor_observed": "monitor {todo_id} observed {observations} time(s), last "
+    "{last_result}: next wake {next_at}",
 }
 
 

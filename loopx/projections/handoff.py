@@ -20,6 +20,7 @@ from typing import Any
 from loopx.model.errors import NotFound
 from loopx.model.ids import visible_to
 from loopx.privacy.audience import BlobReader, Lens
+from loopx.projections import waiting
 from loopx.projections.handoff_reinspect import Facts, reinspect
 from loopx.state.entities import GoalState, Handoff, Todo
 from loopx.state.frontier import blocking_gates, frontier, lease_live
@@ -78,6 +79,7 @@ def handoff_digest(
         "evidence_total": evidence_total,
         "frontier": _frontier(state, view, now, todo_id),
         "workspace": _workspace(workspace_facts, handoff.git_revision),
+        "waiting": _waiting(state, view, now),
         "reinspect": [],
         "omissions": [],
     }
@@ -169,6 +171,7 @@ def _todo(state: GoalState, todo: Todo, view: Lens, now: str) -> dict[str, Any]:
                 "authority": gate.authority,
                 "status": gate.status,
                 "blocking": gate.gate_id in holding,
+                "ask_again_at": gate.ask_again_at if gate.is_blocking else None,
             }
         )
     card = todo_card(todo, view.text, todos, now, sees=view.sees, team=False)
@@ -179,6 +182,17 @@ def _todo(state: GoalState, todo: Todo, view: Lens, now: str) -> dict[str, Any]:
         "claim": _claim(todo, now),
         "dependencies": deps,
         "gates": gates,
+        "monitor": waiting.monitor_item(todo, view, now) if todo.monitor is not None else None,
+    }
+
+
+def _waiting(state: GoalState, view: Lens, now: str) -> dict[str, Any]:
+    """What the goal waits for at `now` (its monitors' wakes, gates asking again on a date),
+    soonest first, and when the next thing falls due."""
+    items = waiting.monitors(state, view, now)["items"]
+    return {
+        "next_wake": waiting.next_wake(state, view, now),
+        "items": waiting.waiting_for(items, state, view, now),
     }
 
 

@@ -120,6 +120,7 @@ def _trim_acceptance(d: dict[str, Any]) -> int:
 BUDGET_STEPS: list[tuple[str, Callable[[dict[str, Any]], int]]] = [
     ("evidence items", _keep_evidence(5)),
     ("ready todos", _clear(("frontier", "todos"))),
+    ("waiting items", _clear(("waiting", "items"))),
     ("evidence refs", _drop_key(("evidence",), "refs")),
     ("approach reasons", _drop_key(("handoff", "note", "approaches_tried"), "reason")),
     ("file summaries", _drop_key(("handoff", "note", "files_touched"), "summary")),

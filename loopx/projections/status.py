@@ -1,10 +1,14 @@
-"""The status projection (`loopx.status/v1`): one goal at a glance for one audience."""
+"""The status projection (`loopx.status/v2`): one goal at a glance for one audience.
+
+v2 adds what the goal waits for: `attention.next_wake`, `monitors`, `waiting_for` and each
+gate's `ask_again_at`. `loopx.projections.status_upgrade` reads a v1 document as v2."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from loopx.privacy.audience import Lens
+from loopx.projections import waiting
 from loopx.projections.base import (
     gate_item,
     header,
@@ -15,10 +19,10 @@ from loopx.projections.base import (
     todo_card,
 )
 from loopx.state.entities import Gate, GoalState
-from loopx.state.frontier import attention, attention_reasons, frontier
+from loopx.state.frontier import attention, frontier
 from loopx.state.views import claim_view, quota_view
 
-SCHEMA = "loopx.status/v1"
+SCHEMA = "loopx.status/v2"
 FRONTIER_LIMIT = 25
 TODO_LIMIT = 500
 
@@ -39,17 +43,21 @@ def status(
     evidence, evidence_cut = recent_evidence(state, lens, head)
     att = attention(state, now, full)
     quota = quota_view(state)
+    monitors = waiting.monitors(state, lens, now)
     data: dict[str, Any] = {
         **header(SCHEMA, state, lens, head, visible_goals),
         "attention": {
             "state": att["state"],
             "reason": att["reason"],
-            "reasons": attention_reasons(state, now, full),
+            "reasons": att["reasons"],
+            "next_wake": waiting.next_wake(state, lens, now),
         },
         "progress": progress(state),
         "frontier": [todo_card(t, lens, state) for t in ready[:FRONTIER_LIMIT]],
         "todos": [todo_card(t, lens, state) for t in todos[:TODO_LIMIT]],
         "gates": _gates(state, lens),
+        "monitors": monitors,
+        "waiting_for": waiting.waiting_for(monitors["items"], state, lens, now),
         "evidence": evidence,
         "quota": {**quota, "unit": lens.text(quota["unit"])},
         "handoffs": {
@@ -76,5 +84,8 @@ def _gates(state: GoalState, lens: Lens) -> dict[str, Any]:
         "pending": sum(1 for g in every if g.status == "pending"),
         "deferred": sum(1 for g in every if g.status == "deferred"),
         "resolved": sum(1 for g in every if not g.is_blocking),
-        "items": [gate_item(g, lens, state) for g in lens.keep(every, "gates")],
+        "items": [
+            {**gate_item(g, lens, state), "ask_again_at": g.ask_again_at if g.is_blocking else None}
+            for g in lens.keep(every, "gates")
+        ],
     }

@@ -14,9 +14,9 @@ import re
 from typing import Any
 
 from loopx.privacy.audience import Lens
-from loopx.projections import base
+from loopx.projections import base, waiting
 from loopx.projections.allowances import allowance_items, listed
-from loopx.state.entities import MONITOR, GoalState
+from loopx.state.entities import GoalState
 from loopx.state.frontier import attention, frontier
 
 SCHEMA = "loopx.workbench/v1"
@@ -72,43 +72,23 @@ def workbench(
         ],
         "corrections": corrections(state, lens),
         "allowances": allowance_items(state, lens),
-        "waiting_for": _waiting_for(open_todos, gates, lens),
+        "waiting_for": waiting.waiting_for(
+            waiting.monitors(state, lens, now)["items"], state, lens, now
+        ),
         "omissions": lens.omissions(),
     }
-
-
-def _waiting_for(open_todos: list[Any], gates: list[Any], lens: Any) -> list[dict[str, Any]]:
-    """Open monitors and undecided gates with the time someone should look again, soonest
-    first. A monitor's watch text is team-only (public output names only its kind)."""
-    out: list[dict[str, Any]] = []
-    for t in open_todos:
-        if t.monitor is None or t.status == "blocked":
-            continue
-        m = t.monitor
-        watch = m["watch_kind"] if lens.is_public else lens.field(m, "watch", MONITOR)
-        out.append(
-            {
-                "at": m["next_at"],
-                "id": t.todo_id,
-                "what": f"watching {watch}",
-                "detail": f"{m['observations']} observation(s)"
-                + (f", last {m['last_result']}" if m["last_result"] else ""),
-            }
-        )
-    for g in gates:
-        if g.is_blocking and g.ask_again_at:
-            out.append(
-                {"at": g.ask_again_at, "id": g.gate_id, "what": "a decision", "detail": "ask again"}
-            )
-    return sorted(out, key=lambda w: (w["at"], w["id"]))
 
 
 def _next_action(att: dict[str, Any], ready: list[Any], gates: list[Any], *, public: bool) -> str:
     if att["state"] == "done":
         return "Nothing: the goal is done."
     pending = [g for g in gates if g.status == "pending"]
+    who = "" if public or not pending else f" ({pending[0].authority})"  # team-only
+    agent = next((t for t in ready if t.role == "agent"), None)
+    if att["state"] == "ready_for_agent" and agent is not None:  # ranked first: ready work
+        also = f" A decision is pending too: gate `{pending[0].gate_id}`{who}." if pending else ""
+        return f"Claim `{agent.todo_id}` (an agent, priority {agent.priority}).{also}"
     if pending:
-        who = "" if public else f" ({pending[0].authority})"  # the authority is team-only
         return f"A decision: resolve gate `{pending[0].gate_id}`{who}."
     if ready:
         who = "a person" if ready[0].role == "user" else "an agent"

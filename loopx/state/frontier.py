@@ -106,84 +106,98 @@ def frontier(
 
 
 ATTENTION_STATES = ("needs_user", "ready_for_agent", "waiting", "blocked", "done")
-
-
-def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> dict[str, Any]:
-    """What the goal needs next, as one state with the facts behind it (`ready`: the
-    frontier for no particular agent, when the caller has it already)."""
-    if state.is_terminal:
-        return {"state": "done", "reason": f"goal {state.status}"}
-    if ready is None:
-        ready = frontier(state, now)
-    pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
-    user_ready = [t.todo_id for t in ready if t.role == "user"]
-    if pending or user_ready:
-        return {
-            "state": "needs_user",
-            "reason": "a decision or user action is pending",
-            "gate_ids": pending,
-            "todo_ids": user_ready,
-        }
-    agent_ready = [t.todo_id for t in ready if t.role == "agent"]
-    if agent_ready:
-        return {"state": "ready_for_agent", "reason": "work is ready", "todo_ids": agent_ready[:1]}
-    open_todos = [t for t in state.todos.values() if t.is_open]
-    sleeping = [t for t in open_todos if t.monitor is not None and t.status != "blocked"]
-    if open_todos and len(sleeping) == len(open_todos):
-        # Only monitors are open, none due (a due one is in the frontier): wait for the world.
-        first = min(sleeping, key=lambda t: (t.monitor["next_at"], t.created_seq))  # type: ignore[index]
-        return {
-            "state": "waiting",
-            "reason": "waiting on monitors until their next wake",
-            "todo_ids": sorted(t.todo_id for t in sleeping),
-            "next_wake": {"at": first.monitor["next_at"], "todo_id": first.todo_id},  # type: ignore[index]
-        }
-    active = sorted(t.todo_id for t in state.todos.values() if t.status == "active")
-    waiting_runs = sorted(r.run_id for r in state.runs.values() if r.outcome == "waiting")
-    if active or (waiting_runs and any(t.is_open for t in state.todos.values())):
-        return {
-            "state": "waiting",
-            "reason": "work is claimed or waiting on external evidence",
-            "todo_ids": active,
-        }
-    if any(t.is_open for t in state.todos.values()):
-        return {"state": "blocked", "reason": "open todos but none is ready"}
-    # An active goal with nothing open is not done until someone closes it (or adds work).
-    return {
-        "state": "needs_user",
-        "reason": "no open todos: add work or close the goal",
-        "gate_ids": [],
-        "todo_ids": [],
-    }
-
-
+# The order of a goal's attention reasons: work that can proceed first (a gate that holds one
+# todo must not hide agent work that is ready), then what needs a person (a pending decision,
+# a ready user todo), then work under way or waiting on the world, then open work nothing can
+# start.
 REASON_RANK = ("ready_for_agent", "needs_user", "waiting", "blocked")
 
 
-def attention_reasons(
-    state: GoalState, now: str, ready: list[Todo] | None = None
-) -> list[dict[str, Any]]:
-    """Every reason a goal needs attention, ranked: work that can proceed first (a gate that
-    holds one todo must not hide agent work that is ready), then what needs a person (a
-    pending decision, a ready user todo), then claimed work, then open work nothing can
-    start. Each reason counts the todos (or gates) behind it."""
+def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> dict[str, Any]:
+    """What the goal needs next: every reason, ranked (`reasons`: each state with the count
+    of todos, gates or runs behind it), and the first of them as the one `state`, with its
+    `reason` and the facts behind it. `ready`: the frontier for no particular agent, when the
+    caller has it already. The CLI, status.json and every page read this one computation."""
     if state.is_terminal:
-        return [{"state": "done", "count": 0}]
+        return {"state": "done", "reason": f"goal {state.status}", "reasons": [_count("done", 0)]}
     if ready is None:
         ready = frontier(state, now)
-    ready_ids = {t.todo_id for t in ready}
+    work = _Work(state, ready, now)
     counts = {
-        "ready_for_agent": sum(1 for t in ready if t.role == "agent"),
-        "needs_user": sum(1 for g in state.gates.values() if g.status == "pending")
-        + sum(1 for t in ready if t.role == "user"),
-        "waiting": sum(1 for t in state.todos.values() if t.status == "active"),
-        "blocked": sum(
-            1
-            for t in state.todos.values()
-            if t.status in ("open", "blocked") and t.todo_id not in ready_ids
-        ),
+        "ready_for_agent": len(work.agent_ready),
+        "needs_user": len(work.pending) + len(work.user_ready),
+        "waiting": len(work.active) + len(work.sleeping) + len(work.held) + work.runs_alone,
+        "blocked": len(work.stuck),
     }
-    out = [{"state": name, "count": counts[name]} for name in REASON_RANK if counts[name]]
-    if not any(t.is_open for t in state.todos.values()) and not counts["needs_user"]:
-        out.append({"state": "needs_user", "count": 0})  # nothing open: close it or add work
-    return out
+    reasons = [_count(name, counts[name]) for name in REASON_RANK if counts[name]]
+    if not reasons:  # nothing open and no decision pending: close the goal or add work
+        reasons = [_count("needs_user", 0)]
+    return {**work.details(reasons[0]["state"]), "reasons": reasons}
+
+
+def _count(name: str, n: int) -> dict[str, Any]:
+    return {"state": name, "count": n}
+
+
+class _Work:
+    """A goal's open work, each open todo in one place: ready (for an agent or a person),
+    claimed (`active`), a monitor not yet due (`sleeping`), waiting on something external
+    a run of it reported (`held`), or nothing can start it (`stuck`); the pending decisions,
+    and the waiting runs of no todo (`runs_alone`)."""
+
+    def __init__(self, state: GoalState, ready: list[Todo], now: str):
+        ready_ids = {t.todo_id for t in ready}
+        self.agent_ready = [t.todo_id for t in ready if t.role == "agent"]
+        self.user_ready = [t.todo_id for t in ready if t.role == "user"]
+        self.pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
+        waiting = [t for t in state.todos.values() if t.is_open and t.todo_id not in ready_ids]
+        self.active = sorted(t.todo_id for t in waiting if t.status == "active")
+        monitors = [  # a monitor that is due but not ready is held by something else
+            t
+            for t in waiting
+            if t.monitor is not None and t.status == "open" and t.monitor["next_at"] > now
+        ]
+        self.sleeping = sorted(monitors, key=lambda t: (t.monitor["next_at"], t.created_seq))  # type: ignore[index]
+        # A run that waits on something external: its todo, open and not ready, waits too (a
+        # run of no todo counts itself, while some todo is open and not ready).
+        runs = [r for r in state.runs.values() if r.outcome == "waiting"] if waiting else []
+        placed = set(self.active) | {t.todo_id for t in monitors}
+        self.held = sorted(
+            {r.todo_id for r in runs if r.todo_id} & ({t.todo_id for t in waiting} - placed)
+        )
+        self.runs_alone = sum(1 for r in runs if r.todo_id is None)
+        placed.update(self.held)
+        self.stuck = [t.todo_id for t in waiting if t.todo_id not in placed]
+
+    def details(self, first: str) -> dict[str, Any]:
+        """The one state and the facts behind it."""
+        if first == "ready_for_agent":
+            return {"state": first, "reason": "work is ready", "todo_ids": self.agent_ready[:1]}
+        if first == "needs_user":
+            if not (self.pending or self.user_ready):
+                reason = "no open todos: add work or close the goal"
+            else:
+                reason = "a decision or user action is pending"
+            return {
+                "state": first,
+                "reason": reason,
+                "gate_ids": self.pending,
+                "todo_ids": self.user_ready,
+            }
+        if first == "blocked":
+            return {"state": first, "reason": "open todos but none is ready"}
+        out: dict[str, Any] = {"state": first}
+        if self.active or self.held or self.runs_alone:
+            out.update(
+                reason="work is claimed or waiting on external evidence",
+                todo_ids=sorted(self.active + self.held),
+            )
+        else:
+            out.update(
+                reason="waiting on monitors until their next wake",
+                todo_ids=sorted(t.todo_id for t in self.sleeping),
+            )
+        if self.sleeping:
+            first_wake = self.sleeping[0]
+            out["next_wake"] = {"at": first_wake.monitor["next_at"], "todo_id": first_wake.todo_id}  # type: ignore[index]
+        return out

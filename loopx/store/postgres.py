@@ -220,11 +220,23 @@ def _close_in(pool: Any, pid: int) -> None:
 class _Single:
     """One connection with the pool's `connection()`/`close()`, for a one-command process:
     no pool threads to start and join. Re-entrant (a write stores its blobs on the same
-    connection it holds the goal's lock with); a broken connection is replaced on next use."""
+    connection it holds the goal's lock with); a broken connection is replaced on next use.
 
-    def __init__(self, conninfo: str, kwargs: dict[str, Any]):
+    `connect` makes the connection (`psycopg.connect` by default) and `release` takes it
+    back on `close()` instead of closing it: the store broker lends each client session a
+    connection it keeps open between sessions (`loopx/store/broker.py`)."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        kwargs: dict[str, Any],
+        connect: Callable[[], Any] | None = None,
+        release: Callable[[Any], None] | None = None,
+    ):
         self._conninfo = conninfo
         self._kwargs = kwargs
+        self._connect = connect
+        self._release = release
         self._conn: Any = None
         self._lock = threading.RLock()
 
@@ -235,16 +247,47 @@ class _Single:
         with self._lock:
             if self._conn is None or self._conn.closed or self._conn.broken:
                 with guard("connect"):
-                    self._conn = psycopg.connect(self._conninfo, **self._kwargs)
+                    self._conn = (
+                        self._connect()
+                        if self._connect is not None
+                        else psycopg.connect(self._conninfo, **self._kwargs)
+                    )
             yield self._conn
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self._release is not None:
+            self._release(conn)
+        else:
+            conn.close()
 
 
-class PostgresStore:
+class HostCache:
+    """A database store's per-host part: snapshots in the project's `.loopx/cache/` (in
+    memory without a project folder) and the folder of its other caches."""
+
+    def __init__(self, root: Path | None, cache_dir: Path | None):
+        self.root = root  # the project folder of this host (its checkout), when there is one
+        # Where this host keeps its own caches (rendered handoff digests), as in the file store.
+        self.state_dir = root / ".loopx" if root is not None else None
+        self._cache = SnapshotCache(cache_dir) if cache_dir is not None else None
+        self._snapshots: dict[str, bytes] = {}
+
+    def load_snapshot(self, goal_id: str) -> bytes | None:
+        if self._cache is None:
+            return self._snapshots.get(goal_id)
+        return self._cache.load(goal_id)
+
+    def save_snapshot(self, goal_id: str, data: bytes) -> None:
+        if self._cache is None:
+            self._snapshots[goal_id] = data
+        else:
+            self._cache.save(goal_id, data)
+
+
+class PostgresStore(HostCache):
     """Ledgers, blobs and quarantined tails in one PostgreSQL database (see the module doc)."""
 
     def __init__(
@@ -255,13 +298,12 @@ class PostgresStore:
         cache_dir: Path | None = None,
         max_connections: int = 10,
         connect_timeout: int = 5,
+        connect: Callable[[], Any] | None = None,
+        release: Callable[[Any], None] | None = None,
     ):
+        super().__init__(root, cache_dir)
         self._conninfo = conninfo
-        self.root = root  # the project folder of this host (its checkout), when there is one
-        # Where this host keeps its own caches (rendered handoff digests), as in the file store.
-        self.state_dir = root / ".loopx" if root is not None else None
-        self._cache = SnapshotCache(cache_dir) if cache_dir is not None else None
-        self._snapshots: dict[str, bytes] = {}
+        self._lend = (connect, release)  # a one-connection store's connection, lent (broker)
         self._max = max_connections
         self._timeout = connect_timeout
         self._pool: Any = None
@@ -287,7 +329,7 @@ class PostgresStore:
 
             kwargs: dict[str, Any] = {"autocommit": True, "connect_timeout": self._timeout}
             if self._max <= 1:  # the schema is checked in the first round trip
-                pool: Any = _Single(self._conninfo, kwargs)
+                pool: Any = _Single(self._conninfo, kwargs, *self._lend)
             else:
                 from psycopg_pool import ConnectionPool
 
@@ -405,9 +447,15 @@ class PostgresStore:
     def read(self, goal_id: str, since: Cursor | None = None) -> Scan:
         """The scan after `since`, in one round trip: the line the cursor names (checked
         to be intact, else SnapshotStale) and every line after it."""
+        return scanned(self.read_row(goal_id, since), goal_id, since)
+
+    def read_row(self, goal_id: str, since: Cursor | None = None) -> tuple[Any, Any]:
+        """The line `since` names (None when there is none) and the bytes after it (None
+        when there are none): what `read` scans, in one round trip."""
         check_id(goal_id, "goal_id")
         where = {"g": goal_id, "o": (since or Cursor()).offset}
-        return _scanned(self._query(_READ, where, "read the ledger")[0], goal_id, since)
+        row = self._query(_READ, where, "read the ledger")[0]
+        return row[0], row[1]
 
     def verify(self, goal_id: str) -> VerifyReport:
         return verify_buffer(goal_id, self.raw(goal_id))
@@ -436,7 +484,7 @@ class PostgresStore:
                     if self.fault:
                         self.fault("locked", conn.info.backend_pid)
                     try:
-                        result = _scanned(row, goal_id, since)
+                        result = scanned(row, goal_id, since)
                     except SnapshotStale:
                         result = _read(conn, goal_id, None)
                     if result.damage is None:
@@ -471,18 +519,7 @@ class PostgresStore:
             except psycopg.Error:
                 stop.wait(1.0)  # the database is away: try again shortly
 
-    # -- cache and blobs --------------------------------------------------------------------
-
-    def load_snapshot(self, goal_id: str) -> bytes | None:
-        if self._cache is None:
-            return self._snapshots.get(goal_id)
-        return self._cache.load(goal_id)
-
-    def save_snapshot(self, goal_id: str, data: bytes) -> None:
-        if self._cache is None:
-            self._snapshots[goal_id] = data
-        else:
-            self._cache.save(goal_id, data)
+    # -- blobs ------------------------------------------------------------------------------
 
     def put_blob(self, data: bytes) -> str:
         ref = blob_ref(data)
@@ -522,7 +559,7 @@ def _read(conn: Any, goal_id: str, since: Cursor | None) -> Scan:
     start = since or Cursor()
     with guard("read the ledger"):
         row = conn.execute(_READ, {"g": goal_id, "o": start.offset}).fetchone()
-    return _scanned(row, goal_id, since)
+    return scanned(row, goal_id, since)
 
 
 def _locking(key: int) -> list[tuple[str, Any]]:
@@ -535,7 +572,8 @@ def _locked_read(key: int, goal_id: str, since: Cursor | None) -> list[tuple[str
     return [*_locking(key), (_READ, {"g": goal_id, "o": (since or Cursor()).offset})]
 
 
-def _scanned(row: Any, goal_id: str, since: Cursor | None) -> Scan:
+def scanned(row: Any, goal_id: str, since: Cursor | None) -> Scan:
+    """The `Scan` of a `read_row` result; `SnapshotStale` when `since` names no intact line."""
     start = since or Cursor()
     if start.offset and (row[0] is None or not _ends_at(bytes(row[0]), start)):
         raise SnapshotStale()

@@ -107,21 +107,25 @@ def record(root: Path, url: str) -> None:
 
 
 def open_store(root: Path, url: str | None = None, *, connections: int = 1) -> Any:
-    """The project's store (the file store, or a `PostgresStore` caching snapshots locally;
-    one connection unless a long-running caller asks for a pool of `connections`)."""
+    """The project's store: the file store, or a PostgreSQL store caching snapshots locally —
+    for a short-lived process (`connections` 1) through the store broker
+    (`loopx/store/broker.py`) when one can be used, else one connection of its own; a
+    long-running caller asks for a pool of `connections`."""
     from loopx.store.filestore import FileStore
 
     url = check_url(url) if url is not None else configured(root)
     if url == "file":
         return FileStore(root)
+    cache_dir = root / STATE_DIR / "cache" / "postgres"
+    if connections == 1:  # a short-lived process: through this user's store broker if it can
+        from loopx.store.broker_client import connect
+
+        brokered = connect(url, root=root, cache_dir=cache_dir)
+        if brokered is not None:
+            return brokered
     from loopx.store.postgres import PostgresStore
 
-    return PostgresStore(
-        url,
-        root=root,
-        cache_dir=root / STATE_DIR / "cache" / "postgres",
-        max_connections=connections,
-    )
+    return PostgresStore(url, root=root, cache_dir=cache_dir, max_connections=connections)
 
 
 def close(store: Store | Any) -> None:

@@ -311,6 +311,7 @@ def invocations(root: Path) -> list[tuple[list[str], bool]]:
         (["allow", "list", *g], True),
         (["store", "export", "--to", str(root / "exported")], True),
         (["store", "import", "--from", str(root / "exported")], True),
+        (["store", "broker"], True),
         (
             ["monitor", "add", *g, "--todo-id", "m1", "--title", hostile("mon")]
             + ["--watch", hostile("watch"), "--every", "60"],

@@ -12,6 +12,7 @@ from typing import Any
 from loopx.build.registry import GoalContext, Output, Projection
 from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos, todo_card
+from loopx.projections.waiting import monitor_item
 from loopx.render.env import environment
 from loopx.state.entities import GoalState
 
@@ -48,6 +49,8 @@ def _project(ctx: GoalContext) -> dict[str, Any]:
             "dependents": dependents.get(t.todo_id, []),
             "gates": [{"status": g.status, "question": lens.text(g.question)} for g in held],
             "evidence": [evidence_item(e, lens, ctx.head) for e in shown],
+            # The todo's own time, never the goal's: `due` is not shown on the page.
+            "monitor": monitor_item(t, lens, t.updated_at) if t.monitor is not None else None,
         }
     return {"titles": titles, "pages": pages}
 

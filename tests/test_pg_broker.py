@@ -1,0 +1,295 @@
+"""The PostgreSQL store broker: CLI processes share one warm driver and connection.
+
+What must hold: calls through the broker store exactly what a direct connection stores; a
+client killed mid-write releases the goal's lock; a broker that dies is `store_unavailable`
+and the next call starts another; only a private folder of this user's ever holds a socket;
+a different libpq environment gets a broker of its own; an idle broker exits.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from loopx.model.errors import StoreUnavailable
+from loopx.store import broker_client, broker_wire
+from loopx.store.postgres import PostgresStore
+from loopx.store.select import open_store
+from tests import pg
+from tests.conftest import run_cli
+from tests.test_store_contract import envelope
+
+G = "g"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cli(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """A real `loopx` process (the broker serves processes, not this test's threads)."""
+    return subprocess.run(
+        [sys.executable, "-m", "loopx", *args, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **env),
+        check=False,
+        timeout=60,
+    )
+
+
+def broker(url: str) -> dict[str, object]:
+    return broker_client.status(url)
+
+
+def wait_for(condition: object, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture
+def project(tmp_path: Path, pg_empty: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LOOPX_STORE", pg_empty)
+    monkeypatch.setenv("LOOPX_NOW", "2026-03-01T12:00:00Z")  # the same bytes either way
+    monkeypatch.delenv("LOOPX_PG_BROKER", raising=False)
+    root = tmp_path / "proj"
+    assert run_cli(["init", "--root", str(root)]).exit_code == 0
+    return root
+
+
+def test_cli_processes_share_one_broker_and_store_what_a_direct_connection_does(
+    project: Path, pg_empty: str
+) -> None:
+    steps = [
+        ("goal", "create", "--goal-id", G, "--title", "T", "--objective", "O"),
+        ("todo", "add", "--goal-id", G, "--title", "one", "--todo-id", "one"),
+        ("todo", "claim", "--goal-id", G, "--todo-id", "one", "--agent-id", "a"),
+    ]
+    pids = set()
+    for n, step in enumerate(steps):
+        done = cli(project, *step, "--operation-id", f"op-{n}-{step[1]}")
+        assert done.returncode == 0, done.stderr
+        found = broker(pg_empty)
+        assert found["running"], "the first call started the broker"
+        pids.add(found["pid"])
+    assert len(pids) == 1, "every later call used the same broker"
+    brokered = PostgresStore(pg_empty).raw(G)
+
+    # The same calls on a direct connection (the broker off) store the same bytes.
+    pg.reset(pg_empty)
+    for n, step in enumerate(steps):
+        done = cli(project, *step, "--operation-id", f"op-{n}-{step[1]}", LOOPX_PG_BROKER="0")
+        assert done.returncode == 0, done.stderr
+    direct = PostgresStore(pg_empty).raw(G)
+    assert brokered.count(b"\n") == 3 and brokered == direct
+
+    status = cli(project, "store", "broker", "--format", "json")
+    assert status.returncode == 0 and '"running": true' in status.stdout
+
+
+def test_the_cli_process_does_not_import_the_driver(project: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path; from loopx.store.select import open_store;"
+        f"s = open_store(Path({str(project)!r})); s.goal_ids();"
+        "print(type(s).__name__, 'psycopg' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["BrokeredStore", "False"]
+
+
+def test_a_client_killed_mid_write_releases_the_goal(project: Path, pg_empty: str) -> None:
+    holder = (
+        "import sys, time; from pathlib import Path; from loopx.store.select import open_store;"
+        f"s = open_store(Path({str(project)!r}));"
+        f"cm = s.writing({G!r}); w = cm.__enter__(); print('locked', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        store = open_store(project)
+        appended: list[int] = []
+
+        def write() -> None:
+            with store.writing(G) as writer:
+                appended.extend(e["seq"] for e in writer.append([envelope(1, G)]))
+
+        blocked = threading.Thread(target=write, daemon=True)
+        blocked.start()
+        blocked.join(0.5)
+        assert blocked.is_alive(), "the goal is locked while the other client holds it"
+        proc.send_signal(signal.SIGKILL)
+        blocked.join(15)
+        assert not blocked.is_alive() and appended == [1], "the kill released the lock"
+        store.close()
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_a_broker_that_dies_is_store_unavailable_and_the_next_call_starts_another(
+    project: Path, pg_empty: str
+) -> None:
+    store = open_store(project)
+    assert isinstance(store, broker_client.BrokeredStore)
+    assert store.goal_ids() == []
+    first = broker(pg_empty)["pid"]
+    assert isinstance(first, int)
+    os.kill(first, signal.SIGKILL)
+    assert wait_for(lambda: not pg.alive(first))
+    with pytest.raises(StoreUnavailable) as caught:
+        store.goal_ids()
+    assert caught.value.code == "store_unavailable"
+    done = cli(project, "goal", "create", "--goal-id", G, "--title", "T", "--objective", "O")
+    assert done.returncode == 0, done.stderr
+    second = broker(pg_empty)["pid"]
+    assert isinstance(second, int) and second != first
+    assert PostgresStore(pg_empty).exists(G)
+
+
+def test_writes_from_several_processes_through_one_broker_stay_gap_free(
+    project: Path, pg_empty: str, tmp_path: Path
+) -> None:
+    worker = REPO / "tests" / "pg_worker.py"
+    roots = []
+    for n in range(4):
+        host = tmp_path / f"host{n}"
+        assert run_cli(["init", "--root", str(host)]).exit_code == 0
+        roots.append(host)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(worker), str(host), G, f"agent{n}", "40"],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )
+        for n, host in enumerate(roots)
+    ]
+    time.sleep(0.3)
+    for host in roots:
+        (host / "go").touch()
+    counts = [int(p.communicate(timeout=120)[0]) for p in procs]
+    assert counts == [40, 40, 40, 40]
+    with PostgresStore(pg_empty) as direct:
+        report = direct.verify(G)
+        seqs = [e["seq"] for e in direct.read(G).events]
+    assert report.ok and seqs == list(range(1, 161))
+
+
+def test_a_newer_schema_is_refused_through_the_broker(project: Path, pg_url: str) -> None:
+    conn = pg.admin(pg_url)
+    conn.execute("INSERT INTO loopx_schema (version, name) VALUES (%s, 'from the future')", (999,))
+    try:
+        done = cli(project, "status")
+        assert done.returncode == 8 and "store_schema_newer" in done.stderr
+        assert "Traceback" not in done.stderr
+    finally:
+        conn.execute("DELETE FROM loopx_schema WHERE version = 999")
+    assert cli(project, "status").returncode == 0, "the next session checks the schema again"
+
+
+def test_a_folder_others_may_enter_never_holds_a_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_empty: str
+) -> None:
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    fallback = tmp_path / "fallback-{uid}"
+    monkeypatch.setattr(broker_wire, "FALLBACK", str(fallback))
+    (runtime / "loopx").mkdir(mode=0o700)
+    assert broker_wire.private_dir() == runtime / "loopx"
+
+    (runtime / "loopx").chmod(0o755)  # others may enter
+    assert broker_wire.private_dir() is None
+    os.rmdir(runtime / "loopx")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (runtime / "loopx").symlink_to(elsewhere)  # a link, even to a private folder
+    assert broker_wire.private_dir() is None
+
+    runtime.chmod(0o777)  # a runtime folder anyone may write: the fallback is used
+    target = Path(str(fallback).format(uid=os.getuid()))
+    assert broker_wire.private_dir() == target and (target.stat().st_mode & 0o777) == 0o700
+    target.chmod(0o770)
+    assert broker_wire.private_dir() is None
+    store = broker_client.connect(pg_empty, root=None, cache_dir=None)
+    assert store is None, "no private folder: the caller connects directly"
+    assert not list(tmp_path.rglob("*.sock"))
+
+
+def test_each_libpq_environment_and_the_switch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, project: Path
+) -> None:
+    folder = tmp_path / "f"
+    url = "postgresql://postgres@127.0.0.1/db"
+    monkeypatch.delenv("PGAPPNAME", raising=False)
+    plain = broker_wire.socket_path(url, folder)
+    monkeypatch.setenv("PGAPPNAME", "other")
+    assert broker_wire.socket_path(url, folder) != plain
+    monkeypatch.setenv("PGPASSWORD", "hunter2secret")
+    assert "hunter2secret" not in str(broker_wire.socket_path(url, folder))
+    assert broker_wire.socket_path(url + "2", folder) != plain
+    monkeypatch.setenv("LOOPX_PG_BROKER", "0")
+    assert isinstance(open_store(project), PostgresStore)
+    done = cli(project, "store", "broker", "--format", "json")
+    assert done.returncode == 0 and '"enabled": false' in done.stdout
+
+
+def test_an_idle_broker_exits_and_removes_its_socket(
+    project: Path, pg_empty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOPX_BROKER_IDLE", "0.5")
+    monkeypatch.setenv("PGAPPNAME", "idle-test")  # a broker of its own
+    store = open_store(project)
+    assert isinstance(store, broker_client.BrokeredStore)
+    store.goal_ids()
+    found = broker(pg_empty)
+    pid, sock = found["pid"], Path(str(found["socket"]))
+    assert isinstance(pid, int) and sock.exists()
+    store.close()
+    assert wait_for(lambda: not pg.alive(pid)), "the broker left after its idle time"
+    assert not sock.exists()
+
+
+def test_store_broker_stop_and_the_file_store(project: Path, pg_empty: str, tmp_path: Path) -> None:
+    assert cli(project, "status").returncode == 0
+    pid = broker(pg_empty)["pid"]
+    assert isinstance(pid, int)
+    done = cli(project, "store", "broker", "--stop")
+    assert done.returncode == 0 and "asked to stop" in done.stdout
+    assert wait_for(lambda: not pg.alive(pid))
+    files = tmp_path / "files"
+    assert run_cli(["init", "--root", str(files)], env={"LOOPX_STORE": "file"}).exit_code == 0
+    plain = cli(files, "store", "broker", LOOPX_STORE="file")
+    assert plain.returncode == 0 and "file store" in plain.stdout
+
+
+def test_processes_starting_at_once_share_the_one_broker_that_wins(
+    project: Path, pg_empty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGAPPNAME", "race-test")  # no broker yet for this environment
+    assert not broker(pg_empty)["running"]
+    code = (
+        "import os; from pathlib import Path; from loopx.store.select import open_store;"
+        f"s = open_store(Path({str(project)!r})); s.goal_ids();"
+        "print(type(s).__name__, s._sock.getpeername())"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    outs = {p.communicate(timeout=60)[0].strip() for p in procs}
+    found = broker(pg_empty)
+    assert outs == {f"BrokeredStore {found['socket']}"}, "all four went through one socket"
+    assert [p.returncode for p in procs] == [0, 0, 0, 0]
+    assert broker_client.stop(pg_empty)["stopped"]
