@@ -220,10 +220,11 @@ def render_results(r: dict[str, Any], runs: int) -> str:
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, start_mark: str = START_MARK, end_mark: str = END_MARK) -> None:
+    """Replace the section between the marks in RESULTS.md (or append it)."""
     old = RESULTS.read_text("utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    if START_MARK in old and END_MARK in old:
-        a, b = old.index(START_MARK), old.index(END_MARK) + len(END_MARK)
+    if start_mark in old and end_mark in old:
+        a, b = old.index(start_mark), old.index(end_mark) + len(end_mark)
         new = old[:a] + text + old[b:]
     else:
         new = old.rstrip("\n") + "\n\n" + text + "\n"

@@ -129,6 +129,29 @@ def test_a_command_is_frozen() -> None:
     claim = ClaimTodo(goal_id="g", todo_id="t")
     with pytest.raises(AttributeError):
         claim.todo_id = "u"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del claim.todo_id
+
+
+def test_a_command_behaves_as_a_frozen_keyword_only_dataclass() -> None:
+    """Commands share one set of methods instead of six compiled per class (issue 19): the
+    behaviour is a frozen, keyword-only dataclass's."""
+    claim = ClaimTodo(goal_id="g", todo_id="t", lease_seconds=60)
+    assert claim == ClaimTodo(goal_id="g", todo_id="t", lease_seconds=60)
+    assert claim != ClaimTodo(goal_id="g", todo_id="t")
+    assert claim != ReleaseTodo(goal_id="g", todo_id="t")  # same fields, another write
+    assert hash(claim) == hash(ClaimTodo(goal_id="g", todo_id="t", lease_seconds=60))
+    assert len({claim, replace(claim), replace(claim, lease_seconds=61)}) == 2
+    assert repr(claim).startswith("ClaimTodo(goal_id='g', operation_id=None, ")
+    assert "todo_id='t'" in repr(claim) and "lease_seconds=60" in repr(claim)
+    assert [f.name for f in fields(ClaimTodo)][:2] == ["goal_id", "operation_id"]
+    assert AddEvidence(goal_id="g", kind="log", summary="s").refs == ()
+    with pytest.raises(TypeError, match="missing required keyword argument: 'todo_id'"):
+        ClaimTodo(goal_id="g")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'todo'"):
+        ClaimTodo(goal_id="g", todo_id="t", todo="x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        ClaimTodo("g", "t")  # type: ignore[call-arg]
 
 
 def test_every_write_tool_passes_only_fields_of_its_command() -> None:

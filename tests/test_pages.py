@@ -75,6 +75,24 @@ def test_attention_carries_every_reason_ranked_ready_work_first(built: Path) -> 
     assert '<span class="badge a-ready_for_agent">Moving</span>' in page
     assert "1 ready to work on; 1 waiting for a person's decision or action; " in page
     assert "needs user" not in page and "needs_user<" not in page
+    assert status["attention"]["state"] == "ready_for_agent"  # the first reason, everywhere
+
+
+def test_the_cli_says_the_same_attention_as_status_json(built: Path) -> None:
+    """One computation: `loopx status` and `next` state what status.json and the pages do."""
+    root = ["--root", str(built.parent), "--goal-id", "ship"]
+    status = json.loads((built / "team/goals/ship/status.json").read_text())["attention"]
+    cli = ok("status", *root, now="2026-03-03T09:15:00Z")["goals"][0]["attention"]
+    assert (cli["state"], cli["reason"], cli["reasons"]) == (
+        status["state"],
+        status["reason"],
+        status["reasons"],
+    )
+    assert cli["todo_ids"] == ["bench"]
+    text = run_cli(["status", *root], env={"LOOPX_NOW": "2026-03-03T09:15:00Z"}).stdout
+    assert "  attention: ready_for_agent (work is ready; also 1 needs_user, 2 blocked)\n" in text
+    public = json.loads((built / "public/goals/ship/status.json").read_text())["attention"]
+    assert public == status
 
 
 def test_every_page_names_the_project_and_links_the_repository(built: Path) -> None:

@@ -13,9 +13,10 @@ from typing import Any
 
 import orjson
 
-from loopx.build import outdir
+from loopx.build import outdir, scancache
 from loopx.build.artifacts import Artifact, Site
 from loopx.build.boundary import (
+    Forbidden,
     enforce,
     non_public_strings,
     project_names,
@@ -29,6 +30,8 @@ from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, Unit, UnitEntry, run_units
 from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
+from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
+from loopx.engine.git import resolve_head as resolve_head
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
 from loopx.projections.base import GENERATOR
@@ -42,7 +45,6 @@ from loopx.store.select import change_token, open_store
 MANIFEST = "manifest.json"
 MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
-AUTO = "auto"
 
 
 @dataclass
@@ -78,15 +80,6 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
             code="invalid_audience",
         )
     return tuple(a for a in ("public", "team", "private") if a in out)
-
-
-def resolve_head(root: Path, head: str | None) -> str | None:
-    """`auto`: the git HEAD of the project folder, if it is a checkout; else as given."""
-    if head != AUTO:
-        return head
-    from loopx.engine.git import head_revision
-
-    return head_revision(root)
 
 
 def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
@@ -261,8 +254,9 @@ def build(
         )
         result = BuildResult(site)
         if "public" in audiences:
-            strings = cache.strings if cache is not None else None
-            forbidden = non_public_strings(goals, cache=strings).with_names(names)
+            if reuse and cache is not None:
+                _carry_scan(root, names, cache)
+            forbidden = _forbidden(goals, cache).with_names(names)
             scan_cache = cache.scan if cache is not None else None
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)
@@ -280,12 +274,37 @@ def build(
                 layout=outdir.BUILD,
             )
         if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
-            record_build(root, store, goals, names, {a.sha256 for _, a in public_items(site)})
+            clean = {a.sha256 for _, a in public_items(site)}
+            record_build(root, store, goals, names, clean)
+            if reuse and cache is not None and cache.merged is not None:
+                strings = {g: cache.strings[g] for g in sorted(goals) if g in cache.strings}
+                scancache.save_build(root, names, strings, cache.merged, cache.scan, clean)
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
             reuse_mod.save(root, out, site)
     return result
+
+
+def _carry_scan(root: Path, names: frozenset[str], cache: BuildCache) -> None:
+    """What the last build on this host left for the boundary scan (`scancache.load_build`):
+    each goal's strings, the merged set, and the public files found clean."""
+    memo = scancache.load_build(root, names)
+    cache.strings.update(memo.strings)
+    cache.merged = memo.merged
+    if memo.scan is not None:
+        cache.scan = memo.scan
+
+
+def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidden:
+    """The ledger's non-public strings; merged again only when some goal's head moved."""
+    if cache is None:
+        return non_public_strings(goals)
+    key = scancache.heads_key({g: s.head for g, s in goals.items()})
+    if cache.merged is None or cache.merged[0] != key:
+        merged = non_public_strings(goals, cache=cache.strings, previous=cache.merged)
+        cache.merged = (key, merged)
+    return cache.merged[1]
 
 
 @dataclass

@@ -45,7 +45,7 @@ AUDIENCES = click.option(
 def _head(value: str | None, default: str | None = None) -> str | None:
     """`--head`: a commit hash, 'auto' (the project's git HEAD) or 'none'; `default` when
     not given (AUTO for live views, None for committed artifacts)."""
-    from loopx.build.pipeline import AUTO
+    from loopx.engine.git import AUTO
 
     if value is None:
         return AUTO if default == AUTO else default

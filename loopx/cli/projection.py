@@ -38,7 +38,7 @@ def _load(root: Path | None, goal_id: str, audience: str) -> tuple[Any, Any, dic
 
 def _resolved_head(store: Any, head: str | None) -> str | None:
     """Committed artifacts compare evidence with no checkout unless `--head` names one."""
-    from loopx.build.pipeline import resolve_head
+    from loopx.engine.git import resolve_head
 
     return resolve_head(store.root, _head(head, default=None))
 

@@ -11,19 +11,21 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from loopx import __version__
 from loopx.engine.clock import Clock, SystemClock
-from loopx.engine.commands import Command, Guarded
 from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
 from loopx.model.ids import check_id, check_operation_id
 from loopx.state.entities import GoalState, decode_state, encode_state
 from loopx.state.fold import apply
 from loopx.store.base import SnapshotStale, Store
 from loopx.store.ledger import Cursor, event_id
+
+if TYPE_CHECKING:  # a read folds no command: the module is imported by the writes
+    from loopx.engine.commands import Command
 
 SNAPSHOT_FORMAT = f"loopx.snapshot/3+{__version__}"
 
@@ -319,6 +321,8 @@ def _retried(state: GoalState | None, op_id: str, fingerprint: str) -> list[Any]
 
 def _admit(state: GoalState | None, command: Command) -> None:
     """Refuse a write its goal cannot take: missing, existing, closed, or at another revision."""
+    from loopx.engine.commands import Guarded
+
     goal_id = command.goal_id
     if state is None and not command.creates_goal:
         raise NotFound("goal not found", code="goal_not_found", goal_id=goal_id)

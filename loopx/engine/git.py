@@ -25,6 +25,16 @@ def head_revision(workspace: Path) -> str | None:
     return _git(workspace, "rev-parse", "--verify", "-q", "HEAD") or None
 
 
+AUTO = "auto"  # `--head auto`: the checkout's own HEAD
+
+
+def resolve_head(root: Path, head: str | None) -> str | None:
+    """`auto`: the git HEAD of the project folder, if it is a checkout; else as given."""
+    if head != AUTO:
+        return head
+    return head_revision(root)
+
+
 def _exit_code(workspace: Path, *args: str) -> int | None:
     """How `git -C workspace ARGS` exited (None when git could not run)."""
     try:

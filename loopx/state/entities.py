@@ -369,7 +369,7 @@ class OpIndex:
 
 
 def _plain(subject: Any) -> bool:
-    return isinstance(subject, str) and bool(subject) and not any(c in subject for c in " |")
+    return isinstance(subject, str) and bool(subject) and " " not in subject and "|" not in subject
 
 
 def _last_id(blob: bytes) -> str:

@@ -66,35 +66,35 @@ def apply(state: GoalState | None, event: Event) -> GoalState:
 
 
 def _apply(state: GoalState | None, event: Event) -> GoalState:
+    # Every event of a replay runs through here: names are read once into locals.
     if event.get("v") != EVENT_VERSION:
         event = upgrade(event)
-    seq = event["seq"]
+    seq, event_type, data = event["seq"], event["type"], event["data"]
     if state is None:
-        if event["type"] != "goal.created":
+        if event_type != "goal.created":
             raise LedgerDamage("ledger does not start with goal.created", offset=0)
         state = GoalState(goal_id=event["goal_id"])
     elif seq != state.revision + 1:
         raise LedgerDamage("event is not the next one in sequence", seq=seq)
-    handler = HANDLERS.get(event["type"])
+    handler = HANDLERS.get(event_type)
     if handler is not None:  # unknown types from a newer loopx are carried, not fatal
-        handler(state, event["data"], event)
+        handler(state, data, event)
+    at = event["recorded_at"]
     state.revision = seq
     state.head = event["sum"]
-    state.updated_at = event["recorded_at"]
-    event_type = event["type"]
+    state.updated_at = at
     if event_type not in HEARTBEATS:
-        state.changed_at = event["recorded_at"]
+        state.changed_at = at
     if event_type not in turns.JOURNAL:
         state.truth_revision, state.truth_head = seq, event["sum"]
-        state.truth_at = event["recorded_at"]
-    # The idempotency index (inlined: this runs for every event of a replay).
+        state.truth_at = at
+    # The idempotency index.
     ops, op_id = state.operations, event["operation_id"]
     if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
-        op = ops[op_id]
+        op = ops.entries.get(op_id) or ops[op_id]
         ops.entries[op_id] = [op[0], op[1], seq, op[3]]
     else:
-        data = event["data"]
-        own = data.get(_OWN_KEYS.get(event["type"], ""))  # subject_of, its common case inline
+        own = data.get(_OWN_KEYS.get(event_type, ""))  # subject_of, its common case inline
         ops.entries[op_id] = [event["op_hash"], seq, seq, subject_of(event) if own is None else own]
         ops.last = op_id
     return state

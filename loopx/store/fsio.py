@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno as errno_codes
 import fcntl
 import os
@@ -440,6 +439,8 @@ _SYNCFS: list[Callable[[int], int] | None] = []
 def _syncfs() -> Callable[[int], int] | None:
     """libc's syncfs(2) when there is one (Linux), else None (os.sync is used instead)."""
     if not _SYNCFS:
+        import ctypes.util  # only a build syncs: its import costs every process ~5 ms
+
         fn = None
         with contextlib.suppress(OSError, AttributeError, TypeError):
             fn = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).syncfs

@@ -1,0 +1,73 @@
+"""The calls an agent makes on every turn import only what they use (issue 19).
+
+Importing is most of a short call's cost (`benchmarks/bench_calls.py`): the template engine,
+the Markdown renderer, the boundary rules (a few hundred compiled patterns), the build
+pipeline and the write commands each cost a read 5–60 ms. Each call runs in a fresh
+interpreter and reports the modules it loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import T0, run_cli
+
+# Never needed by a read of the ledger, nor by a write.
+NEVER = {"pydantic", "jsonschema", "markdown_it", "loopx.privacy.rules", "loopx.build.pipeline"}
+READS = NEVER | {"loopx.engine.commands", "jinja2", "ctypes.util"}
+
+
+def loaded(root: Path, *args: str) -> set[str]:
+    """The modules a `loopx ARGS` process has loaded when it exits (it must succeed)."""
+    code = (
+        "import sys\n"
+        "from loopx.cli.main import main\n"
+        "try:\n"
+        f"    main({[*args, '--root', str(root)]!r})\n"
+        "except SystemExit as stop:\n"
+        "    assert not stop.code, stop.code\n"
+        "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    env = {**os.environ, "LOOPX_NOW": T0, "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root
+    )
+    assert done.returncode == 0, done.stderr
+    return set(done.stderr.split())
+
+
+@pytest.fixture
+def goal(project: Path) -> Path:
+    add = ["todo", "add", "--root", str(project), "--goal-id", "demo", "--todo-id", "t1"]
+    assert run_cli([*add, "--title", "First"]).exit_code == 0
+    return project
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("status", "--goal-id", "demo", "--format", "json"),
+        ("status",),
+        ("next", "--goal-id", "demo"),
+    ],
+)
+def test_a_read_imports_no_command_template_or_rule(goal: Path, args: tuple[str, ...]) -> None:
+    assert not loaded(goal, *args) & READS
+
+
+def test_a_write_imports_no_template_schema_library_or_rule(goal: Path) -> None:
+    claim = ("todo", "claim", "--goal-id", "demo", "--todo-id", "t1", "--agent-id", "a")
+    modules = loaded(goal, *claim, "--session-id", "s")
+    assert "loopx.engine.commands" in modules  # the sanity check: this is the write path
+    assert not modules & (NEVER | {"jinja2"})
+
+
+def test_review_renders_without_markdown_html_rules_or_the_build_pipeline(goal: Path) -> None:
+    modules = loaded(goal, "review", "--goal-id", "demo")
+    assert "jinja2" in modules  # the packet is a template
+    assert not modules & NEVER
