@@ -188,10 +188,37 @@ def test_attention_needs_user_for_a_pending_gate_or_a_ready_user_todo(w: World) 
     )
     att = attention(w.state(), w.now())
     assert att["state"] == "needs_user" and att["gate_ids"] == ["g"]
+    assert att["reasons"] == [
+        {"state": "needs_user", "count": 1},
+        {"state": "blocked", "count": 1},  # a, held by the gate
+    ]
     gates.resolve_gate(w.ctx("boss"), ResolveGate(goal_id=G, gate_id="g", resolution="approve"))
+    todos.block_todo(w.ctx(), BlockTodo(goal_id=G, todo_id="a", reason="stuck"))
     w.add("choose", role="user")
     att = attention(w.state(), w.now())
     assert att["state"] == "needs_user" and att["todo_ids"] == ["choose"]
+
+
+def test_ready_agent_work_ranks_before_a_pending_gate(w: World) -> None:
+    """One held todo does not hide ready work: the one state is the first ranked reason."""
+    w.add("a")
+    w.add("b")
+    w.add("choose", role="user")
+    gates.open_gate(
+        w.ctx(), OpenGate(goal_id=G, question="Q?", authority="boss", blocks=["a"], gate_id="g")
+    )
+    att = attention(w.state(), w.now())
+    assert att == {
+        "state": "ready_for_agent",
+        "reason": "work is ready",
+        "todo_ids": ["b"],
+        "reasons": [
+            {"state": "ready_for_agent", "count": 1},  # b
+            {"state": "needs_user", "count": 2},  # the gate, and choose
+            {"state": "blocked", "count": 1},  # a, held by the gate
+        ],
+    }
+    assert status_view(w.state(), w.now(), str)["attention"] == att
 
 
 def test_attention_waiting_while_work_is_claimed_or_a_run_waits(w: World) -> None:
@@ -207,6 +234,7 @@ def test_attention_waiting_while_work_is_claimed_or_a_run_waits(w: World) -> Non
     )
     att = attention(w.state(), w.now())
     assert att["state"] == "waiting"
+    assert att["reasons"] == [{"state": "waiting", "count": 1}, {"state": "blocked", "count": 2}]
 
 
 def test_attention_blocked_when_open_todos_wait_on_each_other(w: World) -> None:
@@ -223,7 +251,11 @@ def test_attention_done_only_for_a_closed_goal(w: World) -> None:
     att = attention(w.state(), w.now())
     assert att["state"] == "needs_user" and "close the goal" in att["reason"]
     goals.close_goal(w.ctx(), CloseGoal(goal_id=G, outcome="achieved"))
-    assert attention(w.state(), w.now()) == {"state": "done", "reason": "goal achieved"}
+    assert attention(w.state(), w.now()) == {
+        "state": "done",
+        "reason": "goal achieved",
+        "reasons": [{"state": "done", "count": 0}],
+    }
 
 
 def test_an_abandoned_goal_explains_its_open_todos(w: World) -> None:

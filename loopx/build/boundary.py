@@ -180,11 +180,15 @@ def non_public_strings(
     goals: dict[str, GoalState],
     read_blob: BlobReader | None = None,
     cache: dict[str, tuple[str, GoalStrings]] | None = None,
+    previous: tuple[list[Any], Forbidden] | None = None,
 ) -> Forbidden:
     """The exact strings the ledger marks non-public: must never appear in public output.
 
-    `cache` (goal id → (head, strings)) spares unchanged goals the walk.
+    `cache` (goal id → (head, strings)) spares unchanged goals the walk. `previous`: the
+    last merge's goal heads ([[goal, head], …]) and result; with the strings `cache` held for
+    those heads, only what changed is merged again (see `merge`).
     """
+    before = _parts_at(previous[0], cache) if previous is not None and cache else None
     parts: list[GoalStrings] = []
     for goal_id, state in sorted(goals.items()):
         hit = cache.get(goal_id) if cache is not None else None
@@ -195,11 +199,29 @@ def non_public_strings(
         if cache is not None:
             cache[goal_id] = (state.head, strings)
         parts.append(strings)
-    return merge(parts)
+    since = (before, previous[1]) if before is not None and previous is not None else None
+    return merge(parts, since)
 
 
-def merge(parts: list[GoalStrings]) -> Forbidden:
-    """The goals' strings as one forbidden set (see `non_public_strings`)."""
+def _parts_at(
+    key: list[Any], cache: dict[str, tuple[str, GoalStrings]]
+) -> list[GoalStrings] | None:
+    """The strings of every goal at the heads `key` names, if `cache` holds them all."""
+    parts = []
+    for goal_id, head in key:
+        hit = cache.get(goal_id)
+        if hit is None or hit[0] != head:
+            return None
+        parts.append(hit[1])
+    return parts
+
+
+def merge(
+    parts: list[GoalStrings], previous: tuple[list[GoalStrings], Forbidden] | None = None
+) -> Forbidden:
+    """The goals' strings as one forbidden set (see `non_public_strings`). `previous`: the
+    parts of an earlier merge and its result, from which only what changed is worked out
+    (the same set, see `_kept_since`)."""
     found = frozenset().union(*(p.texts for p in parts)) if parts else frozenset()
     public = frozenset().union(*(p.public for p in parts)) if parts else frozenset()
     ids = frozenset().union(*(p.ids for p in parts)) if parts else frozenset()
@@ -209,12 +231,42 @@ def merge(parts: list[GoalStrings]) -> Forbidden:
     # cry wolf (see loopx.privacy.distinct). Likewise a private id that is also a public id, a
     # word of the templates or a key of the JSON artifacts (a private todo called `index`).
     boilerplate = _Boilerplate.get()
-    candidates = {s for s in found - public if not boilerplate.contains(s)}
-    kept = frozenset(candidates - found_in(candidates, sorted(public)))
+    kept = _kept_since(found, public, boilerplate, *previous) if previous is not None else None
+    if kept is None:
+        candidates = {s for s in found - public if not boilerplate.contains(s)}
+        kept = frozenset(candidates - found_in(candidates, sorted(public)))
     kept_ids = frozenset(i for i in ids - public_ids if i not in boilerplate.words)
     allowed = frozenset().union(*(p.allowed for p in parts)) if parts else frozenset()
     private = kept & frozenset().union(*(p.private for p in parts)) if parts else frozenset()
     return Forbidden(kept, kept_ids, allowed=allowed, private=private)
+
+
+def _kept_since(
+    found: frozenset[str],
+    public: frozenset[str],
+    boilerplate: _Boilerplate,
+    before: list[GoalStrings],
+    merged: Forbidden,
+) -> frozenset[str] | None:
+    """`merge`'s kept texts, worked out from an earlier merge of `before` into `merged`;
+    None when some public text is gone (a string it hid may be forbidden again: merge all).
+
+    A text is kept when it is non-public, not boilerplate, and inside no public text. While
+    public text only grows, a text kept before stays kept unless one of the added public
+    texts holds it, and one not kept before, though non-public then, stays out (boilerplate
+    does not change, a public text that held it is still there); only the other texts are
+    judged in full."""
+    old_public = frozenset().union(*(p.public for p in before)) if before else frozenset()
+    if not public >= old_public:
+        return None
+    old_found = frozenset().union(*(p.texts for p in before)) if before else frozenset()
+    candidates = found - public
+    carried = candidates & merged.texts
+    added_public = sorted(public - old_public)
+    if added_public:
+        carried -= found_in(carried, added_public)
+    new = {s for s in candidates - (old_found - old_public) if not boilerplate.contains(s)}
+    return frozenset(carried | (new - found_in(new, sorted(public))))
 
 
 class _Boilerplate:
@@ -300,6 +352,23 @@ class ScanCache:
     scanners: list[Any] = field(default_factory=list)
     clean: set[str] = field(default_factory=set)
 
+    @classmethod
+    def carried(cls, covered: Forbidden, clean: set[str]) -> ScanCache:
+        """What an earlier process found (`loopx.build.scancache.load_build`): the scanner of
+        `covered` (an automaton over tens of thousands of strings) is built only if some
+        artifact is not among the `clean` ones."""
+        return cls(covered, [_Deferred(covered)], clean)
+
+
+@dataclass
+class _Deferred:
+    """A forbidden set's scanner, built on first use."""
+
+    forbidden: Forbidden
+
+    def scan_bytes(self, data: bytes, path: str) -> list[Any]:
+        return list(self.forbidden.scanner().scan_bytes(data, path))
+
 
 def public_items(site: Site) -> list[tuple[str, Any]]:
     """Every public artifact; and, in a public-only build, the top-level files too (the
@@ -353,7 +422,7 @@ def scan_public(
             allowed=allowed,
         )
         findings += _scan([delta], known)
-        cache.scanners.append(added.scanner())
+        cache.scanners.append(_Deferred(added))
         cache.covered = Forbidden(
             covered.texts | added.texts, covered.ids | added.ids, allowed=allowed
         )

@@ -7,7 +7,8 @@ costs well under the build that made the files, because it repeats only what cha
 
 - the forbidden strings are kept per goal; after a ledger change only the changed goals are
   folded (from their snapshots) and their blobs read;
-- a file a build found clean for this very ledger is read again only for the private text;
+- a file a build found clean for this very ledger is read again only for the private text,
+  and only for the private text read since when a scan found it clean before the change;
 - a file a scan found clean for this very ledger is not read again at all.
 
 Scanners are built only when some file needs them: the one over every forbidden string (an
@@ -20,6 +21,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loopx.build import scancache
 from loopx.build.boundary import Forbidden, GoalStrings, goal_strings, merge, project_names
@@ -28,16 +30,25 @@ from loopx.privacy.scanner import Finding, Scanner, read_scanned, scan_files, so
 from loopx.state.entities import GoalState
 from loopx.store.base import Store
 
+Strings = tuple[scancache.Key, Forbidden]
+
 
 def ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidden]:
     """The ledger's forbidden strings (blob text included) and the key they hold for."""
+    key, forbidden, _ = _ledger_strings(project, store)
+    return key, forbidden
+
+
+def _ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidden, Strings | None]:
+    """`ledger_strings`, and the record of an earlier ledger they were worked out from."""
     current = scancache.tokens(store)
     cached = scancache.load_forbidden(project)
     if cached is not None and [[g, *t] for g, _, *t in cached[0]] == [
         [g, *t] for g, t in current.items()
     ]:
-        return cached
+        return cached[0], cached[1], None
     entries = scancache.load_goals(project)
+    previous = _previous(cached, entries)
     parts: list[GoalStrings] = []
     heads: dict[str, str] = {}
     for goal_id, token in current.items():
@@ -52,10 +63,27 @@ def ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidde
         parts.append(hit[2])
     for gone in set(entries) - set(heads):
         del entries[gone]
-    key, forbidden = scancache.ledger_key(current, heads), merge(parts)
+    key, forbidden = scancache.ledger_key(current, heads), merge(parts, previous)
     scancache.save_goals(project, entries)
     scancache.save_forbidden(project, key, forbidden)
-    return key, forbidden
+    return key, forbidden, cached
+
+
+def _previous(
+    cached: tuple[scancache.Key, Forbidden] | None,
+    entries: dict[str, tuple[str, list[Any], GoalStrings]],
+) -> tuple[list[GoalStrings], Forbidden] | None:
+    """The last merge and the goals' strings it was made of, when the cache still holds
+    them all (so only what changed since is merged again)."""
+    if cached is None:
+        return None
+    parts = []
+    for goal_id, head, *token in cached[0]:
+        entry = entries.get(goal_id)
+        if entry is None or entry[0] != head or entry[1] != token:
+            return None
+        parts.append(entry[2])
+    return parts, cached[1]
 
 
 def record_build(
@@ -76,30 +104,33 @@ class _Scanners:
     forbidden: Forbidden
     machine: bool
     names: frozenset[str]
-    built: dict[str, Scanner] = field(default_factory=dict)
+    built: dict[str, Scanner | None] = field(default_factory=dict)
 
     def full(self) -> Scanner:
-        if "full" not in self.built:
+        built = self.built.get("full")
+        if built is None:
             f = self.forbidden
-            self.built["full"] = Scanner(
+            built = self.built["full"] = Scanner(
                 sorted(f.texts),
                 forbidden_ids=sorted(f.ids),
                 machine=self.machine,
                 name_hashes=self.names,
                 allowed=f.allowed,
             )
-        return self.built["full"]
+        return built
 
-    def private(self) -> Scanner:
-        """Only the text read from the blob store: what a build's verdict does not cover."""
-        if "private" not in self.built:
-            self.built["private"] = Scanner(
-                sorted(self.forbidden.private),
-                machine=False,
-                rules=False,
-                allowed=self.forbidden.allowed,
+    def private(self, since: frozenset[str] | None = None) -> Scanner | None:
+        """Only the text read from the blob store: what a build's verdict does not cover;
+        `since`: only that text not among it (None when there is none)."""
+        name = "private" if since is None else "since"
+        if name not in self.built:
+            texts = self.forbidden.private if since is None else self.forbidden.private - since
+            self.built[name] = (
+                Scanner(sorted(texts), machine=False, rules=False, allowed=self.forbidden.allowed)
+                if texts
+                else None
             )
-        return self.built["private"]
+        return self.built[name]
 
 
 @dataclass
@@ -111,11 +142,16 @@ class FolderScan:
 
 def scan_folder(project: Path, store: Store, paths: Iterable[Path], machine: bool) -> FolderScan:
     """Scan `paths` for everything the ledger of `project` marks non-public, and the rest."""
-    key, forbidden = ledger_strings(project, store)
+    key, forbidden, before = _ledger_strings(project, store)
     names = project_names(project)
     stamp = scancache.fingerprint(names, machine)
     seen = scancache.load_clean(project, "scan", key, stamp)
     built = scancache.load_clean(project, "build", key, stamp)
+    # Files an earlier scan found clean, for the ledger before this change: the private text
+    # it looked for need not be looked for again, only the private text read since.
+    earlier: set[str] = set()
+    if before is not None and before[1].allowed == forbidden.allowed:
+        earlier = scancache.load_clean(project, "scan", before[0], stamp)
     scanners = _Scanners(forbidden, machine, names)
     findings: list[Finding] = []
     clean: set[str] = set()
@@ -123,8 +159,13 @@ def scan_folder(project: Path, store: Store, paths: Iterable[Path], machine: boo
         data = read_scanned(path)
         digest = hashlib.sha256(data).hexdigest()
         if digest not in seen:
-            scanner = scanners.private() if digest in built else scanners.full()
-            found = scanner.scan_bytes(data, shown)
+            if digest not in built:
+                scanner: Scanner | None = scanners.full()
+            elif digest in earlier and before is not None:
+                scanner = scanners.private(since=before[1].private)
+            else:
+                scanner = scanners.private()
+            found = scanner.scan_bytes(data, shown) if scanner is not None else []
             if found:
                 findings += found
                 continue

@@ -13,9 +13,10 @@ from typing import Any
 
 import orjson
 
-from loopx.build import outdir
+from loopx.build import outdir, scancache
 from loopx.build.artifacts import Artifact, Site
 from loopx.build.boundary import (
+    Forbidden,
     enforce,
     non_public_strings,
     project_names,
@@ -253,8 +254,9 @@ def build(
         )
         result = BuildResult(site)
         if "public" in audiences:
-            strings = cache.strings if cache is not None else None
-            forbidden = non_public_strings(goals, cache=strings).with_names(names)
+            if reuse and cache is not None:
+                _carry_scan(root, names, cache)
+            forbidden = _forbidden(goals, cache).with_names(names)
             scan_cache = cache.scan if cache is not None else None
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)
@@ -272,12 +274,37 @@ def build(
                 layout=outdir.BUILD,
             )
         if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
-            record_build(root, store, goals, names, {a.sha256 for _, a in public_items(site)})
+            clean = {a.sha256 for _, a in public_items(site)}
+            record_build(root, store, goals, names, clean)
+            if reuse and cache is not None and cache.merged is not None:
+                strings = {g: cache.strings[g] for g in sorted(goals) if g in cache.strings}
+                scancache.save_build(root, names, strings, cache.merged, cache.scan, clean)
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
             reuse_mod.save(root, out, site)
     return result
+
+
+def _carry_scan(root: Path, names: frozenset[str], cache: BuildCache) -> None:
+    """What the last build on this host left for the boundary scan (`scancache.load_build`):
+    each goal's strings, the merged set, and the public files found clean."""
+    memo = scancache.load_build(root, names)
+    cache.strings.update(memo.strings)
+    cache.merged = memo.merged
+    if memo.scan is not None:
+        cache.scan = memo.scan
+
+
+def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidden:
+    """The ledger's non-public strings; merged again only when some goal's head moved."""
+    if cache is None:
+        return non_public_strings(goals)
+    key = scancache.heads_key({g: s.head for g, s in goals.items()})
+    if cache.merged is None or cache.merged[0] != key:
+        merged = non_public_strings(goals, cache=cache.strings, previous=cache.merged)
+        cache.merged = (key, merged)
+    return cache.merged[1]
 
 
 @dataclass

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import stat
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,7 @@ from typing import Any
 import orjson
 
 from loopx import __version__
-from loopx.build.boundary import Forbidden, GoalStrings
+from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.scanner import machine_names
 from loopx.resources import resource_dir
@@ -104,15 +107,21 @@ def _load(project: Path, name: str) -> Any:
 
 def _save(project: Path, name: str, body: dict[str, Any]) -> None:
     """Keep a record for the next scan; a cache that cannot be written is no error."""
+    _write(project, name, orjson.dumps({"version": version(), **body}))
+
+
+def _write(project: Path, name: str, data: bytes) -> bool:
+    """Write one file of the cache atomically; False when it cannot be (no error)."""
     path = _path(project, name)
-    data = orjson.dumps({"version": version(), **body})
     with contextlib.suppress(OSError):
         for folder in (path.parent.parent, path.parent):
             if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-                return
+                return False
             if not folder.exists():
                 fsio.current().mkdir(folder)
         fsio.current().write_atomic(path, data)
+        return True
+    return False
 
 
 def _allowances(rows: Any) -> frozenset[Allowance]:
@@ -123,21 +132,32 @@ def _rows(allowed: frozenset[Allowance]) -> list[list[Any]]:
     return [[a.kind, a.text] for a in sorted(allowed)]
 
 
+def _strings(entry: dict[str, Any]) -> GoalStrings:
+    return GoalStrings(
+        texts=frozenset(entry["texts"]),
+        ids=frozenset(entry["ids"]),
+        public=frozenset(entry["public"]),
+        public_ids=frozenset(entry["public_ids"]),
+        allowed=_allowances(entry["allowed"]),
+        private=frozenset(entry["private"]),
+    )
+
+
+def _strings_record(s: GoalStrings) -> dict[str, Any]:
+    return {
+        **{k: sorted(getattr(s, k)) for k in ("texts", "ids", "public", "public_ids")},
+        "private": sorted(s.private),
+        "allowed": _rows(s.allowed),
+    }
+
+
 def load_goals(project: Path) -> dict[str, tuple[str, list[Any], GoalStrings]]:
     """Goal id → (head, change token, strings) as the last scan gathered them."""
     cached = _load(project, "goals.json")
     out: dict[str, tuple[str, list[Any], GoalStrings]] = {}
     try:
         for goal_id, entry in (cached or {}).get("goals", {}).items():
-            strings = GoalStrings(
-                texts=frozenset(entry["texts"]),
-                ids=frozenset(entry["ids"]),
-                public=frozenset(entry["public"]),
-                public_ids=frozenset(entry["public_ids"]),
-                allowed=_allowances(entry["allowed"]),
-                private=frozenset(entry["private"]),
-            )
-            out[goal_id] = (str(entry["head"]), list(entry["token"]), strings)
+            out[goal_id] = (str(entry["head"]), list(entry["token"]), _strings(entry))
     except (KeyError, TypeError, ValueError, AttributeError):
         return {}
     return out
@@ -145,13 +165,7 @@ def load_goals(project: Path) -> dict[str, tuple[str, list[Any], GoalStrings]]:
 
 def save_goals(project: Path, goals: dict[str, tuple[str, list[Any], GoalStrings]]) -> None:
     entries = {
-        goal_id: {
-            "head": head,
-            "token": token,
-            **{k: sorted(getattr(s, k)) for k in ("texts", "ids", "public", "public_ids")},
-            "private": sorted(s.private),
-            "allowed": _rows(s.allowed),
-        }
+        goal_id: {"head": head, "token": token, **_strings_record(s)}
         for goal_id, (head, token, s) in sorted(goals.items())
     }
     _save(project, "goals.json", {"goals": entries})
@@ -198,3 +212,108 @@ def load_clean(project: Path, by: str, key: Key, print_: str) -> set[str]:
 def save_clean(project: Path, by: str, key: Key, print_: str, files: set[str]) -> None:
     kept = sorted(files)[:MAX_CLEAN]
     _save(project, f"clean-{by}.json", {"key": key, "fingerprint": print_, "files": kept})
+
+
+# --- the build's memo -----------------------------------------------------------------------
+#
+# ``build.json`` lets a fresh `loopx build` process scan only what changed (the same as the
+# in-process `ScanCache` of `loopx serve`): each goal's strings by the goal's head (the hash
+# of its last ledger line, so a pure function of the ledger), the merged forbidden set by
+# every goal's head, and the sha256 of the public files found clean with the set they were
+# checked against (`covered`, which holds every forbidden string: a string that left the set
+# is listed in `dropped`). A memo counts only on the host that wrote it: it names the
+# identity (device, inode, change time) of the `host` file created beside it, which a copy
+# or checkout of the folder cannot reproduce.
+
+BUILD = "build.json"
+HOST = "host"
+
+
+@dataclass
+class BuildMemo:
+    strings: dict[str, tuple[str, GoalStrings]]  # goal → (head, strings)
+    merged: tuple[list[Any], Forbidden] | None  # ([[goal, head], …], the set) of the last build
+    scan: ScanCache | None  # what the public files found clean were checked against
+
+
+def _host(project: Path, create: bool) -> list[int] | None:
+    """This host's mark: the identity of the `host` file (made when `create`), or None."""
+    path = _path(project, HOST)
+    for _ in range(2):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if not create or not _write(project, HOST, b"loopx build memo host mark\n"):
+                return None
+            continue
+        except OSError:
+            return None
+        return [st.st_dev, st.st_ino, st.st_ctime_ns] if stat.S_ISREG(st.st_mode) else None
+    return None
+
+
+def heads_key(heads: dict[str, str]) -> list[Any]:
+    return [[g, heads[g]] for g in sorted(heads)]
+
+
+def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
+    """The memo of the last build on this host, for these code, templates and names (empty
+    when there is none, or it is another's: it only ever costs a full scan)."""
+    empty = BuildMemo({}, None, None)
+    memo = _load(project, BUILD)
+    host = _host(project, create=False)
+    if memo is None or host is None or memo.get("host") != host:
+        return empty
+    if memo.get("fingerprint") != fingerprint(names, True):
+        return empty
+    try:
+        strings = {g: (str(e["head"]), _strings(e)) for g, e in memo["goals"].items()}
+        c = memo["covered"]
+        covered = Forbidden(
+            frozenset(c["texts"]), frozenset(c["ids"]), names, _allowances(c["allowed"])
+        )
+        dropped = memo["dropped"]
+        merged = Forbidden(
+            covered.texts - frozenset(dropped["texts"]),
+            covered.ids - frozenset(dropped["ids"]),
+            allowed=_allowances(dropped["allowed"]),
+        )
+        clean = {f for f in memo["clean"] if isinstance(f, str)}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return empty
+    return BuildMemo(strings, (list(memo["key"]), merged), ScanCache.carried(covered, clean))
+
+
+def save_build(
+    project: Path,
+    names: frozenset[str],
+    strings: dict[str, tuple[str, GoalStrings]],
+    merged: tuple[list[Any], Forbidden],
+    scan: ScanCache,
+    clean: set[str],
+) -> None:
+    """Record what a build that passed the boundary scan leaves for the next (best effort)."""
+    covered = scan.covered
+    host = _host(project, create=True)
+    if covered is None or host is None or not clean <= scan.clean:
+        return
+    key, forbidden = merged
+    body = {
+        "host": host,
+        "fingerprint": fingerprint(names, True),
+        "goals": {g: {"head": h, **_strings_record(s)} for g, (h, s) in sorted(strings.items())},
+        "key": key,
+        "covered": {
+            "texts": sorted(covered.texts),
+            "ids": sorted(covered.ids),
+            "allowed": _rows(covered.allowed),
+        },
+        "dropped": {
+            "texts": sorted(covered.texts - forbidden.texts),
+            "ids": sorted(covered.ids - forbidden.ids),
+            "allowed": _rows(forbidden.allowed),  # the merged set's own entries
+        },
+        "clean": sorted(clean)[:MAX_CLEAN],
+    }
+    if forbidden.texts <= covered.texts and forbidden.ids <= covered.ids:
+        _save(project, BUILD, body)

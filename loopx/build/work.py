@@ -38,6 +38,7 @@ class BuildCache:
     scan: ScanCache = field(default_factory=ScanCache)
     written: dict[str, str] = field(default_factory=dict)  # path → sha256 of our last write
     strings: dict[str, Any] = field(default_factory=dict)  # goal → (head, GoalStrings)
+    merged: tuple[list[Any], Any] | None = None  # (every goal's head, their Forbidden set)
     states: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, state)
     hits: int = 0
     misses: int = 0

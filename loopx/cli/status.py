@@ -59,7 +59,7 @@ def _goal_lines(g: dict[str, Any]) -> list[str]:
     c, a = g["counts"], g["attention"]
     lines = [
         f"{g['goal_id']}: {g['title']}  [{g['status']}, revision {g['revision']}]",
-        f"  attention: {_attention(a['state'])} ({a['reason']})",
+        f"  attention: {_attention(a['state'])} ({a['reason']}{_also(a)})",
         f"  todos: {c['done']}/{c['total']} done, {c['open']} open, "
         f"{c['active']} active, {c['blocked']} blocked",
     ]
@@ -110,6 +110,12 @@ def _held_lines(g: dict[str, Any]) -> list[str]:
         for lease in g["leases"]
     ]
     return lines
+
+
+def _also(attention: dict[str, Any]) -> str:
+    """The ranked reasons after the first: "; also 1 needs_user, 2 blocked"."""
+    rest = [f"{r['count']} {r['state']}" for r in attention.get("reasons", [])[1:]]
+    return f"; also {', '.join(rest)}" if rest else ""
 
 
 def _attention(state: str) -> str:

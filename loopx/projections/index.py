@@ -7,7 +7,7 @@ from typing import Any
 from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR, ledger_now, progress
 from loopx.state.entities import GoalState
-from loopx.state.frontier import attention, attention_reasons
+from loopx.state.frontier import attention
 
 SCHEMA = "loopx.index/v1"
 
@@ -20,14 +20,14 @@ def goal_summary(
 ) -> dict[str, Any]:
     """One row of the index; also cached by the build so unchanged goals are not refolded.
     `attention_state` and `reasons` spare a second frontier pass when the caller has them."""
-    att = {"state": attention_state} if attention_state else attention(state, ledger_now(state))
-    if reasons is None:
-        reasons = attention_reasons(state, ledger_now(state))
+    if attention_state is None or reasons is None:
+        att = attention(state, ledger_now(state))
+        attention_state, reasons = att["state"], att["reasons"]
     return {
         "goal_id": state.goal_id,
         "title": lens.text(state.title),
         "status": state.status,
-        "attention": att["state"],
+        "attention": attention_state,
         "reasons": reasons,
         "progress": progress(state),
         "pending_gates": sum(1 for g in state.gates.values() if g.status == "pending"),

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from loopx.model.errors import InvalidInput
-from loopx.state.entities import GoalState
+from loopx.state.entities import GoalState, Todo
 from loopx.state.frontier import attention, frontier, lease_live
 from loopx.state.turns import RESUME_ADVICE, open_turns
 
@@ -185,7 +185,7 @@ def goal_primer(
             "objective": one_line(text(state.objective), 400),
             "status": state.status,
             "revision": state.revision,
-            "attention": attention(state, now, frontier(state, now) if agent_id else ready),
+            "attention": _attention(state, now, frontier(state, now) if agent_id else ready),
         },
         "protocol": protocol(state.goal_id, agent_id),
         "claims": _claims(state, now, agent_id, text),
@@ -257,3 +257,9 @@ def fit_primer(
         keep[name] //= 2
         fitted = cut()
     return fitted
+
+
+def _attention(state: GoalState, now: str, ready: list[Todo]) -> dict[str, Any]:
+    """The goal's one attention state and the facts behind it (the ranked reasons stay out:
+    the frontier and the gates below say them, in the primer's budget)."""
+    return {k: v for k, v in attention(state, now, ready).items() if k != "reasons"}

@@ -19,7 +19,7 @@ from loopx.projections.base import (
     todo_card,
 )
 from loopx.state.entities import Gate, GoalState
-from loopx.state.frontier import attention, attention_reasons, frontier
+from loopx.state.frontier import attention, frontier
 from loopx.state.views import claim_view, quota_view
 
 SCHEMA = "loopx.status/v2"
@@ -49,7 +49,7 @@ def status(
         "attention": {
             "state": att["state"],
             "reason": att["reason"],
-            "reasons": attention_reasons(state, now, full),
+            "reasons": att["reasons"],
             "next_wake": waiting.next_wake(state, lens, now),
         },
         "progress": progress(state),

@@ -83,8 +83,12 @@ def _next_action(att: dict[str, Any], ready: list[Any], gates: list[Any], *, pub
     if att["state"] == "done":
         return "Nothing: the goal is done."
     pending = [g for g in gates if g.status == "pending"]
+    who = "" if public or not pending else f" ({pending[0].authority})"  # team-only
+    agent = next((t for t in ready if t.role == "agent"), None)
+    if att["state"] == "ready_for_agent" and agent is not None:  # ranked first: ready work
+        also = f" A decision is pending too: gate `{pending[0].gate_id}`{who}." if pending else ""
+        return f"Claim `{agent.todo_id}` (an agent, priority {agent.priority}).{also}"
     if pending:
-        who = "" if public else f" ({pending[0].authority})"  # the authority is team-only
         return f"A decision: resolve gate `{pending[0].gate_id}`{who}."
     if ready:
         who = "a person" if ready[0].role == "user" else "an agent"

@@ -108,92 +108,178 @@ def frontier(
 
 
 ATTENTION_STATES = ("needs_user", "ready_for_agent", "waiting", "blocked", "done")
-
-
-def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> dict[str, Any]:
-    """What the goal needs next, as one state with the facts behind it (`ready`: the
-    frontier for no particular agent, when the caller has it already)."""
-    if state.is_terminal:
-        return {"state": "done", "reason": f"goal {state.status}"}
-    if ready is None:
-        ready = frontier(state, now)
-    pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
-    user_ready = [t.todo_id for t in ready if t.role == "user"]
-    if pending or user_ready:
-        return {
-            "state": "needs_user",
-            "reason": "a decision or user action is pending",
-            "gate_ids": pending,
-            "todo_ids": user_ready,
-        }
-    agent_ready = [t.todo_id for t in ready if t.role == "agent"]
-    if agent_ready:
-        return {"state": "ready_for_agent", "reason": "work is ready", "todo_ids": agent_ready[:1]}
-    open_todos = [t for t in state.todos.values() if t.is_open]
-    sleeping = [t for t in open_todos if t.monitor is not None and t.status != "blocked"]
-    if open_todos and len(sleeping) == len(open_todos):
-        # Only monitors are open, none due (a due one is in the frontier): wait for the world.
-        first = min(sleeping, key=lambda t: (t.monitor["next_at"], t.created_seq))  # type: ignore[index]
-        return {
-            "state": "waiting",
-            "reason": "waiting on monitors until their next wake",
-            "todo_ids": sorted(t.todo_id for t in sleeping),
-            "next_wake": {"at": first.monitor["next_at"], "todo_id": first.todo_id},  # type: ignore[index]
-        }
-    active = sorted(t.todo_id for t in state.todos.values() if t.status == "active")
-    waiting_runs = sorted(r.run_id for r in state.runs.values() if r.outcome == "waiting")
-    if active or (waiting_runs and any(t.is_open for t in state.todos.values())):
-        return {
-            "state": "waiting",
-            "reason": "work is claimed or waiting on external evidence",
-            "todo_ids": active,
-        }
-    if any(t.is_open for t in state.todos.values()):
-        return {"state": "blocked", "reason": "open todos but none is ready"}
-    # An active goal with nothing open is not done until someone closes it (or adds work).
-    return {
-        "state": "needs_user",
-        "reason": "no open todos: add work or close the goal",
-        "gate_ids": [],
-        "todo_ids": [],
-    }
-
-
+# The order of a goal's attention reasons: work that can proceed first (a gate that holds one
+# todo must not hide agent work that is ready), then what needs a person (a pending decision,
+# a ready user todo), then work under way or waiting on the world, then open work nothing can
+# start.
 REASON_RANK = ("ready_for_agent", "needs_user", "waiting", "blocked")
 
 
-def attention_reasons(
-    state: GoalState, now: str, ready: list[Todo] | None = None
-) -> list[dict[str, Any]]:
-    """Every reason a goal needs attention, ranked: work that can proceed first (a gate that
-    holds one todo must not hide agent work that is ready), then what needs a person (a
-    pending decision, a ready user todo), then claimed work and monitors waiting for their
-    next wake, then open work nothing can start. Each reason counts the todos (or gates)
-    behind it."""
+def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> dict[str, Any]:
+    """What the goal needs next: every reason, ranked (`reasons`: each state with the count
+    of todos, gates or runs behind it), and the first of them as the one `state`, with its
+    `reason` and the facts behind it. `ready`: the frontier for no particular agent, when the
+    caller has it already. The CLI, status.json and every page read this one computation."""
     if state.is_terminal:
-        return [{"state": "done", "count": 0}]
+        return {"state": "done", "reason": f"goal {state.status}", "reasons": [_count("done", 0)]}
     if ready is None:
         ready = frontier(state, now)
-    ready_ids = {t.todo_id for t in ready}
-    # An open monitor whose wake has not come waits for the world: it is not stuck.
-    sleeping = sum(
-        1
-        for t in state.todos.values()
-        if t.monitor is not None and t.status == "open" and t.monitor["next_at"] > now
-    )
+    work = _Work(state, ready, now)
     counts = {
-        "ready_for_agent": sum(1 for t in ready if t.role == "agent"),
-        "needs_user": sum(1 for g in state.gates.values() if g.status == "pending")
-        + sum(1 for t in ready if t.role == "user"),
-        "waiting": sum(1 for t in state.todos.values() if t.status == "active") + sleeping,
-        "blocked": sum(
-            1
-            for t in state.todos.values()
-            if t.status in ("open", "blocked") and t.todo_id not in ready_ids
-        )
-        - sleeping,
+        "ready_for_agent": len(work.agent_ready),
+        "needs_user": len(work.pending) + len(work.user_ready),
+        "waiting": len(work.active)
+        + len(work.sleeping)
+        + len(work.deferred)
+        + len(work.held)
+        + work.runs_alone,
+        "blocked": len(work.stuck),
     }
-    out = [{"state": name, "count": counts[name]} for name in REASON_RANK if counts[name]]
-    if not any(t.is_open for t in state.todos.values()) and not counts["needs_user"]:
-        out.append({"state": "needs_user", "count": 0})  # nothing open: close it or add work
-    return out
+    reasons = [_count(name, counts[name]) for name in REASON_RANK if counts[name]]
+    if not reasons:  # nothing open and no decision pending: close the goal or add work
+        reasons = [_count("needs_user", 0)]
+    return {**work.details(reasons[0]["state"]), "reasons": reasons}
+
+
+def _count(name: str, n: int) -> dict[str, Any]:
+    return {"state": name, "count": n}
+
+
+class _Work:
+    """A goal's open work, each open todo in one place: ready (for an agent or a person),
+    claimed (`active`), a monitor not yet due (`sleeping`), held only by decisions deferred
+    to an ask-again time or by work that waits so (`deferred`), waiting on something
+    external a run of it reported (`held`), or nothing can start it (`stuck`); the pending
+    decisions (and deferred ones whose ask-again time has come), and the waiting runs of no
+    todo (`runs_alone`)."""
+
+    def __init__(self, state: GoalState, ready: list[Todo], now: str):
+        ready_ids = {t.todo_id for t in ready}
+        self.agent_ready = [t.todo_id for t in ready if t.role == "agent"]
+        self.user_ready = [t.todo_id for t in ready if t.role == "user"]
+        self.pending = sorted(
+            g.gate_id for g in state.gates.values() if g.status == "pending" or _ask_due(g, now)
+        )
+        waiting = [t for t in state.todos.values() if t.is_open and t.todo_id not in ready_ids]
+        self.active = sorted(t.todo_id for t in waiting if t.status == "active")
+        monitors = [  # a monitor that is due but not ready is held by something else
+            t
+            for t in waiting
+            if t.monitor is not None and t.status == "open" and t.monitor["next_at"] > now
+        ]
+        self.sleeping = sorted(monitors, key=lambda t: (t.monitor["next_at"], t.created_seq))  # type: ignore[index]
+        # A run that waits on something external: its todo, open and not ready, waits too (a
+        # run of no todo counts itself, while some todo is open and not ready).
+        runs = [r for r in state.runs.values() if r.outcome == "waiting"] if waiting else []
+        placed = set(self.active) | {t.todo_id for t in monitors}
+        self.wakes = wakes_of(state, now, waiting) if _may_wake(state) else {}
+        self.deferred = sorted(
+            t.todo_id for t in waiting if t.todo_id in self.wakes.keys() - placed
+        )
+        placed.update(self.deferred)
+        self.held = sorted(
+            {r.todo_id for r in runs if r.todo_id} & ({t.todo_id for t in waiting} - placed)
+        )
+        self.runs_alone = sum(1 for r in runs if r.todo_id is None)
+        placed.update(self.held)
+        self.stuck = [t.todo_id for t in waiting if t.todo_id not in placed]
+
+    def details(self, first: str) -> dict[str, Any]:
+        """The one state and the facts behind it."""
+        if first == "ready_for_agent":
+            return {"state": first, "reason": "work is ready", "todo_ids": self.agent_ready[:1]}
+        if first == "needs_user":
+            if not (self.pending or self.user_ready):
+                reason = "no open todos: add work or close the goal"
+            else:
+                reason = "a decision or user action is pending"
+            return {
+                "state": first,
+                "reason": reason,
+                "gate_ids": self.pending,
+                "todo_ids": self.user_ready,
+            }
+        if first == "blocked":
+            return {"state": first, "reason": "open todos but none is ready"}
+        out: dict[str, Any] = {"state": first}
+        if self.active or self.held or self.runs_alone:
+            out.update(
+                reason="work is claimed or waiting on external evidence",
+                todo_ids=sorted(self.active + self.held),
+            )
+        elif self.deferred:
+            out.update(
+                reason="waiting until the next wake of a monitor or a deferred decision",
+                todo_ids=sorted([t.todo_id for t in self.sleeping] + self.deferred),
+            )
+        else:
+            out.update(
+                reason="waiting on monitors until their next wake",
+                todo_ids=sorted(t.todo_id for t in self.sleeping),
+            )
+        wakes = [
+            self.wakes.get(t.todo_id, (t.monitor["next_at"], "monitor", t.todo_id))  # type: ignore[index]
+            for t in self.sleeping
+        ] + [self.wakes[t] for t in self.deferred]
+        if wakes:
+            at, kind, ident = min(wakes)
+            out["next_wake"] = {"at": at, ("todo_id" if kind == "monitor" else "gate_id"): ident}
+        return out
+
+
+def _ask_due(gate: Any, now: str) -> bool:
+    """A deferred gate whose ask-again time has come: its authority is to be asked again."""
+    return gate.status == "deferred" and bool(gate.ask_again_at) and gate.ask_again_at <= now
+
+
+def _may_wake(state: GoalState) -> bool:
+    """Whether anything of the goal has a wake at all (most goals: no, at once)."""
+    return any(g.ask_again_at for g in state.gates.values()) or any(
+        t.monitor is not None for t in state.todos.values()
+    )
+
+
+Wake = tuple[str, str, str]  # (at, "monitor" | "gate", todo or gate id)
+
+
+def wakes_of(state: GoalState, now: str, todos: list[Todo]) -> dict[str, Wake]:
+    """Of open `todos` that are not ready, those that wait only for things that come back by
+    themselves — a monitor's next wake, the ask-again time of each deferred gate holding it,
+    open dependencies that wait so — with each one's earliest wake, by todo id."""
+    gates = blocking_gates(state)
+    checked = [readiness_of(state, t, now, None, gates) for t in todos]
+    wakes: dict[str, Wake] = {}
+    changed = True
+    while changed:  # dependencies that wait are found in as many rounds as the chain is long
+        changed = False
+        for r in checked:
+            if r.todo_id not in wakes:
+                found = _wake(state, r, now, wakes)
+                if found is not None:
+                    wakes[r.todo_id] = found
+                    changed = True
+    return wakes
+
+
+def _wake(state: GoalState, r: Readiness, now: str, wakes: dict[str, Wake]) -> Wake | None:
+    """The earliest wake of one todo that is not ready, or None when one of its reasons will
+    not pass by itself."""
+    todo = state.todos[r.todo_id]
+    times: list[Wake] = []
+    for reason in r.reasons:
+        code = reason["code"]
+        if code == "monitor_not_due":
+            times.append((reason["next_at"], "monitor", r.todo_id))
+        elif code == "claimed" and todo.monitor is not None:
+            continue  # a monitor someone holds still wakes at its time
+        elif code == "gate_pending":
+            for gate_id in reason["gate_ids"]:
+                gate = state.gates[gate_id]
+                if gate.status != "deferred" or not gate.ask_again_at or gate.ask_again_at <= now:
+                    return None
+                times.append((gate.ask_again_at, "gate", gate_id))
+        elif code == "dependency_open" and all(d in wakes for d in reason["todo_ids"]):
+            times += [wakes[d] for d in reason["todo_ids"]]
+        else:
+            return None
+    return min(times) if times else None

@@ -80,6 +80,7 @@ def test_running_session_without_iterations(tmp_path: Path) -> None:
         "state": "ready_for_agent",
         "reason": "work is ready",
         "todo_ids": ["loopy-session"],
+        "reasons": [{"state": "ready_for_agent", "count": 1}],
     }
     assert state.policy["quota"] == 20
     assert state.created_at == "2026-11-29T09:35:13Z"  # the source's clock, not the wall's
@@ -249,11 +250,11 @@ def test_documented_layout_parent_and_child(tmp_path: Path) -> None:
     assert parent.todos[update].title == (
         "Update from the user for loopy-loop: Please also support dark mode."
     )
-    assert attention(parent, NOW) == {
-        "state": "needs_user",
-        "reason": "a decision or user action is pending",
-        "gate_ids": [],
-        "todo_ids": [update],
+    assert attention(parent, NOW) == {  # the session can go on: ready work ranks first
+        "state": "ready_for_agent",
+        "reason": "work is ready",
+        "todo_ids": ["loopy-session"],
+        "reasons": [{"state": "ready_for_agent", "count": 1}, {"state": "needs_user", "count": 1}],
     }
     assert [(r.run_id, r.agent_id, r.outcome) for r in parent.runs.values()] == [
         ("iter-0001", "loopy-planner", "progress"),

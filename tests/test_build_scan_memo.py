@@ -1,0 +1,194 @@
+"""A fresh `loopx build` process scans only what changed since the last build on this host.
+
+The memo (`.loopx/private/cache/scan/build.json`) keeps each goal's strings by its head, the
+merged forbidden set by every goal's head, and the public files found clean with the set they
+were checked against. Every public byte that changed is still scanned for everything, every
+unchanged byte for each newly forbidden string, and a memo copied from elsewhere is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopx.build import scancache
+from loopx.build.boundary import GoalStrings, merge
+from loopx.build.pipeline import build
+from loopx.engine import goals, todos
+from loopx.engine.commands import AddTodo, CreateGoal
+from loopx.model.errors import BoundaryViolation
+from loopx.privacy.scanner import Scanner
+from loopx.store.filestore import FileStore
+from tests.conftest import make_ctx
+
+AUDIENCES = ("public", "team")
+
+
+def _project(root: Path) -> Any:
+    store = FileStore(root)
+    store.init()
+    ctx = make_ctx(store, agent="maintainer")
+    goals.create_goal(
+        ctx,
+        CreateGoal(
+            goal_id="launch-site-2026", title="Launch", objective="Ship it", visibility="public"
+        ),
+    )
+    todos.add_todo(
+        ctx,
+        AddTodo(
+            goal_id="launch-site-2026",
+            title="Write the public docs",
+            todo_id="docs",
+            visibility="public",
+        ),
+    )
+    todos.add_todo(
+        ctx,
+        AddTodo(
+            goal_id="launch-site-2026",
+            title="Negotiate the quiet vendor discount",
+            todo_id="deal",
+            visibility="team",
+        ),
+    )
+    goals.create_goal(ctx, CreateGoal(goal_id="inner", title="Inner", objective="Team work"))
+    return ctx
+
+
+class _Scans:
+    """The paths every scanner is asked to scan, and how many full scanners are built."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        self.full = 0
+        scan_bytes, init = Scanner.scan_bytes, Scanner.__init__
+
+        def scanning(scanner: Scanner, data: bytes, path: str) -> Any:
+            self.paths.append(path)
+            return scan_bytes(scanner, data, path)
+
+        def building(scanner: Scanner, forbidden: Any = (), **kwargs: Any) -> None:
+            forbidden = list(forbidden)
+            if any("vendor discount" in s for s in forbidden):
+                self.full += 1
+            init(scanner, forbidden, **kwargs)
+
+        monkeypatch.setattr(Scanner, "scan_bytes", scanning)
+        monkeypatch.setattr(Scanner, "__init__", building)
+
+    def reset(self) -> None:
+        self.paths.clear()
+        self.full = 0
+
+
+def _files(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((out / "public").rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_fresh_rebuild_scans_the_changed_public_files_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    assert (root / ".loopx/private/cache/scan/build.json").is_file()
+    scans = _Scans(monkeypatch)
+    build(root, out, audiences=AUDIENCES, reuse=True)  # nothing changed: nothing scanned
+    assert scans.paths == [] and scans.full == 0
+
+    before = _files(out)
+    todos.add_todo(
+        ctx,
+        AddTodo(
+            goal_id="launch-site-2026", title="Tidy the index", todo_id="tidy", visibility="public"
+        ),
+    )
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    after = _files(out)
+    changed = {p for p, sha in after.items() if before.get(p) != sha}
+    assert changed and set(scans.paths) == changed  # each changed file, for everything
+    assert scans.full == 1
+
+    scans.reset()
+    todos.add_todo(ctx, AddTodo(goal_id="inner", title="Team only", todo_id="t2"))
+    build(root, out, audiences=AUDIENCES, reuse=True)  # no public file changed, nothing added
+    assert scans.paths == [] and scans.full == 0
+
+
+def test_a_newly_forbidden_string_is_looked_for_in_unchanged_files(tmp_path: Path) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    # A team todo titled like the public goal's id: that text is now non-public, and every
+    # unchanged public page holds it (the team goal's event changes no public file).
+    todos.add_todo(ctx, AddTodo(goal_id="inner", title="launch-site-2026", todo_id="t3"))
+    with pytest.raises(BoundaryViolation) as refused:
+        build(root, out, audiences=AUDIENCES, reuse=True)
+    assert {f["kind"] for f in refused.value.details["findings"]} == {"non-public-text"}
+
+
+def test_a_memo_copied_from_another_folder_vouches_for_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    copy, copy_out = tmp_path / "copy", tmp_path / "copy-site"
+    shutil.copytree(root, copy)
+    shutil.copytree(out, copy_out)
+    assert scancache.load_build(copy, frozenset()).scan is None  # another host mark
+    assert scancache.load_build(root, frozenset()).scan is not None
+    scans = _Scans(monkeypatch)
+    build(copy, copy_out, audiences=AUDIENCES, reuse=True)
+    assert set(scans.paths) == set(_files(copy_out)) and scans.full == 1
+
+
+def test_a_memo_of_other_names_or_a_replaced_host_mark_is_ignored(tmp_path: Path) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    assert scancache.load_build(root, frozenset({"0" * 64})).scan is None  # .loopx/names
+    mark = root / ".loopx/private/cache/scan/host"
+    mark.unlink()
+    mark.write_bytes(b"loopx build memo host mark\n")  # same bytes, another file
+    assert scancache.load_build(root, frozenset()).scan is None
+    mark.unlink()
+    mark.symlink_to(tmp_path)
+    assert scancache.load_build(root, frozenset()).scan is None
+
+
+WORDS = ("vendor", "discount", "quiet", "launch", "ledger", "reader", "alpha", "omega")
+_phrase = st.lists(st.sampled_from(WORDS), min_size=2, max_size=4).map(" ".join)
+_part = st.builds(
+    lambda texts, public, ids: GoalStrings(
+        frozenset(texts), frozenset(ids), frozenset(public), frozenset()
+    ),
+    st.sets(_phrase, max_size=6),
+    st.sets(_phrase, max_size=4),
+    st.sets(st.sampled_from(("todo-17", "deal_2", "inner-3")), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_part, min_size=1, max_size=4), st.lists(_part, min_size=1, max_size=4))
+def test_a_merge_from_the_last_one_is_the_full_merge(before: list[Any], after: list[Any]) -> None:
+    """Whatever changed (public text added or gone, goals added or gone), merging from the
+    last merge gives exactly the set a full merge gives."""
+    last = merge(before)
+    assert merge(after, (before, last)) == merge(after)
+    grown = [
+        GoalStrings(p.texts, p.ids, p.public | q.public, p.public_ids)
+        for p, q in zip(after, before, strict=False)
+    ]
+    assert merge(grown, (before, last)) == merge(grown)
