@@ -267,6 +267,11 @@ PAGE_JS = r"""
     links, resources, images, svgs,
     scrollWidth: document.documentElement.scrollWidth,
     innerWidth: window.innerWidth,
+    // Tables that hide columns behind a sideways scroll of their own (named by the heading
+    // of their section).
+    cutTables: all('table').filter(t => t.scrollWidth > t.clientWidth + 1).map(t =>
+      ((t.closest('section') || t).querySelector('h2, caption') || t).textContent.trim()),
+    cutGraphs: all('figure.graph').filter(f => f.scrollWidth > f.clientWidth + 1).length,
   };
 })()
 """
@@ -647,6 +652,15 @@ def overflowing(crawl: Crawl) -> list[str]:
     ]
 
 
+def cut_tables(crawl: Crawl) -> list[str]:
+    """Tables that must be scrolled sideways to read at phone width (over http)."""
+    return [
+        f"{page}: the table of {name!r} is wider than the phone"
+        for page, load in crawl.http.items()
+        for name in load.info.get("cutTables", [])
+    ]
+
+
 # -- the tests ---------------------------------------------------------------------------------
 
 
@@ -685,6 +699,16 @@ def test_basic_accessibility(crawl: Crawl) -> None:
 def test_pages_fit_a_phone_screen(crawl: Crawl) -> None:
     """At 390 px nothing makes the whole page scroll sideways (wide parts scroll inside)."""
     assert not (problems := overflowing(crawl)), _report(problems)
+
+
+def test_every_table_and_the_graph_fit_a_phone_screen(crawl: Crawl) -> None:
+    """A table shows every column at 390 px (a long link or hash in a cell wraps), and the
+    public task graph of the demo needs no sideways scroll: its parts are drawn apart and
+    wrap (a part wider than the phone keeps its size and scrolls: the team graph's)."""
+    assert crawl.http["public/goals/launch/index.html"].info["cutTables"] == []
+    assert not (problems := cut_tables(crawl)), _report(problems)
+    assert crawl.http["public/goals/launch/graph.html"].info["cutGraphs"] == 0
+    assert crawl.http["team/goals/launch/graph.html"].info["cutGraphs"] == 1
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -756,7 +780,10 @@ BAD_PAGE = """<!DOCTYPE html>
 </body></html>
 """
 OK_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>ok</title>
-</head><body><main><h1>ok</h1><div style="width: 2000px">wide</div></main></body></html>
+</head><body><main><h1>ok</h1><div style="width: 2000px">wide</div>
+<section><h2>Wide</h2><table style="display: block; overflow-x: auto; width: 100px"><tr>
+<td style="white-space: nowrap">a cell far wider than its table may be</td></tr></table>
+</section></main></body></html>
 """
 
 
@@ -774,7 +801,9 @@ def test_the_checks_catch_a_bad_site(tmp_path: Path) -> None:
         "relative": "\n".join(non_relative_references(crawl)),
         "a11y": "\n".join(accessibility(crawl)),
         "phone": "\n".join(overflowing(crawl)),
+        "tables": "\n".join(cut_tables(crawl)),
     }
+    assert "ok.html: the table of 'Wide'" in joined["tables"]
     assert "/abs.css answered 404" in joined["failed"]
     assert "'missing.html'" in joined["links"] and "#nowhere" in joined["links"]
     assert "boom" in joined["console"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from loopx.render.graph import to_dot, to_mermaid
-from loopx.render.svg import FONT, to_svg
+from loopx.render.svg import FONT, to_svg, to_svg_parts
 from tests.conftest import run_cli
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -64,6 +64,31 @@ def test_edges_into_one_node_end_at_distinct_points() -> None:
             ends.append((float(numbers[-2]), float(numbers[-1])))
     assert len(ends) == 5
     assert len(set(ends)) == 5  # no two arrowheads on one point (three meet node d)
+
+
+def test_a_page_draws_each_connected_part_apart_so_it_can_wrap() -> None:
+    g = _graph()
+    g["nodes"].append({"id": "t_alone", "kind": "todo", "ref": "alone", "label": "Alone",
+                       "status": "open", "role": "agent"})  # fmt: skip
+    parts = to_svg_parts(g, {"t_a": "todos/a.html"})
+    assert parts is not None and len(parts) == 2
+    drawn = [ET.fromstring(p) for p in parts]
+    titles = [d.find(f"{NS}title").text for d in drawn]  # type: ignore[union-attr]
+    assert titles == ["Task graph of g, part 1 of 2", "Task graph of g, part 2 of 2"]
+    ids = [e.get("id") for d in drawn for e in d.iter() if e.get("id")]
+    assert len(ids) == len(set(ids)) == 4  # a title and an arrowhead each, none shared
+    for d, k in zip(drawn, (1, 2), strict=True):
+        ends = {p.get("marker-end") for p in d.iter(f"{NS}path") if p.get("marker-end")}
+        assert ends <= {f"url(#arrow-{k})"}
+    nodes = [len([*d.iter(f"{NS}a")]) + len([*d.iter(f"{NS}g")]) for d in drawn]
+    assert nodes == [6, 1]
+    assert int(drawn[1].get("width") or 0) < 390  # a lone todo fits a phone
+    # one part: the same drawing as the whole graph, under its own ids
+    whole = to_svg(_graph()) or ""
+    assert to_svg_parts(_graph()) == [
+        whole.replace('"graph-title"', '"graph-title-1"').replace("#arrow)", "#arrow-1)")
+        .replace('id="arrow"', 'id="arrow-1"')
+    ]  # fmt: skip
 
 
 def test_ids_that_sanitise_alike_stay_distinct_nodes_and_edges(project: Path) -> None:

@@ -202,3 +202,36 @@ def test_the_workbench_page_uses_the_sites_components(built: Path) -> None:
     assert '<a href="workbench.md">The same workbench as Markdown</a>' in html
     public = (built / "public/goals/ship/workbench.html").read_text()
     assert "Ship the docs?" not in public  # the team gate stays out of public pages
+
+
+def test_evidence_says_its_freshness_in_words_and_the_workbench_its_reasons(
+    built: Path,
+) -> None:
+    page = (built / "public/goals/ship/index.html").read_text()
+    # no --head: the build names the commit each item was observed at
+    assert '<th scope="col">Evidence</th><th scope="col">Observed at</th>' in page
+    words = '<span class="badge f-bound" title="Observed at the commit shown; no checkout was '
+    assert words + 'compared">at its commit</span>' in page
+    assert ">bound<" not in page
+    todo = (built / "public/goals/ship/todos/parser.html").read_text()
+    assert ">at its commit</span>" in todo
+    html = (built / "team/goals/ship/workbench.html").read_text()
+    assert "<p>1 ready to work on; 1 waiting for a person's decision or action; " in html
+    assert ">at its commit</span>" in html
+
+
+def test_a_closed_goal_says_when_and_how_it_closed(built: Path) -> None:
+    root = ["--root", str(built.parent)]
+    ok("goal", "create", *root, "--goal-id", "old", "--title", "Old", "--objective", "o",
+       "--visibility", "public")  # fmt: skip
+    ok("todo", "add", *root, "--goal-id", "old", "--todo-id", "t", "--title", "T")  # team
+    ok("goal", "close", *root, "--goal-id", "old", "--outcome", "abandoned", "--reason", "moot",
+       now="2026-03-04T10:00:00Z")  # fmt: skip
+    ok("build", *root, "--out", str(built), "--head", "none")
+    page = (built / "public/goals/old/index.html").read_text()
+    assert '<p>Closed as abandoned on <time datetime="2026-03-04T10:00:00Z">' in page
+    assert "<p>Nothing: the goal is closed.</p>" in page
+    assert "<p>Its one todo is not shown to this audience.</p>" in page
+    assert "<caption>0 shown" not in page  # no empty table
+    index = (built / "public/index.html").read_text()
+    assert "<p>The goal is closed.</p>" in index

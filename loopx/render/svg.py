@@ -250,14 +250,39 @@ def _node(n: dict[str, Any], x: float, y: float) -> str:
     )
 
 
-def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | None:
-    """Inline SVG of the graph (links to todo pages via `node_href`), or None if too large."""
+def to_svg_parts(g: dict[str, Any], node_href: dict[str, str] | None = None) -> list[str] | None:
+    """The graph as one drawing per connected component, in node order, so a page can let
+    them wrap onto the next line on a narrow screen; None when too large to draw."""
+    if len(g["nodes"]) > MAX_NODES:
+        return None
+    by_id = {n["id"]: n for n in g["nodes"]}
+    drawn = {i: None for i, e in enumerate(g["edges"]) if e["from"] != e["to"]}
+    components = _components(g, drawn)
+    parts = []
+    for k, (members, edge_ids) in enumerate(components, 1):
+        sub = {
+            **g,
+            "nodes": [by_id[m] for m in members],
+            "edges": [g["edges"][i] for i in edge_ids],
+        }
+        label = f", part {k} of {len(components)}" if len(components) > 1 else ""
+        parts.append(to_svg(sub, node_href, part=(f"-{k}", label)))
+    return [p for p in parts if p]
+
+
+def to_svg(
+    g: dict[str, Any], node_href: dict[str, str] | None = None, part: tuple[str, str] = ("", "")
+) -> str | None:
+    """Inline SVG of the graph (links to todo pages via `node_href`), or None if too large.
+    `part`: what this drawing's ids end with and its title adds, when it is one of several
+    on a page (`to_svg_parts`)."""
     laid = layout(g)
     if laid is None:
         return None
     pos, routes = laid
     if not pos:
         return ""
+    ident, label = part
     pad = 16
     width = max(x for x, _ in pos.values()) + NODE_W / 2 + pad * 2
     height = max(y for _, y in pos.values()) + NODE_H / 2 + pad * 2
@@ -266,11 +291,11 @@ def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | 
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'width="{width:.0f}" height="{height:.0f}" role="img" '
-        f'aria-labelledby="graph-title"><title id="graph-title">Task graph of '
-        f"{escape(g['source']['goal_id'])}</title>",
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
-        'fill="#555"/></marker></defs>',
+        f'aria-labelledby="graph-title{ident}"><title id="graph-title{ident}">Task graph of '
+        f"{escape(g['source']['goal_id'])}{escape(label)}</title>",
+        f'<defs><marker id="arrow{ident}" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 '
+        'L0,10 z" fill="#555"/></marker></defs>',
     ]
     ports = _ports(g, pos)
     for i, e in enumerate(g["edges"]):
@@ -279,7 +304,8 @@ def to_svg(g: dict[str, Any], node_href: dict[str, str] | None = None) -> str | 
         ends = (ports[(i, "out")], ports[(i, "in")])
         out.append(
             f'<path d="{_route(routes.get(i, []), pos, e, dx, dy, ends)}" fill="none" '
-            f'stroke="#555" stroke-width="1.4"{_DASHES[e["kind"]]} marker-end="url(#arrow)"/>'
+            f'stroke="#555" stroke-width="1.4"{_DASHES[e["kind"]]} '
+            f'marker-end="url(#arrow{ident})"/>'
         )
     for n in g["nodes"]:
         x, y = pos[n["id"]]

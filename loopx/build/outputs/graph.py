@@ -9,7 +9,7 @@ from loopx.build.registry import GoalContext, Output, Projection
 from loopx.projections import graph as graph_mod
 from loopx.render import graph as graph_source
 from loopx.render.env import render
-from loopx.render.svg import to_svg
+from loopx.render.svg import to_svg_parts
 
 PAGE = "html/graph.html"
 
@@ -28,7 +28,7 @@ def _page(ctx: GoalContext, gr: dict[str, Any]) -> str:
     return render(
         PAGE,
         gr=gr,
-        svg=to_svg(gr, hrefs),
+        parts=to_svg_parts(gr, hrefs),
         mermaid=_mermaid(ctx, gr),
         root="../../",
         title=st["goal"]["title"],
