@@ -228,6 +228,44 @@ def test_a_monitor_not_yet_due_is_waiting_and_stuck_work_a_second_reason(goal: A
     assert att["next_wake"] == {"at": "2026-03-02T01:00:00Z", "todo_id": "ci"}
 
 
+def test_a_decision_deferred_to_a_date_is_waited_for_and_asked_again(goal: Any) -> None:
+    """Open work held only by a deferred gate that asks again on a date (and monitors not
+    yet due, and work depending on those) waits with that time as its next wake; once the
+    time has come the goal needs a person; a deferral with no date leaves its work blocked."""
+    from loopx.engine import gates
+
+    def attention_reasons(state: Any, now: str) -> Any:
+        return attention(state, now)["reasons"]
+
+    watch_ci(goal, first_at="2026-03-05T00:00:00Z")
+    todos.add_todo(at(goal, T0), AddTodo(goal_id=G, title="Release", todo_id="release"))
+    todos.add_todo(
+        at(goal, T0), AddTodo(goal_id=G, title="Announce", todo_id="tell", depends_on=("ci",))
+    )
+    ctx = at(goal, T0, "maintainer")
+    ask = OpenGate(goal_id=G, question="Stable?", authority="maintainer", gate_id="stable",
+                   blocks=("release",))  # fmt: skip
+    gates.open_gate(ctx, ask)
+    now = "2026-03-02T00:00:00Z"
+    assert attention(require_goal(goal, G), now)["state"] == "needs_user"
+    gates.resolve_gate(ctx, ResolveGate(goal_id=G, gate_id="stable", resolution="defer",
+                                        ask_again_at="2026-03-03T09:00:00Z"))  # fmt: skip
+    state = require_goal(goal, G)
+    att = attention(state, now)
+    assert att["state"] == "waiting" and att["todo_ids"] == ["ci", "release", "tell"]
+    assert att["next_wake"] == {"at": "2026-03-03T09:00:00Z", "gate_id": "stable"}
+    assert attention_reasons(state, now) == [{"state": "waiting", "count": 3}]
+    due = attention(state, "2026-03-03T09:00:00Z")
+    assert due["state"] == "needs_user" and due["gate_ids"] == ["stable"]
+    gates.resolve_gate(ctx, ResolveGate(goal_id=G, gate_id="stable", resolution="defer"))
+    state = require_goal(goal, G)
+    assert attention(state, now)["state"] == "waiting"  # ranked before the blocked release
+    assert {r["state"]: r["count"] for r in attention_reasons(state, now)} == {
+        "waiting": 2,
+        "blocked": 1,
+    }
+
+
 def test_observation_refusals_write_nothing(goal: Any) -> None:
     watch_ci(goal)
     todos.add_todo(at(goal, T0), AddTodo(goal_id=G, title="Plain", todo_id="plain"))

@@ -126,7 +126,11 @@ def attention(state: GoalState, now: str, ready: list[Todo] | None = None) -> di
     counts = {
         "ready_for_agent": len(work.agent_ready),
         "needs_user": len(work.pending) + len(work.user_ready),
-        "waiting": len(work.active) + len(work.sleeping) + len(work.held) + work.runs_alone,
+        "waiting": len(work.active)
+        + len(work.sleeping)
+        + len(work.deferred)
+        + len(work.held)
+        + work.runs_alone,
         "blocked": len(work.stuck),
     }
     reasons = [_count(name, counts[name]) for name in REASON_RANK if counts[name]]
@@ -141,15 +145,19 @@ def _count(name: str, n: int) -> dict[str, Any]:
 
 class _Work:
     """A goal's open work, each open todo in one place: ready (for an agent or a person),
-    claimed (`active`), a monitor not yet due (`sleeping`), waiting on something external
-    a run of it reported (`held`), or nothing can start it (`stuck`); the pending decisions,
-    and the waiting runs of no todo (`runs_alone`)."""
+    claimed (`active`), a monitor not yet due (`sleeping`), held only by decisions deferred
+    to an ask-again time or by work that waits so (`deferred`), waiting on something
+    external a run of it reported (`held`), or nothing can start it (`stuck`); the pending
+    decisions (and deferred ones whose ask-again time has come), and the waiting runs of no
+    todo (`runs_alone`)."""
 
     def __init__(self, state: GoalState, ready: list[Todo], now: str):
         ready_ids = {t.todo_id for t in ready}
         self.agent_ready = [t.todo_id for t in ready if t.role == "agent"]
         self.user_ready = [t.todo_id for t in ready if t.role == "user"]
-        self.pending = sorted(g.gate_id for g in state.gates.values() if g.status == "pending")
+        self.pending = sorted(
+            g.gate_id for g in state.gates.values() if g.status == "pending" or _ask_due(g, now)
+        )
         waiting = [t for t in state.todos.values() if t.is_open and t.todo_id not in ready_ids]
         self.active = sorted(t.todo_id for t in waiting if t.status == "active")
         monitors = [  # a monitor that is due but not ready is held by something else
@@ -162,6 +170,11 @@ class _Work:
         # run of no todo counts itself, while some todo is open and not ready).
         runs = [r for r in state.runs.values() if r.outcome == "waiting"] if waiting else []
         placed = set(self.active) | {t.todo_id for t in monitors}
+        self.wakes = wakes_of(state, now, waiting) if _may_wake(state) else {}
+        self.deferred = sorted(
+            t.todo_id for t in waiting if t.todo_id in self.wakes.keys() - placed
+        )
+        placed.update(self.deferred)
         self.held = sorted(
             {r.todo_id for r in runs if r.todo_id} & ({t.todo_id for t in waiting} - placed)
         )
@@ -192,12 +205,79 @@ class _Work:
                 reason="work is claimed or waiting on external evidence",
                 todo_ids=sorted(self.active + self.held),
             )
+        elif self.deferred:
+            out.update(
+                reason="waiting until the next wake of a monitor or a deferred decision",
+                todo_ids=sorted([t.todo_id for t in self.sleeping] + self.deferred),
+            )
         else:
             out.update(
                 reason="waiting on monitors until their next wake",
                 todo_ids=sorted(t.todo_id for t in self.sleeping),
             )
-        if self.sleeping:
-            first_wake = self.sleeping[0]
-            out["next_wake"] = {"at": first_wake.monitor["next_at"], "todo_id": first_wake.todo_id}  # type: ignore[index]
+        wakes = [
+            self.wakes.get(t.todo_id, (t.monitor["next_at"], "monitor", t.todo_id))  # type: ignore[index]
+            for t in self.sleeping
+        ] + [self.wakes[t] for t in self.deferred]
+        if wakes:
+            at, kind, ident = min(wakes)
+            out["next_wake"] = {"at": at, ("todo_id" if kind == "monitor" else "gate_id"): ident}
         return out
+
+
+def _ask_due(gate: Any, now: str) -> bool:
+    """A deferred gate whose ask-again time has come: its authority is to be asked again."""
+    return gate.status == "deferred" and bool(gate.ask_again_at) and gate.ask_again_at <= now
+
+
+def _may_wake(state: GoalState) -> bool:
+    """Whether anything of the goal has a wake at all (most goals: no, at once)."""
+    return any(g.ask_again_at for g in state.gates.values()) or any(
+        t.monitor is not None for t in state.todos.values()
+    )
+
+
+Wake = tuple[str, str, str]  # (at, "monitor" | "gate", todo or gate id)
+
+
+def wakes_of(state: GoalState, now: str, todos: list[Todo]) -> dict[str, Wake]:
+    """Of open `todos` that are not ready, those that wait only for things that come back by
+    themselves — a monitor's next wake, the ask-again time of each deferred gate holding it,
+    open dependencies that wait so — with each one's earliest wake, by todo id."""
+    gates = blocking_gates(state)
+    checked = [readiness_of(state, t, now, None, gates) for t in todos]
+    wakes: dict[str, Wake] = {}
+    changed = True
+    while changed:  # dependencies that wait are found in as many rounds as the chain is long
+        changed = False
+        for r in checked:
+            if r.todo_id not in wakes:
+                found = _wake(state, r, now, wakes)
+                if found is not None:
+                    wakes[r.todo_id] = found
+                    changed = True
+    return wakes
+
+
+def _wake(state: GoalState, r: Readiness, now: str, wakes: dict[str, Wake]) -> Wake | None:
+    """The earliest wake of one todo that is not ready, or None when one of its reasons will
+    not pass by itself."""
+    todo = state.todos[r.todo_id]
+    times: list[Wake] = []
+    for reason in r.reasons:
+        code = reason["code"]
+        if code == "monitor_not_due":
+            times.append((reason["next_at"], "monitor", r.todo_id))
+        elif code == "claimed" and todo.monitor is not None:
+            continue  # a monitor someone holds still wakes at its time
+        elif code == "gate_pending":
+            for gate_id in reason["gate_ids"]:
+                gate = state.gates[gate_id]
+                if gate.status != "deferred" or not gate.ask_again_at or gate.ask_again_at <= now:
+                    return None
+                times.append((gate.ask_again_at, "gate", gate_id))
+        elif code == "dependency_open" and all(d in wakes for d in reason["todo_ids"]):
+            times += [wakes[d] for d in reason["todo_ids"]]
+        else:
+            return None
+    return min(times) if times else None
