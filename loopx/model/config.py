@@ -22,6 +22,8 @@ COMMIT_PLACEHOLDER = "{commit}"
 
 @dataclass(frozen=True)
 class PublishConfig:
+    """The `[publish]` table: where `loopx publish` ships the public partition."""
+
     git_branch: str | None = None
     prefix: str | None = None
     nojekyll: bool | None = None
