@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import resource
 import shutil
 import statistics
@@ -38,6 +39,7 @@ from benchmarks.bench_handoff import _claimed_todo, _git_checkout
 START_MARK, END_MARK = "<!-- bench_calls:start -->", "<!-- bench_calls:end -->"
 AGENT, SESSION = "bench-agent", "bench"
 GOAL = "bench"
+CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
 
 
 class Variant:
@@ -45,6 +47,7 @@ class Variant:
 
     def __init__(self, name: str, path: Path | None):
         self.name = name
+        self.roots: dict[str, Path] = {}  # its own copy of each goal: snapshots stay its own
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPX_")}
         # Bytecode is written and reused, as for an installed loopx.
         for key in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH"):
@@ -52,35 +55,51 @@ class Variant:
         if path is not None:
             self.env["PYTHONPATH"] = str(path)
 
-    def run(self, args: list[str], root: Path, now: str | None) -> tuple[float, float]:
-        """Wall and CPU seconds of `python -m loopx ARGS` (CPU: the process and its children)."""
+    def _spawn(
+        self, args: list[str], root: Path, now: str | None, prefix: tuple[str, ...] = ()
+    ) -> subprocess.CompletedProcess[bytes]:
         env = dict(self.env, LOOPX_ROOT=str(root))
         if now is not None:
             env["LOOPX_NOW"] = now
         cmd = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "loopx", *args]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        done = subprocess.run(cmd, env=env, cwd=root, capture_output=True, check=False)
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run([*prefix, *cmd], env=env, cwd=root, capture_output=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{self.name}: loopx {' '.join(args)} failed: {done.stderr.decode()}")
+        return done
+
+    def run(self, args: list[str], root: Path, now: str | None) -> tuple[float, float]:
+        """Wall and CPU seconds of `python -m loopx ARGS` (CPU: the process and its children)."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        self._spawn(args, root, now)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+    def instructions(self, args: list[str], root: Path, now: str | None) -> int:
+        """Instructions the loopx process executes (callgrind; its git children not counted):
+        a figure the machine's load does not change."""
+        done = self._spawn(args, root, now, CALLGRIND)
+        found = re.search(rb"Collected : (\d+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"no instruction count from valgrind: {done.stderr[-300:]!r}")
+        return int(found.group(1))
 
 
 class Row:
-    """A measured call: `args(i)` gives the arguments of run i; `prepare` runs untimed first."""
+    """A measured call on the goal `root` ("small" or "big"): `args(i)` gives the arguments
+    of run i; `prepare(root folder)` runs untimed before each."""
 
     def __init__(
         self,
         key: str,
         label: str,
         args: Callable[[int], list[str]],
-        root: Path,
+        root: str,
         *,
         target: float | None = None,
         now: str | None = None,
-        prepare: Callable[[], None] | None = None,
+        prepare: Callable[[Path], None] | None = None,
     ):
         self.key, self.label, self.args, self.root = key, label, args, root
         self.target, self.now, self.prepare = target, now, prepare
@@ -113,44 +132,44 @@ def _prepare_handoff(root: Path, now: str) -> str:
     return todo_id
 
 
-def _rows(small: Path, big: Path, now: str, todo_id: str, claims: list[str]) -> list[Row]:
+def _rows(now: str, todo_id: str, claims: list[str], cold_events: int) -> list[Row]:
     goal = ["--goal-id", GOAL]
     inspect = ["handoff", "inspect", *goal, "--todo-id", todo_id, "--agent-id", "agent-next"]
     inspect += ["--session-id", "bench", "--workspace", ".", "--format", "digest"]
     actor = ["--agent-id", AGENT, "--session-id", SESSION]
 
-    def clear_render_cache() -> None:
+    def clear_render_cache(root: Path) -> None:
         for sub in ("cache", "private/cache"):
-            shutil.rmtree(small / ".loopx" / sub / "handoff", ignore_errors=True)
+            shutil.rmtree(root / ".loopx" / sub / "handoff", ignore_errors=True)
 
-    def clear_snapshot() -> None:
-        shutil.rmtree(big / ".loopx" / "cache", ignore_errors=True)
+    def clear_snapshot(root: Path) -> None:
+        shutil.rmtree(root / ".loopx" / "cache", ignore_errors=True)
 
     return [
-        Row("pass", "`python -c pass` (interpreter start)", lambda i: ["-c", "pass"], small),
-        Row("help", "`loopx --help`", lambda i: ["--help"], small),
+        Row("pass", "`python -c pass` (interpreter start)", lambda i: ["-c", "pass"], "small"),
+        Row("help", "`loopx --help`", lambda i: ["--help"], "small"),
         Row(
             "status",
             "`loopx status --format json`",
             lambda i: ["status", *goal, "--format", "json"],
-            small,
+            "small",
             target=0.10,
         ),
-        Row("next", "`loopx next`", lambda i: ["next", *goal], small, target=0.10),
+        Row("next", "`loopx next`", lambda i: ["next", *goal], "small", target=0.10),
         Row(
             "claim",
             "`loopx todo claim` (a write: append + fsync)",
             lambda i: ["todo", "claim", *goal, "--todo-id", claims[i], *actor],
-            small,
+            "small",
             target=0.10,
             now=now,
         ),
-        Row("review", "`loopx review`", lambda i: ["review", *goal], small, target=0.15),
+        Row("review", "`loopx review`", lambda i: ["review", *goal], "small", target=0.15),
         Row(
             "inspect",
             "`loopx handoff inspect --format digest`, rendered",
             lambda i: inspect,
-            small,
+            "small",
             target=0.15,
             prepare=clear_render_cache,
         ),
@@ -158,30 +177,32 @@ def _rows(small: Path, big: Path, now: str, todo_id: str, claims: list[str]) -> 
             "inspect_reused",
             "the same, reused from the render cache",
             lambda i: inspect,
-            small,
+            "small",
             target=0.15,
         ),
         Row(
             "cold",
-            "cold `loopx status --format json`, 50,000 events, no snapshot",
+            f"cold `loopx status --format json`, {cold_events:,} events, no snapshot",
             lambda i: ["status", *goal, "--format", "json"],
-            big,
+            "big",
             target=0.35,
             prepare=clear_snapshot,
         ),
     ]
 
 
-def measure(rows: list[Row], variants: list[Variant], runs: int) -> dict[str, Any]:
-    """Every row `runs` times per variant, interleaved: run i of each variant back to back."""
+def measure(rows: list[Row], variants: list[Variant], runs: int, count: bool) -> dict[str, Any]:
+    """Every row `runs` times per variant, interleaved: run i of each variant back to back;
+    with `count`, one more run of each under callgrind for its instruction count."""
     out: dict[str, Any] = {}
     for row in rows:
         samples: dict[str, list[tuple[float, float]]] = {v.name: [] for v in variants}
         for i in range(-1, runs):  # run -1 is the warm-up (bytecode, page cache)
-            for n, variant in enumerate(variants):
+            for variant in variants:
+                root = variant.roots[row.root]
                 if row.prepare is not None:
-                    row.prepare()
-                timed = variant.run(row.args((i + 1) * len(variants) + n), row.root, row.now)
+                    row.prepare(root)
+                timed = variant.run(row.args(i + 1), root, row.now)
                 if i >= 0:
                     samples[variant.name].append(timed)
         out[row.key] = {
@@ -192,10 +213,17 @@ def measure(rows: list[Row], variants: list[Variant], runs: int) -> dict[str, An
             }
             for name, s in samples.items()
         }
+        for variant in variants if count else ():
+            root = variant.roots[row.root]
+            if row.prepare is not None:
+                row.prepare(root)
+            found = variant.instructions(row.args(runs + 1), root, row.now)
+            out[row.key][variant.name]["instructions_mi"] = round(found / 1e6)
         print(
             f"  {row.key:<15}",
             "  ".join(
                 f"{k} {v['cpu_s']:.3f} cpu / {v['wall_s']:.3f} wall"
+                + (f" / {v['instructions_mi']} Mi" if count else "")
                 for k, v in out[row.key].items()
             ),
         )
@@ -205,36 +233,47 @@ def measure(rows: list[Row], variants: list[Variant], runs: int) -> dict[str, An
 def render(r: dict[str, Any], rows: list[Row], runs: int, before: str | None) -> str:
     """The RESULTS.md section, between its markers."""
     m = r["measured"]
+    counted = "instructions_mi" in m[rows[0].key]["after"]
+    flags = (" --before DIR" if before else "") + (" --instructions" if counted else "")
     lines = [
         START_MARK,
         "## Per call (issue 19)",
         "",
-        f"Command: `python -m benchmarks.bench_calls --runs {runs}"
-        + (" --before DIR`" if before else "`")
-        + f" (loopx {git_commit()}, Python {platform.python_version()}, {os.cpu_count()} "
-        f"cores, {cpu_model()}; load average {', '.join(map(str, r['load_before']))} at the "
-        f"start and {', '.join(map(str, r['load_after']))} at the end: the machine is shared, "
-        "so the CPU time is the figure to read and wall times carry the load).",
+        f"Command: `python -m benchmarks.bench_calls --runs {runs}{flags}` (loopx "
+        f"{git_commit()}, Python {platform.python_version()}, {os.cpu_count()} cores, "
+        f"{cpu_model()}; load average {', '.join(map(str, r['load_before']))} at the start and "
+        f"{', '.join(map(str, r['load_after']))} at the end: the machine is shared, so CPU "
+        "time is the figure to read, wall times carry the load"
+        + (", and the instruction counts are the same on any load" if counted else "")
+        + ").",
         "",
         f"A goal of {r['small']['todos']:,} todos and {r['small']['events']:,} events in a git "
         "checkout with a prepared handoff; cold status on one of "
         f"{r['big']['todos']:,} todos and {r['big']['events']:,} events. Each figure is the "
         f"median of {runs} whole `python -m loopx` processes after one warm-up; CPU is user + "
-        "system of the process and its git children."
+        "system of the process and its git children"
         + (
-            f' "Before" is {before}, timed in the same run, interleaved call by call.'
+            "; instructions (Mi = millions) are those of the loopx process alone, one run "
+            "under `valgrind --tool=callgrind`"
+            if counted
+            else ""
+        )
+        + "."
+        + (
+            f' "Before" is {before}, timed in the same run, interleaved call by call, each '
+            "on its own copy of the goals."
             if before
             else ""
         ),
         "",
     ]
-    if before:
-        lines += [
-            "| call | before CPU | after CPU | after wall | target | met (CPU) |",
-            "|---|---:|---:|---:|---|---|",
-        ]
-    else:
-        lines += ["| call | CPU | wall | target | met (CPU) |", "|---|---:|---:|---|---|"]
+    head = ["call"]
+    head += ["before CPU", "after CPU"] if before else ["CPU"]
+    head += ["after wall" if before else "wall"]
+    if counted:
+        head += ["before / after Mi" if before else "Mi"]
+    head += ["target", "met (CPU)"]
+    lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 3) + "---|---|"]
     for row in rows:
         after = m[row.key]["after"]
         target = "–" if row.target is None else f"≤ {row.target:.2f} s"
@@ -242,7 +281,11 @@ def render(r: dict[str, Any], rows: list[Row], runs: int, before: str | None) ->
         cells = [row.label]
         if before:
             cells.append(f"{m[row.key]['before']['cpu_s']:.3f} s")
-        cells += [f"{after['cpu_s']:.3f} s", f"{after['wall_s']:.3f} s", target, met]
+        cells += [f"{after['cpu_s']:.3f} s", f"{after['wall_s']:.3f} s"]
+        if counted:
+            mi = [str(m[row.key][v]["instructions_mi"]) for v in m[row.key]]
+            cells.append(" / ".join(mi))
+        cells += [target, met]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", END_MARK]
     return "\n".join(lines)
@@ -257,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-events", type=int, default=50000)
     parser.add_argument("--before", type=Path, default=None, help="an older loopx to compare")
     parser.add_argument("--before-label", default=None, help="how RESULTS.md names it")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions (valgrind)"
+    )
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     args = parser.parse_args(argv)
     if args.runs < 3:
@@ -276,12 +322,17 @@ def main(argv: list[str] | None = None) -> int:
         made_big = make_goal(big, GOAL, todos=args.cold_todos, events=args.cold_events)
         todo_id = _prepare_handoff(small, made["end"])
         now = add_seconds(made["end"], 60)
-        claims = _ready_todos(small, now, (args.runs + 1) * len(variants))
-        rows = _rows(small, big, now, todo_id, claims)
+        claims = _ready_todos(small, now, args.runs + 2)
+        for variant in variants:  # the same goals, one copy each
+            for name, seed in (("small", small), ("big", big)):
+                copy = Path(tmp) / variant.name / name
+                shutil.copytree(seed, copy, symlinks=True)
+                variant.roots[name] = copy
+        rows = _rows(now, todo_id, claims, made_big["events"])
         result: dict[str, Any] = {"small": made, "big": made_big}
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
         print(f"{len(variants)} variant(s), {args.runs} runs each (CPU / wall medians):")
-        measured = measure(rows, variants, args.runs)
+        measured = measure(rows, variants, args.runs, args.instructions)
         result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     result["measured"] = measured
     before = None

@@ -265,3 +265,13 @@ def test_the_demo_readme_shows_badges_that_its_build_writes(tmp_path: Path) -> N
     assert run_cli(["demo", str(demo)]).exit_code == 0
     assert (demo / "README.md").read_text() == "# my notes\n"
     assert (demo / "loopx.toml").is_symlink() and not (tmp_path / "elsewhere.toml").exists()
+
+
+def test_a_feed_without_changes_is_dated_from_when_its_goal_began(root: Path) -> None:
+    ok("goal", "create", "--root", str(root), "--goal-id", "quiet", "--title", "Quiet",
+       "--objective", "o", "--visibility", "public", now="2026-04-07T07:00:00Z")  # fmt: skip
+    site = build(root)
+    quiet = feed(site / "public/goals/quiet/feed.xml")
+    assert quiet.entries == [] and quiet.feed.updated == "2026-04-07T07:00:00Z"
+    # the project's feed: its newest entry (here the approved gate)
+    assert feed(site / "public/feed.xml").feed.updated == "2026-04-03T09:00:00Z"

@@ -584,10 +584,13 @@ def test_serve_rebuilds_after_an_append_and_survives_a_failed_build(
 
         good = ledger_bytes(demo, "docs")
         replace_ledger(demo, "docs", b"garbage\n" + good)  # history damaged: the rebuild fails
-        number = builder.number
         deadline = time.monotonic() + 10
         while builder.error is None and time.monotonic() < deadline:
             time.sleep(0.05)
+        # (A rebuild the append's own file events started may still land before the damage
+        # is seen; from the failure on, no build counts.)
+        number = builder.number
+        time.sleep(0.3)
         assert builder.error is not None and builder.number == number
         assert any("still serving the last good build" in line for line in logs)
         page = urllib.request.urlopen(f"{base}/team/goals/docs/index.html").read().decode()

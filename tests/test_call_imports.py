@@ -23,12 +23,14 @@ READS = NEVER | {"loopx.engine.commands", "jinja2", "ctypes.util"}
 
 
 def loaded(root: Path, *args: str) -> set[str]:
-    """The modules a `loopx ARGS` process has loaded when it exits (it must succeed)."""
+    """The modules a `loopx ARGS --root ROOT` process has loaded when it exits (it must
+    succeed); `--help` is passed alone."""
+    argv = list(args) if args == ("--help",) else [*args, "--root", str(root)]
     code = (
         "import sys\n"
         "from loopx.cli.main import main\n"
         "try:\n"
-        f"    main({[*args, '--root', str(root)]!r})\n"
+        f"    main({argv!r})\n"
         "except SystemExit as stop:\n"
         "    assert not stop.code, stop.code\n"
         "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
@@ -71,3 +73,8 @@ def test_review_renders_without_markdown_html_rules_or_the_build_pipeline(goal: 
     modules = loaded(goal, "review", "--goal-id", "demo")
     assert "jinja2" in modules  # the packet is a template
     assert not modules & NEVER
+
+
+def test_help_opens_no_store(goal: Path) -> None:
+    modules = loaded(goal, "--help")
+    assert not modules & (READS | {"loopx.store.select", "loopx.engine.core"})

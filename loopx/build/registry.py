@@ -195,6 +195,8 @@ class Context:
 
 @dataclass(kw_only=True)
 class GoalContext(Context):
+    """What a goal-scope projection renders from: one goal's state for one audience."""
+
     scope: ClassVar[Scope] = "goal"
     state: GoalState
     visible_goals: set[str]  # the goals this audience may see (links to other goals)
@@ -205,6 +207,8 @@ class GoalContext(Context):
 
 @dataclass(kw_only=True)
 class AudienceContext(Context):
+    """What an audience-scope projection renders from: every goal that audience sees."""
+
     scope: ClassVar[Scope] = "audience"
     goals: dict[str, GoalState] = field(default_factory=dict)  # the goals it may see
     hidden: dict[str, int] = field(default_factory=dict)  # how many of each visibility not

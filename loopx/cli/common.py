@@ -157,6 +157,8 @@ def open_store(root: Path | None) -> Any:
 
 
 def close_stores() -> None:
+    if not _OPENED:  # `--help`, a usage error: nothing opened, no store module to import
+        return
     from loopx.store.select import close
 
     while _OPENED:

@@ -88,6 +88,8 @@ class Context:
 
 @dataclass
 class Result:
+    """A write's outcome: `applied` or `replayed`, its receipt and any tail repair."""
+
     status: str  # "applied" | "replayed"
     receipt: dict[str, Any]
     repair: dict[str, Any] | None = None
@@ -202,6 +204,8 @@ def save_snapshot(store: Store, state: GoalState, cursor: Cursor) -> None:
 
 @dataclass
 class Loaded:
+    """A goal's state (None when it does not exist), its cursor and any tail damage."""
+
     state: GoalState | None
     cursor: Cursor
     damage: dict[str, Any] | None = None

@@ -78,15 +78,18 @@ def _todo_entry(lens: Lens, title: str, todo: Todo, what: str, latest: bool, hre
     }
 
 
-def feed(entries: list[Entry], *, feed_id: str, title: str) -> dict[str, Any]:
+EPOCH = "1970-01-01T00:00:00Z"
+
+
+def feed(entries: list[Entry], *, feed_id: str, title: str, since: str = EPOCH) -> dict[str, Any]:
     """The newest `FEED_LIMIT` entries, and how many older ones are left out; the feed is as
-    new as its newest entry."""
+    new as its newest entry (without one: `since`, when what it follows began)."""
     ordered = sorted(entries, key=lambda e: e["order"], reverse=True)
     kept = ordered[:FEED_LIMIT]
     return {
         "id": feed_id,
         "title": title,
-        "updated": kept[0]["updated"] if kept else "1970-01-01T00:00:00Z",
+        "updated": kept[0]["updated"] if kept else since,
         "entries": kept,
         "left_out": len(ordered) - len(kept),
     }

@@ -85,8 +85,30 @@ def _pair(spec: str) -> tuple[str, str]:
     return name, kind
 
 
-@dataclass(slots=True)
-class Todo:
+class _Record:
+    """Equality and repr over a record's fields, written once: `dataclass` would compile both
+    for every record class, and every CLI call imports them all (issue 19)."""
+
+    __slots__ = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, _Record)
+        return self._values() == other._values()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))  # type: ignore[arg-type]
+        return f"{type(self).__qualname__}({shown})"
+
+
+@dataclass(slots=True, repr=False, eq=False)
+class Todo(_Record):
+    """A unit of work: its lifecycle, dependencies, claim and lease, and what closed it."""
+
     FIELDS: ClassVar[Fields] = Fields.of(
         "todo",
         text="title acceptance reason summary",
@@ -123,8 +145,10 @@ class Todo:
         return self.status in OPEN_STATUSES
 
 
-@dataclass(slots=True)
-class Gate:
+@dataclass(slots=True, repr=False, eq=False)
+class Gate(_Record):
+    """A question for a named authority and what it holds until it is resolved."""
+
     FIELDS: ClassVar[Fields] = Fields.of(
         "gate",
         text="question rationale",
@@ -152,8 +176,10 @@ class Gate:
         return self.status in BLOCKING_GATE_STATUSES
 
 
-@dataclass(slots=True)
-class Evidence:
+@dataclass(slots=True, repr=False, eq=False)
+class Evidence(_Record):
+    """An observation (test, CI, review, …) bound to the revision it was made at."""
+
     FIELDS: ClassVar[Fields] = Fields.of(
         "evidence",
         text="summary refs body",
@@ -175,8 +201,10 @@ class Evidence:
     created_seq: int = 0
 
 
-@dataclass(slots=True)
-class Run:
+@dataclass(slots=True, repr=False, eq=False)
+class Run(_Record):
+    """One bounded agent turn: who ran it, on what, its outcome and the quota it spent."""
+
     FIELDS: ClassVar[Fields] = Fields.of(
         "run",
         text="summary wait",
@@ -199,8 +227,10 @@ class Run:
     created_seq: int = 0
 
 
-@dataclass(slots=True)
-class Note:
+@dataclass(slots=True, repr=False, eq=False)
+class Note(_Record):
+    """A lesson, decision or note recorded on the goal (or one of its todos)."""
+
     FIELDS: ClassVar[Fields] = Fields.of(
         "note",
         text="text",
@@ -217,8 +247,8 @@ class Note:
     created_seq: int = 0
 
 
-@dataclass(slots=True)
-class Handoff:
+@dataclass(slots=True, repr=False, eq=False)
+class Handoff(_Record):
     """A continuation note for a todo (see loopx.state.handoff), bound to the todo's revision
     it was written against and to the writer's git HEAD; `note` is the note's dict, or
     `{"blob": …}` when private. Pending until adopted or superseded by a newer note."""
@@ -377,8 +407,10 @@ def _last_id(blob: bytes) -> str:
     return "" if start < 0 else blob[start + 1 :].split(b" ", 1)[0].decode()
 
 
-@dataclass(slots=True)
-class GoalState:
+@dataclass(slots=True, repr=False, eq=False)
+class GoalState(_Record):
+    """A goal folded from its ledger: its fields, every entity by id, and its heads."""
+
     FIELDS: ClassVar[Fields] = Fields.of(
         "goal",
         text="title objective acceptance outcome_reason repository",

@@ -11,6 +11,8 @@ from loopx.state.entities import GoalState, Todo
 
 @dataclass
 class Readiness:
+    """Whether a todo is ready for an agent, and each reason it waits when not."""
+
     todo_id: str
     ready: bool
     reasons: list[dict[str, Any]] = field(default_factory=list)

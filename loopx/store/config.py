@@ -18,11 +18,6 @@ from loopx.model.config import ProjectConfig, parse_config
 from loopx.model.errors import InvalidInput
 from loopx.store import fsio
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 CONFIG_FILE = "loopx.toml"
 PYPROJECT = "pyproject.toml"
 CONFIG_CAP = 1 << 20  # 1 MiB: far beyond any real configuration or pyproject.toml
@@ -53,6 +48,12 @@ def _read(path: Path) -> bytes | None:
 
 
 def _parse(data: bytes, source: str) -> dict[str, Any]:
+    # Imported here: most projects have no configuration file, and every call reads it.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -166,6 +166,8 @@ class TailDamage:
 
 @dataclass
 class Scan:
+    """The intact events of a buffer, the cursors before and after them, and any torn tail."""
+
     start: Cursor = field(default_factory=Cursor)
     events: list[dict[str, Any]] = field(default_factory=list)
     cursor: Cursor = field(default_factory=Cursor)

@@ -12,6 +12,8 @@ from loopx.store.ledger import Cursor, scan
 
 @dataclass
 class VerifyReport:
+    """What `loopx verify` found in one goal's ledger: events, size, head and any damage."""
+
     goal_id: str
     events: int
     size: int

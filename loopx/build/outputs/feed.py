@@ -15,14 +15,19 @@ TEMPLATE = "feed.xml"
 Entries = list[dict[str, Any]]
 
 
-def atom(ctx: Context, entries: Entries, *, goal: str | None, title: str, within: str) -> str:
+def atom(
+    ctx: Context, entries: Entries, *, goal: str | None, title: str, within: str, since: str
+) -> str:
     """An Atom feed of `entries`. Links are relative to the feed; in the public partition with
     a configured `base_url` they are resolved against it (xml:base) and the feed names itself."""
     project = ctx.project
     base = f"{project.base_url.rstrip('/')}/{within}" if project.base_url else None
     public = ctx.audience == "public" and base is not None
     fd = feed_mod.feed(
-        entries, feed_id=f"urn:loopx:{goal or 'project'}:{ctx.audience}:feed", title=title
+        entries,
+        feed_id=f"urn:loopx:{goal or 'project'}:{ctx.audience}:feed",
+        title=title,
+        since=since,
     )
     return render(
         TEMPLATE,
@@ -38,7 +43,8 @@ def atom(ctx: Context, entries: Entries, *, goal: str | None, title: str, within
 def _goal_feed(ctx: GoalContext, entries: Entries) -> str:
     goal = ctx.state.goal_id
     title = f"{ctx['status']['goal']['title']} · {ctx.project.name}"
-    return atom(ctx, entries, goal=goal, title=title, within=f"goals/{goal}/")
+    since = ctx.state.created_at  # a goal with no change yet: since it was created
+    return atom(ctx, entries, goal=goal, title=title, within=f"goals/{goal}/", since=since)
 
 
 def _audience_entries(ctx: AudienceContext) -> Entries:
@@ -49,6 +55,11 @@ def _audience_entries(ctx: AudienceContext) -> Entries:
             ctx.goals[g], Lens(ctx.audience, ctx.read_blob), f"goals/{g}/"
         )
     ]
+
+
+def _first(ctx: AudienceContext) -> str:
+    """When the first goal this audience may see was created (the epoch without one)."""
+    return min((g.created_at for g in ctx.goals.values()), default=feed_mod.EPOCH)
 
 
 PROJECTIONS = (
@@ -66,7 +77,7 @@ PROJECTIONS = (
             Output(
                 "feed.xml",
                 lambda ctx, entries: atom(
-                    ctx, entries, goal=None, title=ctx.project.name, within=""
+                    ctx, entries, goal=None, title=ctx.project.name, within="", since=_first(ctx)
                 ),
                 template=TEMPLATE,
             ),
