@@ -293,3 +293,39 @@ def test_processes_starting_at_once_share_the_one_broker_that_wins(
     assert outs == {f"BrokeredStore {found['socket']}"}, "all four went through one socket"
     assert [p.returncode for p in procs] == [0, 0, 0, 0]
     assert broker_client.stop(pg_empty)["stopped"]
+
+
+def test_a_client_queued_as_the_broker_stops_is_answered(pg_empty: str) -> None:
+    """A client that connected just as the broker decided to stop (idle, or SIGTERM) — queued,
+    not yet accepted — is answered, not reset (a reset is `store_unavailable` to a CLI call);
+    and the socket's name is gone before the broker waits for its sessions, so no client can
+    queue behind it meanwhile."""
+    import shutil
+    import socket
+    import tempfile
+
+    from loopx.store.broker import Broker
+
+    folder = Path(tempfile.mkdtemp(prefix="lx-", dir="/tmp"))
+    path = folder / "b.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(20)
+    client.connect(str(path))  # queued: the broker has not accepted it
+    stopping = Broker(pg_empty, server, path)
+    stopping.stop.set()
+    serving = threading.Thread(target=stopping.serve)
+    serving.start()
+    try:
+        broker_wire.send(client, {"op": "goal_ids", "args": {}})
+        answer = broker_wire.receive(client)
+        assert answer is not None and answer[0] == {"ok": True, "value": []}
+        assert not path.exists(), "no new client can queue behind a stopping broker"
+    finally:
+        client.close()
+        serving.join(20)
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not serving.is_alive()
