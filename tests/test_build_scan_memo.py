@@ -17,12 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopx.build import scancache
+from loopx.build import registry, scancache
 from loopx.build.boundary import GoalStrings, merge
 from loopx.build.pipeline import build
+from loopx.build.registry import Output, Projection
 from loopx.engine import goals, todos
 from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.model.errors import BoundaryViolation
+from loopx.privacy.distinct import present
 from loopx.privacy.scanner import Scanner
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx
@@ -118,12 +120,31 @@ def test_a_fresh_rebuild_scans_the_changed_public_files_only(
     after = _files(out)
     changed = {p for p, sha in after.items() if before.get(p) != sha}
     assert changed and set(scans.paths) == changed  # each changed file, for everything
-    assert scans.full == 1
+    assert scans.full == 0  # with a scanner of just the strings that occur in them
 
     scans.reset()
     todos.add_todo(ctx, AddTodo(goal_id="inner", title="Team only", todo_id="t2"))
     build(root, out, audiences=AUDIENCES, reuse=True)  # no public file changed, nothing added
     assert scans.paths == [] and scans.full == 0
+
+
+def test_a_changed_file_is_scanned_for_every_forbidden_string(tmp_path: Path) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+
+    def leak(ctx: Any) -> str:  # a bug that prints team text into public output
+        return "\n".join(str(t.title) for t in ctx.state.todos.values()) + "\n"
+
+    titles = Projection(
+        "leak", "goal", lambda ctx: None, (Output("leak.txt", lambda ctx, _: leak(ctx)),)
+    )
+    with registry.registered(titles), pytest.raises(BoundaryViolation) as refused:
+        build(root, out, audiences=AUDIENCES, reuse=True)
+    found = refused.value.details["findings"]
+    assert {(f["path"], f["kind"]) for f in found} == {
+        ("public/goals/launch-site-2026/leak.txt", "non-public-text")
+    }
 
 
 def test_a_newly_forbidden_string_is_looked_for_in_unchanged_files(tmp_path: Path) -> None:
@@ -192,3 +213,27 @@ def test_a_merge_from_the_last_one_is_the_full_merge(before: list[Any], after: l
         for p, q in zip(after, before, strict=False)
     ]
     assert merge(grown, (before, last)) == merge(grown)
+
+
+_text = st.text(alphabet="ab cd\t0f\u00e9\ud800\ufffd", max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sets(st.one_of(_text, st.sampled_from(["ab cd ab", "cd ab cd 0f", "a" * 6])), max_size=8),
+    st.lists(_text, max_size=4),
+    st.sampled_from(["", "0f" * 32, "sha256:" + "0f" * 32, "e" + "0f" * 32]),
+)
+def test_present_finds_exactly_the_strings_that_occur(
+    strings: set[str], texts: list[str], digest: str
+) -> None:
+    """`present` (how a rebuild narrows the scanner for its changed files) keeps every
+    string that occurs in a text, read as the scanner reads it, and no other."""
+    texts = [*texts, f"x {digest} y"]
+    strings = {s for s in strings if "\x00" not in s} | {"0f" * 32, "sha256:" + "0f" * 32}
+
+    def clean(t: str) -> str:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in t)
+
+    expected = {s for s in strings if any(clean(s) in clean(t) for t in texts)}
+    assert present(strings, texts) == expected

@@ -32,12 +32,17 @@ class DiskArtifact:
     hash and size; its bytes are read only if something needs them (the boundary scan)."""
 
     path: str
-    file: Path
+    out: Path  # the output folder it is in
     sha256: str
     size: int
     audience: str | None
     schema: str | None = None
     goal_id: str | None = None
+    seen: tuple[int, ...] | list[int] | None = None  # its identity on disk, when carried over
+
+    @property
+    def file(self) -> Path:
+        return self.out / self.path
 
     @property
     def data(self) -> bytes:

@@ -20,8 +20,14 @@ from loopx.build.artifacts import Site
 from loopx.model.errors import BoundaryViolation, InvalidInput
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
-from loopx.privacy.distinct import MIN_TEXT, distinctive_id, distinctive_text, found_in
-from loopx.privacy.scanner import Scanner
+from loopx.privacy.distinct import (
+    MIN_TEXT,
+    distinctive_id,
+    distinctive_text,
+    found_in,
+    present,
+)
+from loopx.privacy.scanner import Scanner, decoded
 from loopx.privacy.views import views
 from loopx.resources import resource_dir
 from loopx.state.entities import GoalState, private_ref
@@ -72,11 +78,12 @@ class Forbidden:
 
     def within(self, texts: list[str]) -> Forbidden:
         """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
-        short texts (a commit message) needs, without an automaton over the whole set."""
-        seen = [view.text for text in texts for view in views(text)]
+        texts (a commit message, the files a rebuild changed) needs, without an automaton over
+        the whole set (see `loopx.privacy.distinct.present`)."""
+        seen = [view.text for text in texts for view in views(text, base64=True)]
         return Forbidden(
-            frozenset(s for s in self.texts if any(s in v for v in seen)),
-            frozenset(i for i in self.ids if any(i in v for v in seen)),
+            frozenset(present(self.texts, seen)),
+            frozenset(present(self.ids, seen)),
             self.name_hashes,
             self.allowed,
         )
@@ -360,11 +367,15 @@ class ScanCache:
         return cls(covered, [_Deferred(covered)], clean)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Deferred:
     """A forbidden set's scanner, built on first use."""
 
     forbidden: Forbidden
+
+    @property
+    def built(self) -> bool:
+        return "_scanner" in self.forbidden.__dict__
 
     def scan_bytes(self, data: bytes, path: str) -> list[Any]:
         return list(self.forbidden.scanner().scan_bytes(data, path))
@@ -426,7 +437,7 @@ def scan_public(
         cache.covered = Forbidden(
             covered.texts | added.texts, covered.ids | added.ids, allowed=allowed
         )
-    findings += _scan(cache.scanners, fresh)
+    findings += _scan(_narrowed(cache.scanners, fresh), fresh)
     if findings:
         # The incremental scanners may still look for text that is no longer non-public;
         # before failing a build, decide with a scanner of exactly the current set.
@@ -434,6 +445,20 @@ def scan_public(
         return scan_public(site, forbidden, cache)
     cache.clean |= {a.sha256 for _, a in items}
     return findings
+
+
+NARROW_LIMIT = 4 << 20  # bytes: beyond, building the whole scanner costs less
+
+
+def _narrowed(scanners: list[Any], items: list[tuple[str, Any]]) -> list[Any]:
+    """The scanners for `items`: a scanner of tens of thousands of strings not built yet (see
+    `ScanCache.carried`) is replaced, for these items only, by one of just the strings that
+    occur in some decoding of them, when they are few bytes (a rebuild's changed files)."""
+    deferred = [s for s in scanners if isinstance(s, _Deferred) and not s.built]
+    if not items or not deferred or sum(a.size for _, a in items) > NARROW_LIMIT:
+        return scanners
+    texts = [decoded(a.data) for _, a in items]
+    return [s.forbidden.within(texts).scanner() if s in deferred else s for s in scanners]
 
 
 def _few(forbidden: Forbidden, covered: Forbidden) -> bool:

@@ -145,7 +145,7 @@ def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str
             raise ValueError("changed on disk")
         if seen[0] != size:
             raise ValueError("changed on disk")
-        artifacts.append(DiskArtifact(path, out / path, sha, size, audience, schema, goal_id))
+        artifacts.append(DiskArtifact(path, out, sha, size, audience, schema, goal_id, seen))
     if not artifacts:
         raise ValueError("a unit without files")
     return (audience, goal_id), (key, (artifacts, row))
@@ -181,6 +181,15 @@ def save(root: Path, out: Path, site: Site) -> None:
         pass
 
 
+def _seen(folder: outdir.Folder, artifact: AnyArtifact) -> list[int] | None:
+    """A file's identity now: a carried file's is the one checked when the memo was read
+    (nothing rewrites it; if anything did, the next build finds it changed and renders its
+    unit again)."""
+    if isinstance(artifact, DiskArtifact) and artifact.seen is not None:
+        return list(artifact.seen)
+    return _identity(folder, artifact.path)
+
+
 def _record(
     folder: outdir.Folder,
     unit: tuple[str, str],
@@ -189,7 +198,7 @@ def _record(
     artifacts: list[AnyArtifact],
 ) -> dict[str, Any]:
     files = [
-        [a.path, a.sha256, a.size, a.schema, _identity(folder, a.path)]
+        [a.path, a.sha256, a.size, a.schema, _seen(folder, a)]
         for a in sorted(artifacts, key=lambda a: a.path)
     ]
     return {"audience": unit[0], "goal_id": unit[1], "key": key, "row": row, "files": files}

@@ -82,7 +82,7 @@ class ProjectConfig:
 
 
 def _is_hash(value: str) -> bool:
-    return 7 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value)
+    return 7 <= len(value) <= 64 and not value.strip("0123456789abcdef")
 
 
 def _is_web_url(value: str | None) -> bool:

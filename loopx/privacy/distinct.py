@@ -38,6 +38,8 @@ def distinctive_id(value: str) -> bool:
 
 
 _HASH = re.compile(r"(?:sha256:)?[0-9a-f]{64}")
+_HEX_RUN = re.compile(r"[0-9a-f]{64,}")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
@@ -69,3 +71,49 @@ def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
     except UnicodeEncodeError:  # a lone surrogate somewhere: fall back to plain search
         return {p for p in patterns if p in haystack}
     return {patterns[index] for index, _, _ in hits}
+
+
+def present(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
+    """The `strings` that occur in some of `texts` (what a scanner of just those texts needs
+    of a large set; no string that occurs is left out).
+
+    A blob hash occurs only inside a run of hex digits of the texts, and a string of three or
+    more words only where its inner words are whole words of the texts; the other strings are
+    matched in one Aho-Corasick pass. Lone surrogates are read as U+FFFD, as the scanner does."""
+    cleaned = [_clean(t) for t in texts]
+    words: set[str] = set()
+    runs: set[str] = set()
+    for text in cleaned:
+        words.update(text.split())
+        runs.update(_HEX_RUN.findall(text))
+    longer = [r for r in runs if len(r) > 64]
+    found: set[str] = set()
+    patterns: dict[str, list[str]] = {}
+    for string in set(strings):
+        candidate = _clean(string)
+        if not candidate:  # in every text
+            if cleaned:
+                found.add(string)
+            continue
+        if len(candidate) in (64, 71) and _HASH.fullmatch(candidate):
+            digits = candidate[-64:]
+            inside = digits in runs or any(digits in r for r in longer)
+            if inside and (len(candidate) == 64 or any(candidate in t for t in cleaned)):
+                found.add(string)
+            continue
+        if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
+            continue
+        patterns.setdefault(candidate, []).append(string)
+    haystack = "\x00".join(cleaned)
+    if patterns and haystack:
+        ordered = sorted(patterns)
+        automaton = ahocorasick_rs.AhoCorasick(
+            ordered, implementation=ahocorasick_rs.Implementation.ContiguousNFA
+        )
+        for index, _, _ in automaton.find_matches_as_indexes(haystack, overlapping=True):
+            found.update(patterns[ordered[index]])
+    return found
+
+
+def _clean(text: str) -> str:
+    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)

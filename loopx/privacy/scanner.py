@@ -45,6 +45,7 @@ __all__ = [
     "Finding",
     "Hit",
     "Scanner",
+    "decoded",
     "machine_names",
     "name_hash",
     "read_scanned",
@@ -297,9 +298,7 @@ class Scanner:
         at least 8 printable ASCII characters, so metadata is checked but compressed noise
         does not raise findings; offsets are then byte offsets.
         """
-        if b"\x00" in data[:8192]:
-            return self.scan_text(_printable_runs(data), path)
-        return self.scan_text(data.decode("utf-8", errors="replace"), path)
+        return self.scan_text(decoded(data), path)
 
     def hits(self, text: str) -> list[Hit]:
         """Raw spans of every finding, deduplicated and sorted; what `redact` works from."""
@@ -414,6 +413,13 @@ def _name_candidates(word: str) -> list[tuple[int, str]]:
                 out.append((offset, part))
             offset += len(part) + 1
     return out
+
+
+def decoded(data: bytes) -> str:
+    """The text `Scanner.scan_bytes` scans of `data`."""
+    if b"\x00" in data[:8192]:
+        return _printable_runs(data)
+    return data.decode("utf-8", errors="replace")
 
 
 _PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t\n\r]{8,}")

@@ -53,17 +53,29 @@ def confine(root: Path | str) -> None:
     _ROOTS.add(os.path.abspath(root))
 
 
+_ANCHORS: dict[str, tuple[int, str | None]] = {}  # folder → (roots then, its anchor)
+
+
 def _anchor(full: str) -> str | None:
-    """The outermost confined root strictly above `full`, if any."""
+    """The outermost confined root strictly above `full`, if any (remembered per folder for
+    as long as no root is added: a build names thousands of files in a few folders)."""
+    folder = os.path.dirname(full)
+    roots = len(_ROOTS)  # roots are only ever added: their number names the set
+    known = _ANCHORS.get(folder)
+    if known is not None and known[0] == roots:
+        return known[1]
     found = None
     current = full
     while True:
         parent = os.path.dirname(current)
         if parent == current:
-            return found
+            break
         if parent in _ROOTS:
             found = parent
         current = parent
+    if len(_ANCHORS) < 10_000:
+        _ANCHORS[folder] = (roots, found)
+    return found
 
 
 def _unsafe(full: str, why: str) -> UnsafePath:
