@@ -329,3 +329,19 @@ def test_a_client_queued_as_the_broker_stops_is_answered(pg_empty: str) -> None:
         server.close()
         shutil.rmtree(folder, ignore_errors=True)
     assert not serving.is_alive()
+
+
+def test_the_socket_name_follows_all_the_code_a_broker_runs() -> None:
+    """A broker left running (up to its idle time) by other code of the same version — a
+    development checkout — must not serve a client: its socket's name hashes every loopx
+    module the broker runs (the ledger codec and the stamping writer among them), found
+    here by importing what a broker imports in a fresh process."""
+    code = (
+        "import sys; import loopx.store.broker as b; import loopx.store.postgres;"
+        "print('\\n'.join(sorted(m.__file__ for n, m in list(sys.modules.items())"
+        " if n.startswith('loopx') and getattr(m, '__file__', None))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    ran = {Path(line).resolve() for line in done.stdout.split()}
+    hashed = {p.resolve() for p in broker_wire.code_files()}
+    assert ran and ran <= hashed, sorted(str(p) for p in ran - hashed)
