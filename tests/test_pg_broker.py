@@ -345,3 +345,23 @@ def test_the_socket_name_follows_all_the_code_a_broker_runs() -> None:
     ran = {Path(line).resolve() for line in done.stdout.split()}
     hashed = {p.resolve() for p in broker_wire.code_files()}
     assert ran and ran <= hashed, sorted(str(p) for p in ran - hashed)
+
+
+def test_a_long_running_process_outlives_its_broker(project: Path, pg_empty: str) -> None:
+    """The MCP server and `loopx serve` keep one store for their whole life: when its broker
+    goes (killed, or `loopx store broker --stop`), the call in flight is store_unavailable,
+    and the next call reaches a broker again (started if need be) instead of failing for as
+    long as the process lives."""
+    store = open_store(project)
+    assert isinstance(store, broker_client.BrokeredStore)
+    assert store.goal_ids() == []
+    first = broker(pg_empty)["pid"]
+    assert isinstance(first, int)
+    os.kill(first, signal.SIGKILL)
+    assert wait_for(lambda: not pg.alive(first))
+    with pytest.raises(StoreUnavailable):
+        store.goal_ids()
+    assert store.goal_ids() == []
+    second = broker(pg_empty)["pid"]
+    assert isinstance(second, int) and second != first
+    store.close()
