@@ -266,6 +266,27 @@ def test_a_decision_deferred_to_a_date_is_waited_for_and_asked_again(goal: Any) 
     }
 
 
+def test_work_waits_through_a_chain_of_dependencies_in_any_order_but_not_a_cycle(
+    goal: Any,
+) -> None:
+    from loopx.state.frontier import wakes_of
+
+    for todo_id in ("a", "b", "c", "x", "y"):
+        todos.add_todo(at(goal, T0), AddTodo(goal_id=G, title=todo_id, todo_id=todo_id))
+    watch_ci(goal, first_at="2026-03-05T00:00:00Z")
+    state = require_goal(goal, G)
+    for todo_id, dep in (("a", "b"), ("b", "c"), ("c", "ci"), ("x", "y"), ("y", "x")):
+        state.todos[todo_id].depends_on = [dep]  # a before b before c: the latest first
+    now = "2026-03-02T00:00:00Z"
+    wakes = wakes_of(state, now, [t for t in state.todos.values() if t.is_open])
+    assert sorted(wakes) == ["a", "b", "c", "ci"]  # the cycle x ⇄ y waits for nothing
+    assert wakes["a"] == ("2026-03-05T00:00:00Z", "monitor", "ci")
+    assert attention(state, now)["reasons"] == [
+        {"state": "waiting", "count": 4},
+        {"state": "blocked", "count": 2},
+    ]
+
+
 def test_observation_refusals_write_nothing(goal: Any) -> None:
     watch_ci(goal)
     todos.add_todo(at(goal, T0), AddTodo(goal_id=G, title="Plain", todo_id="plain"))

@@ -293,3 +293,75 @@ def test_processes_starting_at_once_share_the_one_broker_that_wins(
     assert outs == {f"BrokeredStore {found['socket']}"}, "all four went through one socket"
     assert [p.returncode for p in procs] == [0, 0, 0, 0]
     assert broker_client.stop(pg_empty)["stopped"]
+
+
+def test_a_client_queued_as_the_broker_stops_is_answered(pg_empty: str) -> None:
+    """A client that connected just as the broker decided to stop (idle, or SIGTERM) — queued,
+    not yet accepted — is answered, not reset (a reset is `store_unavailable` to a CLI call);
+    and the socket's name is gone before the broker waits for its sessions, so no client can
+    queue behind it meanwhile."""
+    import shutil
+    import socket
+    import tempfile
+
+    from loopx.store.broker import Broker
+
+    folder = Path(tempfile.mkdtemp(prefix="lx-", dir="/tmp"))
+    path = folder / "b.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(20)
+    client.connect(str(path))  # queued: the broker has not accepted it
+    stopping = Broker(pg_empty, server, path)
+    stopping.stop.set()
+    serving = threading.Thread(target=stopping.serve)
+    serving.start()
+    try:
+        broker_wire.send(client, {"op": "goal_ids", "args": {}})
+        answer = broker_wire.receive(client)
+        assert answer is not None and answer[0] == {"ok": True, "value": []}
+        assert not path.exists(), "no new client can queue behind a stopping broker"
+    finally:
+        client.close()
+        serving.join(20)
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert not serving.is_alive()
+
+
+def test_the_socket_name_follows_all_the_code_a_broker_runs() -> None:
+    """A broker left running (up to its idle time) by other code of the same version — a
+    development checkout — must not serve a client: its socket's name hashes every loopx
+    module the broker runs (the ledger codec and the stamping writer among them), found
+    here by importing what a broker imports in a fresh process."""
+    code = (
+        "import sys; import loopx.store.broker as b; import loopx.store.postgres;"
+        "print('\\n'.join(sorted(m.__file__ for n, m in list(sys.modules.items())"
+        " if n.startswith('loopx') and getattr(m, '__file__', None))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    ran = {Path(line).resolve() for line in done.stdout.split()}
+    hashed = {p.resolve() for p in broker_wire.code_files()}
+    assert ran and ran <= hashed, sorted(str(p) for p in ran - hashed)
+
+
+def test_a_long_running_process_outlives_its_broker(project: Path, pg_empty: str) -> None:
+    """The MCP server and `loopx serve` keep one store for their whole life: when its broker
+    goes (killed, or `loopx store broker --stop`), the call in flight is store_unavailable,
+    and the next call reaches a broker again (started if need be) instead of failing for as
+    long as the process lives."""
+    store = open_store(project)
+    assert isinstance(store, broker_client.BrokeredStore)
+    assert store.goal_ids() == []
+    first = broker(pg_empty)["pid"]
+    assert isinstance(first, int)
+    os.kill(first, signal.SIGKILL)
+    assert wait_for(lambda: not pg.alive(first))
+    with pytest.raises(StoreUnavailable):
+        store.goal_ids()
+    assert store.goal_ids() == []
+    second = broker(pg_empty)["pid"]
+    assert isinstance(second, int) and second != first
+    store.close()

@@ -263,3 +263,19 @@ def test_an_allow_entry_reaches_the_scan(tmp_path: Path) -> None:
         ),
     )
     assert _scan(root, folder) == []
+
+
+def test_the_records_follow_the_code_that_decides_the_strings() -> None:
+    """A record made by other code for what a goal's strings are (its events, the fold, the
+    free-text declarations, the allow entries) is never reused: a development checkout
+    changes that code, not the version."""
+    import inspect
+
+    from loopx.build import allowances
+    from loopx.model import events, upgrade
+    from loopx.state import entities, fold, freetext, redactions
+
+    hashed = {p.resolve() for p in scancache.version_sources()}
+    for module in (events, upgrade, fold, entities, freetext, redactions, allowances):
+        source = inspect.getsourcefile(module)
+        assert source is not None and Path(source).resolve() in hashed, module.__name__

@@ -189,3 +189,20 @@ def test_diff_reads_an_older_build_through_the_upgrade(waiting_goal: Path, tmp_p
         ]
     )
     assert refused.exit_code != 0 and "invalid_build" in refused.stderr
+
+
+def test_diff_of_a_build_whose_monitors_are_not_loopx_s_is_invalid_build(
+    waiting_goal: Path, tmp_path: Path
+) -> None:
+    """A build folder is untrusted: a monitor whose observations are not a count is
+    `invalid_build` (one line), not an internal error of comparing them."""
+    _build(waiting_goal, tmp_path / "a")
+    _build(waiting_goal, tmp_path / "b")
+    doc = tmp_path / "b" / "public" / "goals" / "fmt" / "status.json"
+    forged = json.loads(doc.read_text())
+    forged["monitors"]["items"][0]["observations"] = "many"
+    doc.write_text(json.dumps(forged))
+    args = ["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--audience", "public"]
+    refused = run_cli([*args, "--root", str(waiting_goal)])
+    assert refused.exit_code != 0 and "invalid_build" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr

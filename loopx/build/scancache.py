@@ -51,23 +51,32 @@ MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
 FORMAT = 2
 Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
+LAYERS = ("model", "state", "privacy")  # every module of these decides a record (`version`)
 
 
 def _path(project: Path, name: str) -> Path:
     return project / STATE_DIR / "private" / "cache" / "scan" / name
 
 
-@lru_cache(maxsize=1)
-def version() -> str:
-    """The loopx version and a digest of what the strings and verdicts were computed with:
-    the privacy layer's code, the boundary's, and the templates and schemas (they decide what
-    is boilerplate). A development checkout changes those, not the version."""
-    digest = hashlib.sha256(__version__.encode())
+def version_sources() -> list[Path]:
+    """What the strings and verdicts are computed with besides the ledger: the events and
+    their upgrades and the fold (what a goal's state holds), the free-text declarations that
+    name its strings, the privacy layer's code, the boundary's and its allow entries', and
+    the templates and schemas (they decide what is boilerplate)."""
     package = Path(__file__).resolve().parent.parent
-    sources = [*sorted((package / "privacy").glob("*.py")), package / "build" / "boundary.py"]
+    sources = [p for layer in LAYERS for p in sorted((package / layer).glob("*.py"))]
+    sources += [package / "build" / "boundary.py", package / "build" / "allowances.py"]
     for kind in ("templates", "schemas"):
         sources += sorted(p for p in resource_dir(kind).rglob("*") if p.is_file())
-    for source in sources:
+    return sources
+
+
+@lru_cache(maxsize=1)
+def version() -> str:
+    """The loopx version and a digest of `version_sources`: a development checkout changes
+    those, not the version."""
+    digest = hashlib.sha256(__version__.encode())
+    for source in version_sources():
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     return f"{FORMAT}+{__version__}+{digest.hexdigest()[:16]}"
 

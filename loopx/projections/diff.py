@@ -47,6 +47,16 @@ def _monitor_fact(m: Any) -> dict[str, Any]:
     return {k: m[k] for k in ("next_at", "observations", "last_result")}
 
 
+def _recorded_monitor(m: Any) -> tuple[str, dict[str, Any]]:
+    """A monitor as a build's status.json records it; `ValueError` when it is not one loopx
+    writes (its id and count are compared with another build's)."""
+    fact, todo_id = _monitor_fact(m), m["todo_id"]
+    count = fact["observations"]
+    if not isinstance(todo_id, str) or not isinstance(count, int) or isinstance(count, bool):
+        raise ValueError("not a loopx monitor")
+    return todo_id, fact
+
+
 def facts_from_artifacts(status: dict[str, Any], graph: dict[str, Any]) -> Facts:
     """Facts recovered from a build's status.json (any version: read as v2) and graph.json
     for one goal. A document upgraded from v1 never recorded its monitors: None, unknown."""
@@ -55,7 +65,7 @@ def facts_from_artifacts(status: dict[str, Any], graph: dict[str, Any]) -> Facts
     monitors = (
         None
         if status.get("upgraded_from")
-        else {m["todo_id"]: _monitor_fact(m) for m in status["monitors"]["items"]}
+        else dict(_recorded_monitor(m) for m in status["monitors"]["items"])
     )
     return {
         "goal_id": status["goal"]["goal_id"],

@@ -173,9 +173,7 @@ class _Work:
         runs = [r for r in state.runs.values() if r.outcome == "waiting"] if waiting else []
         placed = set(self.active) | {t.todo_id for t in monitors}
         self.wakes = wakes_of(state, now, waiting) if _may_wake(state) else {}
-        self.deferred = sorted(
-            t.todo_id for t in waiting if t.todo_id in self.wakes.keys() - placed
-        )
+        self.deferred = sorted(self.wakes.keys() - placed)
         placed.update(self.deferred)
         self.held = sorted(
             {r.todo_id for r in runs if r.todo_id} & ({t.todo_id for t in waiting} - placed)
@@ -245,19 +243,28 @@ Wake = tuple[str, str, str]  # (at, "monitor" | "gate", todo or gate id)
 def wakes_of(state: GoalState, now: str, todos: list[Todo]) -> dict[str, Wake]:
     """Of open `todos` that are not ready, those that wait only for things that come back by
     themselves — a monitor's next wake, the ask-again time of each deferred gate holding it,
-    open dependencies that wait so — with each one's earliest wake, by todo id."""
+    open dependencies that wait so — with each one's earliest wake, by todo id. Each todo is
+    judged once, after the dependencies it waits for (a cycle never wakes by itself)."""
     gates = blocking_gates(state)
-    checked = [readiness_of(state, t, now, None, gates) for t in todos]
+    checked = {t.todo_id: readiness_of(state, t, now, None, gates) for t in todos}
+    waits_for: dict[str, set[str]] = {}
+    dependents: dict[str, list[str]] = {}
+    for todo_id, r in checked.items():
+        deps = {d for x in r.reasons if x["code"] == "dependency_open" for d in x["todo_ids"]}
+        waits_for[todo_id] = deps & checked.keys()
+        for d in waits_for[todo_id]:
+            dependents.setdefault(d, []).append(todo_id)
+    queue = [t for t, deps in waits_for.items() if not deps]
     wakes: dict[str, Wake] = {}
-    changed = True
-    while changed:  # dependencies that wait are found in as many rounds as the chain is long
-        changed = False
-        for r in checked:
-            if r.todo_id not in wakes:
-                found = _wake(state, r, now, wakes)
-                if found is not None:
-                    wakes[r.todo_id] = found
-                    changed = True
+    while queue:
+        todo_id = queue.pop()
+        found = _wake(state, checked[todo_id], now, wakes)
+        if found is not None:
+            wakes[todo_id] = found
+        for later in dependents.get(todo_id, ()):
+            waits_for[later].discard(todo_id)
+            if not waits_for[later]:
+                queue.append(later)
     return wakes
 
 

@@ -40,9 +40,11 @@ STOP_GRACE = 5.0  # seconds a stopped broker waits for its open sessions to end
 
 
 class Broker:
-    def __init__(self, url: str, server: socket.socket):
+    def __init__(self, url: str, server: socket.socket, path: Path):
         self.url = url
         self.server = server
+        self.path = path
+        self.inode = os.stat(path).st_ino
         self.stop = threading.Event()
         self._shelf: list[Any] = []
         self._lock = threading.Lock()
@@ -91,13 +93,8 @@ class Broker:
                 if quiet:
                     break
                 continue
-            client.settimeout(None)
-            if not _same_user(client):
-                client.close()
-                continue
-            with self._lock:
-                self._sessions += 1
-            threading.Thread(target=self._session, args=(client,), daemon=True).start()
+            self._admit(client)
+        self._unlisten()
         deadline = time.monotonic() + STOP_GRACE  # stopped: let open sessions finish
         while time.monotonic() < deadline:
             with self._lock:
@@ -109,6 +106,35 @@ class Broker:
         for conn in shelf:
             with contextlib.suppress(Exception):
                 conn.close()
+
+    def _admit(self, client: socket.socket) -> None:
+        client.settimeout(None)
+        if not _same_user(client):
+            client.close()
+            return
+        with self._lock:
+            self._sessions += 1
+        threading.Thread(target=self._session, args=(client,), daemon=True).start()
+
+    def _unlisten(self) -> None:
+        """Stop listening without dropping a client: the socket's name goes first (a client
+        then finds no broker here and starts one or connects itself), then each connection
+        already queued is served like any other (closing the socket would reset them)."""
+        self.unlink()
+        self.server.setblocking(False)
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:  # none queued (BlockingIOError) or the socket is gone
+                break
+            self._admit(client)
+        self.server.close()
+
+    def unlink(self) -> None:
+        """Remove the socket's name if it is still this broker's, not a successor's."""
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == self.inode:
+                os.unlink(self.path)
 
     def _session(self, client: socket.socket) -> None:
         try:
@@ -271,16 +297,13 @@ def main(argv: list[str]) -> int:
     os.close(tell)
     if server is None:
         return 0
-    inode = os.stat(path).st_ino
-    broker = Broker(url, server)
+    broker = Broker(url, server, path)
     signal.signal(signal.SIGTERM, lambda *_: broker.stop.set())
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
         broker.serve()
     finally:
-        with contextlib.suppress(OSError):
-            if os.stat(path).st_ino == inode:  # still ours, not a successor's
-                os.unlink(path)
+        broker.unlink()
         server.close()
     return 0
 

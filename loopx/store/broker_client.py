@@ -48,15 +48,22 @@ def connect(url: str, *, root: Path | None, cache_dir: Path | None) -> BrokeredS
     path = wire.socket_path(url, folder)
     if len(os.fsencode(path)) >= MAX_SOCKET_PATH:
         return None
+    sock = _reach(url, path)
+    if sock is None:
+        return None
+    return BrokeredStore(url, path, sock, root=root, cache_dir=cache_dir)
+
+
+def _reach(url: str, path: Path) -> socket.socket | None:
+    """A connection to the broker at `path`, started when none answers; None when it does
+    not come up."""
     sock = _open(path)
     if sock is None and _start(url, path):
         # Listening now (or another starter's broker is, and is about to).
         deadline = time.monotonic() + BUSY_WAIT
         while (sock := _open(path)) is None and time.monotonic() < deadline:
             time.sleep(0.005)
-    if sock is None:
-        return None
-    return BrokeredStore(url, path, sock, root=root, cache_dir=cache_dir)
+    return sock
 
 
 def status(url: str) -> dict[str, Any]:
@@ -173,9 +180,12 @@ class BrokeredStore(HostCache):
     ) -> tuple[Any, bytes]:
         """The broker's answer to one call: its value and its payload."""
         with self._lock:
+            if self._sock is None and op == "end":
+                return None, b""  # the session that held the write is gone, and its lock
             if self._sock is None or self._pid != os.getpid():
-                # A forked child (a build worker) opens a session of its own.
-                self._sock, self._pid = _open(self._path), os.getpid()
+                # A forked child (a build worker) opens a session of its own; a long-running
+                # process (the MCP server, serve) whose broker went reaches one again.
+                self._sock, self._pid = _reach(self._url, self._path), os.getpid()
             if self._sock is None:
                 raise StoreUnavailable("the store broker is unavailable", code="store_unavailable")
             try:

@@ -11,8 +11,8 @@ is a private folder of this user's, else `/tmp/loopx-<uid>` — checked on every
 this user, mode 0700, not a link). Its name is a hash of everything that decides what the
 broker would connect to and how it answers: the store URL, every `PG*` variable (libpq's
 password, service file, host …: two users of different credentials never share a broker),
-and loopx's version and the broker's own code (an upgraded loopx never talks to an older
-broker). The name shows none of them.
+and loopx's version and all the code a broker runs (`code_files`: an upgraded loopx, or a
+changed checkout, never talks to an older broker). The name shows none of them.
 
 A message is a JSON header (orjson) and a byte payload, each length-prefixed.
 """
@@ -36,7 +36,6 @@ MAX_HEADER = 64 << 20  # a header carries a goal's events at most (a whole ledge
 MAX_PAYLOAD = 1 << 31
 FALLBACK = "/tmp/loopx-{uid}"  # the broker folder where XDG_RUNTIME_DIR is not private
 _LENGTHS = struct.Struct(">II")
-_CODE = ("broker.py", "broker_wire.py", "postgres.py", "pg_schema.py")
 
 
 def enabled() -> bool:
@@ -80,15 +79,29 @@ def _private(path: Path, uid: int, *, parent: bool = False) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == uid and not st.st_mode & others
 
 
+def code_files() -> list[Path]:
+    """The modules a broker runs: the store layer (the broker, `PostgresStore`, the ledger
+    codec and stamping writer), the errors and ids it answers with, and the packages'."""
+    package = Path(__file__).resolve().parent.parent
+    model = package / "model"
+    store = sorted((package / "store").glob("*.py"))
+    return [
+        package / "__init__.py",
+        *store,
+        *(model / n for n in ("__init__.py", "errors.py", "ids.py")),
+    ]
+
+
 def socket_path(url: str, folder: Path) -> Path:
     """The socket of the broker for `url` under this process's libpq environment."""
-    here = Path(__file__).resolve().parent
     from loopx import __version__
 
+    package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     digest.update(orjson.dumps([PROTOCOL, __version__, url]))
-    for name in _CODE:
-        digest.update(name.encode() + b"\0" + (here / name).read_bytes())
+    for file in code_files():
+        name = file.relative_to(package).as_posix()
+        digest.update(name.encode() + b"\0" + file.read_bytes())
     pg_env = sorted((k, v) for k, v in os.environ.items() if k.startswith("PG"))
     digest.update(orjson.dumps(pg_env))
     return folder / f"pg-{digest.hexdigest()[:24]}.sock"
