@@ -1,3 +1,3 @@
-from loopx.cli.main import main
+from loopx.cli.main import run
 
-main()
+run()

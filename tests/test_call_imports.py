@@ -78,3 +78,31 @@ def test_review_renders_without_markdown_html_rules_or_the_build_pipeline(goal: 
 def test_help_opens_no_store(goal: Path) -> None:
     modules = loaded(goal, "--help")
     assert not modules & (READS | {"loopx.store.select", "loopx.engine.core"})
+
+
+def _process(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m loopx ARGS --root ROOT` as a user runs it (the quick exit included)."""
+    env = {**os.environ, "LOOPX_NOW": T0, "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "loopx", *args, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+    )
+
+
+def test_a_quick_exit_loses_no_output_exit_code_or_write(goal: Path) -> None:
+    """Every-turn calls end without tearing the interpreter down (cli.main.QUICK_EXIT): what
+    they print, their exit code and what they wrote are as after an ordinary exit."""
+    shown = _process(goal, "status", "--goal-id", "demo", "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == run_cli(["status", "--goal-id", "demo", "--format", "json",
+                                    "--root", str(goal)]).stdout  # fmt: skip
+    missing = _process(goal, "status", "--goal-id", "nope", "--format", "json")
+    assert missing.returncode == 3 and '"goal_not_found"' in missing.stdout + missing.stderr
+    claim = ("todo", "claim", "--goal-id", "demo", "--todo-id", "t1", "--agent-id", "a")
+    done = _process(goal, *claim, "--session-id", "s", "--format", "json")
+    assert done.returncode == 0 and '"applied"' in done.stdout, done.stderr
+    listed = run_cli(["log", "--goal-id", "demo", "--root", str(goal), "--format", "json"])
+    assert "todo.claimed" in listed.stdout

@@ -191,6 +191,34 @@ def test_diff_reads_an_older_build_through_the_upgrade(waiting_goal: Path, tmp_p
     assert refused.exit_code != 0 and "invalid_build" in refused.stderr
 
 
+def test_the_handoff_digest_says_what_the_goal_waits_for(waiting_goal: Path) -> None:
+    """Every format of a digest (and the build's) names the monitor a todo is, its next
+    wake, and what the goal waits for."""
+    g = ("--goal-id", "fmt")
+    _cli(waiting_goal, "monitor", "add", *g, "--todo-id", "pr", "--title", "Review", "--watch",
+         "pr:octo/repo#7", "--every", "3600", "--first-at", "2026-03-01T13:00:00Z")  # fmt: skip
+    _cli(waiting_goal, "todo", "claim", *g, "--todo-id", "pr")
+    _cli(waiting_goal, "handoff", "prepare", *g, "--todo-id", "pr", "--work-summary",
+         "Asked for a review", "--workspace", str(waiting_goal))  # fmt: skip
+    inspect = ("handoff", "inspect", *g, "--todo-id", "pr", "--workspace", str(waiting_goal))
+    now = "2026-03-01T12:05:00Z"
+    digest = _cli(waiting_goal, *inspect, "--format", "json", now=now).json()
+    assert problems("loopx.handoff/v1", digest) == []
+    assert digest["todo"]["monitor"]["watch"] == "pr:octo/repo#7"
+    assert digest["todo"]["monitor"]["next_at"] == "2026-03-01T13:00:00Z"
+    assert digest["waiting"]["next_wake"] == {"at": "2026-03-01T12:10:00Z", "kind": "monitor",
+                                              "id": "ci"}  # fmt: skip
+    assert [w["id"] for w in digest["waiting"]["items"]] == ["ci", "pr"]
+    text = _cli(waiting_goal, *inspect, "--format", "text", now=now).stdout
+    assert (
+        "WAITING FOR" in text and "Watches pr:octo/repo#7: next look 2026-03-01T13:00:00Z" in text
+    )
+    md = _cli(waiting_goal, *inspect, "--format", "markdown", now=now).stdout
+    assert "## Waiting for" in md and "backoff fixed from 3600 s" in md
+    short = _cli(waiting_goal, *inspect, "--format", "digest", now=now).stdout
+    assert "## Waiting for" in short and "- 2026-03-01T12:10:00Z: `ci` watching ci:" in short
+
+
 def test_diff_of_a_build_whose_monitors_are_not_loopx_s_is_invalid_build(
     waiting_goal: Path, tmp_path: Path
 ) -> None:
