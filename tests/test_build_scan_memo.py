@@ -242,3 +242,21 @@ def test_present_finds_exactly_the_strings_that_occur(
 
     expected = {s for s in strings if any(clean(s) in clean(t) for t in texts)}
     assert present(strings, texts) == expected
+
+
+def test_a_blob_hash_in_an_added_public_text_stays_forbidden_in_the_incremental_merge() -> None:
+    """A private blob's hash is never public text, even when a public text now quotes it
+    (`found_in` leaves hashes out): merging from the last merge keeps it, as a full merge
+    does, whichever way the added public texts are looked in."""
+    digest = "sha256:" + "0f" * 32
+    before = [GoalStrings(frozenset({digest}), frozenset(), frozenset(), frozenset())]
+    quoted = frozenset({f"see {digest} for the log"})
+    after = [GoalStrings(frozenset({digest}), frozenset(), quoted, frozenset())]
+    last = merge(before)
+    assert digest in last.texts and digest in merge(after).texts
+    few = boundary._FEW_CHARS
+    try:
+        for boundary._FEW_CHARS in (few, -1):
+            assert merge(after, (before, last)) == merge(after)
+    finally:
+        boundary._FEW_CHARS = few
