@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopx.build import registry, scancache
+from loopx.build import boundary, registry, scancache
 from loopx.build.boundary import GoalStrings, merge
 from loopx.build.pipeline import build
 from loopx.build.registry import Output, Projection
@@ -207,12 +207,17 @@ def test_a_merge_from_the_last_one_is_the_full_merge(before: list[Any], after: l
     """Whatever changed (public text added or gone, goals added or gone), merging from the
     last merge gives exactly the set a full merge gives."""
     last = merge(before)
-    assert merge(after, (before, last)) == merge(after)
     grown = [
         GoalStrings(p.texts, p.ids, p.public | q.public, p.public_ids)
         for p, q in zip(after, before, strict=False)
     ]
-    assert merge(grown, (before, last)) == merge(grown)
+    few = boundary._FEW_CHARS
+    try:
+        for boundary._FEW_CHARS in (few, -1):  # added public text looked in one by one, or not
+            assert merge(after, (before, last)) == merge(after)
+            assert merge(grown, (before, last)) == merge(grown)
+    finally:
+        boundary._FEW_CHARS = few
 
 
 _text = st.text(alphabet="ab cd\t0f\u00e9\ud800\ufffd", max_size=12)
@@ -237,3 +242,21 @@ def test_present_finds_exactly_the_strings_that_occur(
 
     expected = {s for s in strings if any(clean(s) in clean(t) for t in texts)}
     assert present(strings, texts) == expected
+
+
+def test_a_blob_hash_in_an_added_public_text_stays_forbidden_in_the_incremental_merge() -> None:
+    """A private blob's hash is never public text, even when a public text now quotes it
+    (`found_in` leaves hashes out): merging from the last merge keeps it, as a full merge
+    does, whichever way the added public texts are looked in."""
+    digest = "sha256:" + "0f" * 32
+    before = [GoalStrings(frozenset({digest}), frozenset(), frozenset(), frozenset())]
+    quoted = frozenset({f"see {digest} for the log"})
+    after = [GoalStrings(frozenset({digest}), frozenset(), quoted, frozenset())]
+    last = merge(before)
+    assert digest in last.texts and digest in merge(after).texts
+    few = boundary._FEW_CHARS
+    try:
+        for boundary._FEW_CHARS in (few, -1):
+            assert merge(after, (before, last)) == merge(after)
+    finally:
+        boundary._FEW_CHARS = few

@@ -107,3 +107,24 @@ def test_ids_that_sanitise_alike_stay_distinct_nodes_and_edges(project: Path) ->
         ("g_a_b", "t_a_b", "gates"),
         ("t_a_b_", "t_a_b__", "depends_on"),
     ]
+
+
+def test_a_layout_is_remembered_by_the_graphs_shape_alone() -> None:
+    """`loopx serve` draws a goal's graph again after every event: a status that changed
+    draws the same layout again without laying it out, another shape is laid out anew."""
+    from loopx.render import svg
+
+    svg._laid_out.cache_clear()
+    first = to_svg(_graph())
+    changed = _graph()
+    changed["nodes"][0]["status"] = "done"
+    second = to_svg(changed)
+    assert svg._laid_out.cache_info().misses == 1 and svg._laid_out.cache_info().hits == 1
+    assert first != second and first is not None and second is not None
+    assert re.findall(r'<rect x="[^"]+" y="[^"]+"', first) == re.findall(
+        r'<rect x="[^"]+" y="[^"]+"', second
+    )
+    grown = _graph()
+    grown["edges"].append({"from": "t_a", "to": "t_b", "kind": "depends_on"})
+    to_svg(grown)
+    assert svg._laid_out.cache_info().misses == 2

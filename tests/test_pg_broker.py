@@ -365,3 +365,30 @@ def test_a_long_running_process_outlives_its_broker(project: Path, pg_empty: str
     second = broker(pg_empty)["pid"]
     assert isinstance(second, int) and second != first
     store.close()
+
+
+def test_a_stopped_broker_rolls_back_a_write_still_open_after_its_grace(
+    project: Path, pg_empty: str
+) -> None:
+    """`loopx store broker --stop` while a client holds a goal's lock and never finishes: the
+    broker waits its grace for the session, then exits; the transaction is rolled back (the
+    lock goes with it), so a direct writer gets the goal, and nothing of the holder's lands."""
+    holder = (
+        "import sys, time; from pathlib import Path; from loopx.store.select import open_store;"
+        f"s = open_store(Path({str(project)!r}));"
+        f"cm = s.writing({G!r}); w = cm.__enter__(); print('locked', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        pid = broker(pg_empty)["pid"]
+        assert isinstance(pid, int) and broker_client.stop(pg_empty)["stopped"]
+        assert wait_for(lambda: not pg.alive(pid), 20), "the broker left after its grace"
+        with PostgresStore(pg_empty) as direct, direct.writing(G) as writer:
+            assert writer.cursor.seq == 0
+            assert [e["seq"] for e in writer.append([envelope(1, G)])] == [1]
+    finally:
+        proc.kill()
+        proc.communicate()

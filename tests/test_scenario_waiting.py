@@ -3,7 +3,7 @@
 backoff, observed unchanged twice (the goal `waiting` with its next wake in between), then
 changed (passed); a gate asks the maintainer whether `error_code` is a stable field, is
 deferred to a date (the goal `waiting` for it) and asked again then; a turn is killed after
-write back and the next session resumes it there.
+write back, and the next agent finds it, adopts its todo by handoff and settles it once.
 
 At each step the public status JSON, the public goal page and the handoff digest (the live
 `loopx handoff inspect` of the todo with the latest note) are compared byte for byte with
@@ -47,6 +47,7 @@ WRITES = {
     ("goal", "create"), ("todo", "add"), ("todo", "claim"), ("todo", "complete"),
     ("evidence", "add"), ("handoff", "prepare"), ("monitor", "add"), ("monitor", "observe"),
     ("gate", "open"), ("gate", "resolve"), ("turn", "begin"), ("turn", "end"),
+    ("handoff", "adopt"),
 }  # fmt: skip
 
 
@@ -121,7 +122,10 @@ def test_the_classic_waiting_scenario(tmp_path: Path) -> None:
 
     ops = iter(range(1, 1000))
 
-    def loopx(*args: str, now: str = T0, agent: str = "agent-a", session: str = "s1") -> Any:
+    def loopx(
+        *args: str, now: str = T0, agent: str = "agent-a", session: str = "s1", code: int = 0
+    ) -> Any:
+        """The CLI's answer (JSON when asked for); `code`: the exit code it must end with."""
         env = _env(home, LOOPX_NOW=now, LOOPX_AGENT_ID=agent, LOOPX_SESSION_ID=session)
         if args[:2] in WRITES and "--operation-id" not in args:
             args = (*args, "--operation-id", f"op-{next(ops)}")  # a random one by default
@@ -129,7 +133,7 @@ def test_the_classic_waiting_scenario(tmp_path: Path) -> None:
             [sys.executable, "-m", "loopx", *args, "--root", str(repo)],
             capture_output=True, text=True, env=env, cwd=repo, timeout=120,
         )  # fmt: skip
-        assert done.returncode == 0, (args, done.stderr)
+        assert done.returncode == code, (args, done.stderr)
         return json.loads(done.stdout) if "json" in args else done.stdout
 
     def capture(step: str, now: str, todo_id: str) -> None:
@@ -236,15 +240,24 @@ def test_the_classic_waiting_scenario(tmp_path: Path) -> None:
         assert turn.stdout is not None and turn.stdout.readline().strip() == "write_back"
         os.killpg(turn.pid, signal.SIGKILL)
         turn.wait(timeout=30)
+    # The next agent finds the open turn, but may settle it only after adopting its todo.
+    b = {"agent": "agent-b", "session": "s2"}
     resumed = loopx("turn", "resume", *g, "--turn-id", "t1", "--format", "json",
-                    now="2026-03-02T10:05:00Z", session="s2")  # fmt: skip
+                    now="2026-03-02T10:05:00Z", **b)  # fmt: skip
     assert resumed["phase"] == "write_back" and resumed["status"] == "open"
     assert "check the remote" in resumed["resume"]
     capture("08-turn-killed", "2026-03-02T10:05:00Z", "release")
     assert "turn open" in (GOLDEN / "08-turn-killed" / "handoff.md").read_text()
-
+    taken = loopx("turn", "end", *g, "--turn-id", "t1", "--outcome", "completed", "--format",
+                  "json", now="2026-03-02T10:05:00Z", code=4, **b)  # fmt: skip
+    assert taken["error"]["code"] == "turn_owner_mismatch"
+    loopx("handoff", "adopt", *g, "--todo-id", "release", "--workspace", str(repo),
+          now="2026-03-02T10:05:30Z", **b)  # fmt: skip
     loopx("turn", "end", *g, "--turn-id", "t1", "--outcome", "completed",
-          "--operation-id", "end-t1", now="2026-03-02T10:06:00Z", session="s2")  # fmt: skip
+          "--operation-id", "end-t1", now="2026-03-02T10:06:00Z", **b)  # fmt: skip
+    twice = loopx("turn", "end", *g, "--turn-id", "t1", "--outcome", "completed", "--format",
+                  "json", now="2026-03-02T10:06:00Z", code=4, **b)  # fmt: skip
+    assert twice["error"]["code"] == "turn_settled"
     status = loopx("status", *g, "--format", "json", now="2026-03-02T10:06:00Z")["goals"][0]
     assert status["quota"]["spent"] == 1 and status["open_turns"] == []
     capture("09-turn-settled", "2026-03-02T10:06:00Z", "release")

@@ -88,6 +88,9 @@ def test_status_v2_says_what_the_goal_waits_for(waiting_goal: Path, tmp_path: Pa
     assert "watch" not in public["monitors"]["items"][0]
     assert public["waiting_for"][0]["what"] == "watching ci"
     assert public["omissions"]["omitted"]["monitor watches"] == 1
+    for aud, watch in (("public", "watching ci "), ("team", "watching ci:github/actions/1234567")):
+        wb = (tmp_path / "site" / aud / "goals" / "fmt" / "workbench.html").read_text()
+        assert '<h2 id="h-waiting">Waiting for</h2>' in wb and watch in wb, aud
     for path in (tmp_path / "site" / "public").rglob("*"):
         if path.is_file():
             assert b"github/actions/1234567" not in path.read_bytes(), path

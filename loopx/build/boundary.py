@@ -22,6 +22,7 @@ from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
 from loopx.privacy.distinct import (
     MIN_TEXT,
+    blob_hash,
     distinctive_id,
     distinctive_text,
     found_in,
@@ -248,6 +249,9 @@ def merge(
     return Forbidden(kept, kept_ids, allowed=allowed, private=private)
 
 
+_FEW_CHARS = 4096
+
+
 def _kept_since(
     found: frozenset[str],
     public: frozenset[str],
@@ -270,7 +274,11 @@ def _kept_since(
     candidates = found - public
     carried = candidates & merged.texts
     added_public = sorted(public - old_public)
-    if added_public:
+    if sum(map(len, added_public)) <= _FEW_CHARS:  # a few new public texts: look in each
+        carried = frozenset(
+            s for s in carried if blob_hash(s) or not any(s in p for p in added_public)
+        )
+    else:
         carried -= found_in(carried, added_public)
     new = {s for s in candidates - (old_found - old_public) if not boilerplate.contains(s)}
     return frozenset(carried | (new - found_in(new, sorted(public))))

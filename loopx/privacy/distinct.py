@@ -42,6 +42,12 @@ _HEX_RUN = re.compile(r"[0-9a-f]{64,}")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
+def blob_hash(string: str) -> bool:
+    """Whether `string` is one of loopx's blob hashes: never public text, so a public text
+    that quotes one never makes it allowed (it must stay forbidden)."""
+    return len(string) in (64, 71) and _HASH.fullmatch(string) is not None
+
+
 def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
     """The `strings` that occur inside any of `texts` (one Aho-Corasick pass).
 
@@ -54,7 +60,7 @@ def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
         words.update(text.split())
     patterns = []
     for candidate in set(strings):
-        if len(candidate) in (64, 71) and _HASH.fullmatch(candidate):
+        if blob_hash(candidate):
             continue
         if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
             continue

@@ -7,6 +7,7 @@ same graph always gives the same bytes. Very large graphs are not drawn (see MAX
 
 from __future__ import annotations
 
+from functools import lru_cache
 from html import escape
 from typing import Any
 
@@ -85,7 +86,30 @@ def _grandalf() -> tuple[Any, Any, Any, Any]:
 
 
 def layout(g: dict[str, Any]) -> Layout | None:
-    """Node id → centre (x, y) and edge index → routed points, or None when too large."""
+    """Node id → centre (x, y) and edge index → routed points, or None when too large.
+
+    The layout depends on the nodes' ids and the edges' ends only, so it is remembered by
+    those (`loopx serve` lays out a goal's graph again after every event; most events change
+    a status, not the graph's shape)."""
+    shape = (
+        tuple(n["id"] for n in g["nodes"]),
+        tuple((e["from"], e["to"]) for e in g["edges"]),
+    )
+    laid = _laid_out(shape)
+    if laid is None:
+        return None
+    positions, routes = laid
+    return dict(positions), {i: list(points) for i, points in routes.items()}
+
+
+@lru_cache(maxsize=64)
+def _laid_out(shape: tuple[tuple[str, ...], tuple[tuple[str, str], ...]]) -> Layout | None:
+    nodes = [{"id": node} for node in shape[0]]
+    edges = [{"from": a, "to": b} for a, b in shape[1]]
+    return _layout({"nodes": nodes, "edges": edges})
+
+
+def _layout(g: dict[str, Any]) -> Layout | None:
     Edge, Vertex, graph_core, SugiyamaLayout = _grandalf()  # noqa: N806
 
     nodes = g["nodes"]

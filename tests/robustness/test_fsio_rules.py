@@ -91,3 +91,18 @@ def test_reads_are_capped_while_reading(root: Path) -> None:
     assert fsio.current().read_file(Path("/proc/self/status"), limit=1 << 20).startswith(b"Name")
     with pytest.raises(fsio.TooLarge):  # reports size 0: counted while reading
         fsio.current().read_file(Path("/proc/self/status"), limit=10)
+
+
+def test_a_root_confined_after_a_path_was_used_still_guards_it(tmp_path: Path) -> None:
+    """The anchor of a folder is remembered (a build names thousands of files in a few
+    folders) only while no root is added: a path read before its project was confined is
+    walked from that root once it is."""
+    late = tmp_path / "late"
+    (late / "real").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "file.txt").write_bytes(b"outside\n")
+    (late / "linked").symlink_to(tmp_path / "elsewhere")
+    fs = fsio.current()
+    assert fs.read_file(late / "linked" / "file.txt") == b"outside\n"  # not confined yet
+    fsio.confine(late)
+    _refused(fs.read_file, late / "linked" / "file.txt")
