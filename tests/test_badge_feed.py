@@ -132,10 +132,12 @@ def test_the_feed_is_valid_atom_with_public_changes_only(root: Path) -> None:
     assert parsed.entries[1].summary == "Parser landed"
     assert parsed.entries[1].link == "https://acme.example.org/status/goals/ship/todos/parser.html"
     assert parsed.feed.updated == "2026-04-03T09:00:00Z"
-    assert "subtitle" not in parsed.feed  # nothing left out
+    # the team todo's completion is counted, never listed (the omission note)
+    assert parsed.feed.subtitle == "1 change to items this audience does not see is not listed."
     assert b"secret-plan" not in (site / "public/feed.xml").read_bytes()
     team = feed(site / "team/feed.xml")
     assert len(team.entries) == 3
+    assert "subtitle" not in team.feed  # nothing left out for the team
     assert team.entries[0].link == "goals/ship/index.html"  # no base_url outside public
     goal = feed(site / "public/goals/ship/feed.xml")
     assert [e.id for e in goal.entries] == [e.id for e in parsed.entries]
@@ -204,12 +206,13 @@ def test_a_long_history_keeps_the_newest_entries_and_says_how_many_are_left_out(
 
     monkeypatch.setattr(feed_mod, "FEED_LIMIT", 1)
     site, _ = make_site(root, ("public", "team"), None)
-    for path, left_out in (("public/feed.xml", 1), ("team/feed.xml", 2)):
+    hidden = " 1 change to items this audience does not see is not listed."
+    for path, left_out, unseen in (("public/feed.xml", 1, hidden), ("team/feed.xml", 2, "")):
         parsed = feedparser.parse(site.artifacts[path].data)
         assert not parsed.bozo and len(parsed.entries) == 1
         assert parsed.entries[0].title == "Ship it: decision approved: Go live?"
         older = "1 older one is" if left_out == 1 else f"{left_out} older ones are"
-        assert parsed.feed.subtitle == f"The most recent change; {older} left out."
+        assert parsed.feed.subtitle == f"The most recent change; {older} left out.{unseen}"
 
 
 def test_badges_and_feeds_are_scanned_like_every_public_byte(root: Path) -> None:

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from loopx.build.pipeline import build, check
 from loopx.engine.demo import REV_NEW
 from tests.conftest import run_cli
@@ -132,3 +134,40 @@ def test_a_forged_or_damaged_memo_only_costs_a_full_render(
         assert reuse.load(demo, out).entries == {}
         build(demo, out, head=REV_NEW, reuse=True)
         assert _files(out) == clean
+
+
+def test_a_carried_file_swapped_during_the_build_is_never_read_in_its_place(
+    tmp_path: Path,
+) -> None:
+    """A carried file's bytes are read without following a link, capped, and checked against
+    the hash the memo vouched for: a link, a FIFO or other bytes put there since are
+    `output_changed` (they would otherwise be scanned and published as the build's)."""
+    import hashlib
+    import os
+
+    from loopx.build.artifacts import DiskArtifact
+    from loopx.model.errors import Conflict
+
+    out = tmp_path / "out"
+    (out / "public").mkdir(parents=True)
+    good = b"<p>the page the build wrote</p>\n"
+    page = out / "public" / "index.html"
+    page.write_bytes(good)
+    carried = DiskArtifact(
+        "public/index.html", out, hashlib.sha256(good).hexdigest(), len(good), "public"
+    )
+    assert carried.data == good
+    outside = tmp_path / "outside.html"
+    outside.write_bytes(good)  # even the same bytes, behind a link
+    swaps = {
+        "other bytes": lambda: page.write_bytes(b"<p>hand-edited since the check</p>\n"),
+        "a link": lambda: page.symlink_to(outside),
+        "a FIFO": lambda: os.mkfifo(page),
+        "longer": lambda: page.write_bytes(good + b"<script>x</script>"),
+    }
+    for what, swap in swaps.items():
+        page.unlink()
+        swap()
+        with pytest.raises(Conflict) as caught:
+            assert carried.data is None, "never reached: reading it raises"
+        assert caught.value.code == "output_changed", what

@@ -392,3 +392,16 @@ def test_a_stopped_broker_rolls_back_a_write_still_open_after_its_grace(
     finally:
         proc.kill()
         proc.communicate()
+
+
+def test_a_call_over_the_message_cap_is_refused_before_sending(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(project)
+    assert isinstance(store, broker_client.BrokeredStore)
+    monkeypatch.setattr(broker_wire, "MAX_PAYLOAD", 16)
+    with pytest.raises(StoreUnavailable) as caught:
+        store.put_blob(b"x" * 17)
+    assert "LOOPX_PG_BROKER=0" in caught.value.message
+    assert store.goal_ids() == [], "the session is still usable: nothing was sent"
+    store.close()

@@ -46,7 +46,20 @@ class DiskArtifact:
 
     @property
     def data(self) -> bytes:
-        return self.file.read_bytes()
+        """Its bytes, read without following a link, capped at its size, and checked to be the
+        file the build memo vouched for: a file swapped since (by a link, a special file or
+        other bytes) is `output_changed`, never scanned or published in its place."""
+        from loopx.model.errors import Conflict
+        from loopx.store import fsio
+
+        data = fsio.read_regular(self.file, self.size)
+        if data is None or hashlib.sha256(data).hexdigest() != self.sha256:
+            raise Conflict(
+                f"an output file changed while this build ran: {self.path} (build again)",
+                code="output_changed",
+                path=self.path,
+            )
+        return data
 
 
 AnyArtifact = Artifact | DiskArtifact

@@ -6,7 +6,8 @@ ledger order), so a todo done, reopened and done again is three entries. Its id 
 goal, the event's seq and the start of the event line's checksum: the same change keeps the
 same id in every build, audience and store, and no two changes share one. Its time is the
 time the ledger recorded. Only what the audience's lens sees is an entry, and every text is
-read through the lens (redactions honoured)."""
+read through the lens (redactions honoured); the changes it may not see are counted, never
+listed (the feed's omission note)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ FEED_LIMIT = 50
 Entry = dict[str, Any]
 
 
-def goal_entries(state: GoalState, lens: Lens, href: str) -> list[Entry]:
-    """The changes of one goal this audience may see, in ledger order; `href` is the goal
-    page's folder (relative to where the feed lives)."""
+def goal_entries(state: GoalState, lens: Lens, href: str) -> dict[str, Any]:
+    """The changes of one goal this audience may see, in ledger order (`entries`), and how
+    many it may not (`hidden`); `href` is the goal page's folder (relative to the feed)."""
     title = lens.text(state.title)
     latest = {
         entity_id: seq
@@ -29,17 +30,20 @@ def goal_entries(state: GoalState, lens: Lens, href: str) -> list[Entry]:
         if kind == "todo" and what == "done"
     }
     out: list[Entry] = []
+    hidden = 0
     for seq, at, kind, entity_id, what, line_sum in state.history:
         if kind == "goal":
             entry = _goal_entry(title, what, href)
         elif kind == "todo":
             todo = state.todos[entity_id]
             if not lens.sees(todo.visibility):
+                hidden += 1
                 continue
             entry = _todo_entry(lens, title, todo, what, latest.get(entity_id) == seq, href)
         else:
             gate = state.gates[entity_id]
             if not lens.sees(gate.visibility):
+                hidden += 1
                 continue
             question = lens.field(gate, "question")
             entry = {
@@ -53,7 +57,7 @@ def goal_entries(state: GoalState, lens: Lens, href: str) -> list[Entry]:
             order=(at, state.goal_id, seq),
         )
         out.append(entry)
-    return out
+    return {"entries": out, "hidden": hidden}
 
 
 def _goal_entry(title: str, what: str, href: str) -> Entry:
@@ -81,10 +85,13 @@ def _todo_entry(lens: Lens, title: str, todo: Todo, what: str, latest: bool, hre
 EPOCH = "1970-01-01T00:00:00Z"
 
 
-def feed(entries: list[Entry], *, feed_id: str, title: str, since: str = EPOCH) -> dict[str, Any]:
-    """The newest `FEED_LIMIT` entries, and how many older ones are left out; the feed is as
-    new as its newest entry (without one: `since`, when what it follows began)."""
-    ordered = sorted(entries, key=lambda e: e["order"], reverse=True)
+def feed(
+    changes: dict[str, Any], *, feed_id: str, title: str, since: str = EPOCH
+) -> dict[str, Any]:
+    """The newest `FEED_LIMIT` entries of `changes`, how many older ones are left out, and
+    how many this audience may not see; the feed is as new as its newest entry (without one:
+    `since`, when what it follows began)."""
+    ordered = sorted(changes["entries"], key=lambda e: e["order"], reverse=True)
     kept = ordered[:FEED_LIMIT]
     return {
         "id": feed_id,
@@ -92,4 +99,5 @@ def feed(entries: list[Entry], *, feed_id: str, title: str, since: str = EPOCH) 
         "updated": kept[0]["updated"] if kept else since,
         "entries": kept,
         "left_out": len(ordered) - len(kept),
+        "hidden": changes["hidden"],
     }

@@ -191,6 +191,12 @@ class BrokeredStore(HostCache):
             try:
                 wire.send(self._sock, {"op": op, "args": args or {}}, payload)
                 answer = wire.receive(self._sock)
+            except wire.TooLargeMessage:
+                raise StoreUnavailable(
+                    "a store call too large for the store broker (over 1 GiB): run it with "
+                    "LOOPX_PG_BROKER=0 to connect directly",
+                    code="store_unavailable",
+                ) from None
             except OSError:
                 answer = None
             if answer is None:

@@ -32,8 +32,10 @@ from loopx.store.ledger import Cursor
 
 PROTOCOL = 1
 IDLE_SECONDS = 600  # a broker with no client for this long exits (LOOPX_BROKER_IDLE)
-MAX_HEADER = 64 << 20  # a header carries a goal's events at most (a whole ledger read)
-MAX_PAYLOAD = 1 << 31
+# A header carries a goal's events at most (a whole ledger: a write's tail, an import's
+# append), a payload a ledger's bytes or a blob: both within the cap of a ledger read.
+MAX_HEADER = 1 << 30
+MAX_PAYLOAD = 1 << 30
 FALLBACK = "/tmp/loopx-{uid}"  # the broker folder where XDG_RUNTIME_DIR is not private
 _LENGTHS = struct.Struct(">II")
 
@@ -116,8 +118,14 @@ def as_cursor(value: Any) -> Cursor | None:
     return None if value is None else Cursor(seq=value[0], head=value[1], offset=value[2])
 
 
+class TooLargeMessage(ValueError):
+    """A message over the broker's caps: refused before a byte is sent."""
+
+
 def send(sock: Any, header: dict[str, Any], payload: bytes = b"") -> None:
     head = orjson.dumps(header)
+    if len(head) > MAX_HEADER or len(payload) > MAX_PAYLOAD:
+        raise TooLargeMessage("a store call over the broker's message cap")
     sock.sendall(_LENGTHS.pack(len(head), len(payload)) + head + payload)
 
 

@@ -12,11 +12,11 @@ from loopx.projections.base import GENERATOR
 from loopx.render.env import render
 
 TEMPLATE = "feed.xml"
-Entries = list[dict[str, Any]]
+Changes = dict[str, Any]  # entries, and the count of changes the audience may not see
 
 
 def atom(
-    ctx: Context, entries: Entries, *, goal: str | None, title: str, within: str, since: str
+    ctx: Context, changes: Changes, *, goal: str | None, title: str, within: str, since: str
 ) -> str:
     """An Atom feed of `entries`. Links are relative to the feed; in the public partition with
     a configured `base_url` they are resolved against it (xml:base) and the feed names itself."""
@@ -24,7 +24,7 @@ def atom(
     base = f"{project.base_url.rstrip('/')}/{within}" if project.base_url else None
     public = ctx.audience == "public" and base is not None
     fd = feed_mod.feed(
-        entries,
+        changes,
         feed_id=f"urn:loopx:{goal or 'project'}:{ctx.audience}:feed",
         title=title,
         since=since,
@@ -40,21 +40,20 @@ def atom(
     )
 
 
-def _goal_feed(ctx: GoalContext, entries: Entries) -> str:
+def _goal_feed(ctx: GoalContext, changes: Changes) -> str:
     goal = ctx.state.goal_id
     title = f"{ctx['status']['goal']['title']} · {ctx.project.name}"
     since = ctx.state.created_at  # a goal with no change yet: since it was created
-    return atom(ctx, entries, goal=goal, title=title, within=f"goals/{goal}/", since=since)
+    return atom(ctx, changes, goal=goal, title=title, within=f"goals/{goal}/", since=since)
 
 
-def _audience_entries(ctx: AudienceContext) -> Entries:
-    return [
-        e
-        for g in sorted(ctx.goals)
-        for e in feed_mod.goal_entries(
-            ctx.goals[g], Lens(ctx.audience, ctx.read_blob), f"goals/{g}/"
-        )
-    ]
+def _audience_entries(ctx: AudienceContext) -> Changes:
+    lens = Lens(ctx.audience, ctx.read_blob)
+    per_goal = [feed_mod.goal_entries(ctx.goals[g], lens, f"goals/{g}/") for g in sorted(ctx.goals)]
+    return {
+        "entries": [e for changes in per_goal for e in changes["entries"]],
+        "hidden": sum(changes["hidden"] for changes in per_goal),
+    }
 
 
 def _first(ctx: AudienceContext) -> str:
@@ -76,8 +75,8 @@ PROJECTIONS = (
         (
             Output(
                 "feed.xml",
-                lambda ctx, entries: atom(
-                    ctx, entries, goal=None, title=ctx.project.name, within="", since=_first(ctx)
+                lambda ctx, changes: atom(
+                    ctx, changes, goal=None, title=ctx.project.name, within="", since=_first(ctx)
                 ),
                 template=TEMPLATE,
             ),
