@@ -55,6 +55,21 @@ def wait_for(condition: object, seconds: float = 10.0) -> bool:
     return False
 
 
+def hold_the_lock(project: Path) -> subprocess.Popen[str]:
+    """A process that opens the goal's write through the broker and never finishes it
+    (returned once it holds the lock; the caller kills it)."""
+    holder = (
+        "import sys, time; from pathlib import Path; from loopx.store.select import open_store;"
+        f"s = open_store(Path({str(project)!r}));"
+        f"cm = s.writing({G!r}); w = cm.__enter__(); print('locked', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
 @pytest.fixture
 def project(tmp_path: Path, pg_empty: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LOOPX_STORE", pg_empty)
@@ -106,16 +121,8 @@ def test_the_cli_process_does_not_import_the_driver(project: Path) -> None:
 
 
 def test_a_client_killed_mid_write_releases_the_goal(project: Path, pg_empty: str) -> None:
-    holder = (
-        "import sys, time; from pathlib import Path; from loopx.store.select import open_store;"
-        f"s = open_store(Path({str(project)!r}));"
-        f"cm = s.writing({G!r}); w = cm.__enter__(); print('locked', flush=True); time.sleep(60)"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
-    )
+    proc = hold_the_lock(project)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
         store = open_store(project)
         appended: list[int] = []
 
@@ -373,16 +380,8 @@ def test_a_stopped_broker_rolls_back_a_write_still_open_after_its_grace(
     """`loopx store broker --stop` while a client holds a goal's lock and never finishes: the
     broker waits its grace for the session, then exits; the transaction is rolled back (the
     lock goes with it), so a direct writer gets the goal, and nothing of the holder's lands."""
-    holder = (
-        "import sys, time; from pathlib import Path; from loopx.store.select import open_store;"
-        f"s = open_store(Path({str(project)!r}));"
-        f"cm = s.writing({G!r}); w = cm.__enter__(); print('locked', flush=True); time.sleep(60)"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
-    )
+    proc = hold_the_lock(project)
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
         pid = broker(pg_empty)["pid"]
         assert isinstance(pid, int) and broker_client.stop(pg_empty)["stopped"]
         assert wait_for(lambda: not pg.alive(pid), 20), "the broker left after its grace"
