@@ -404,3 +404,20 @@ def test_a_call_over_the_message_cap_is_refused_before_sending(
     assert "LOOPX_PG_BROKER=0" in caught.value.message
     assert store.goal_ids() == [], "the session is still usable: nothing was sent"
     store.close()
+
+
+def test_a_fifo_where_the_broker_log_goes_means_no_broker_never_a_hang(
+    project: Path, pg_empty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGAPPNAME", "fifo-test")  # a broker of its own, not started yet
+    folder = broker_wire.private_dir()
+    assert folder is not None
+    log = broker_wire.socket_path(pg_empty, folder).with_suffix(".log")
+    os.mkfifo(log)
+    try:
+        store = open_store(project)
+        assert isinstance(store, PostgresStore), "no broker: the process connects itself"
+        assert store.goal_ids() == []
+        store.close()
+    finally:
+        log.unlink()

@@ -119,9 +119,11 @@ def _open(path: Path) -> socket.socket | None:
 def _start(url: str, path: Path) -> bool:
     """Start a broker for `url`: True once it listens (it detaches; one started at the same
     time by another process steps aside for the first)."""
-    log = os.open(
-        path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600
-    )
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        log = os.open(path.with_suffix(".log"), flags, 0o600)
+    except OSError:  # a link or a FIFO in our own folder: no broker (never a hang)
+        return False
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "loopx.store.broker", str(path)],
