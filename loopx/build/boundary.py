@@ -22,11 +22,11 @@ from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
 from loopx.privacy.distinct import (
     MIN_TEXT,
+    Texts,
     blob_hash,
     distinctive_id,
     distinctive_text,
     found_in,
-    present,
 )
 from loopx.privacy.scanner import Scanner, decoded
 from loopx.privacy.views import views
@@ -81,10 +81,10 @@ class Forbidden:
         """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
         texts (a commit message, the files a rebuild changed) needs, without an automaton over
         the whole set (see `loopx.privacy.distinct.present`)."""
-        seen = [view.text for text in texts for view in views(text, base64=True)]
+        seen = Texts(view.text for text in texts for view in views(text, base64=True))
         return Forbidden(
-            frozenset(present(self.texts, seen)),
-            frozenset(present(self.ids, seen)),
+            frozenset(seen.present(self.texts)),
+            frozenset(seen.present(self.ids)),
             self.name_hashes,
             self.allowed,
         )
