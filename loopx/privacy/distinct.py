@@ -136,7 +136,7 @@ class Texts:
         of hex digits, and the `sha256:` form is in a text as it is."""
         windows = sum(len(r) - 63 for r in self.runs)
         if windows <= len(hashes):  # few runs (the usual case): look each window up
-            inside = set()
+            inside: set[str] = set()
             for run in self.runs:
                 for i in range(len(run) - 63):
                     digits = run[i : i + 64]
