@@ -163,7 +163,8 @@ def _add_audience(
 ) -> None:
     """The files of every goal this audience may see, then the audience's own files (made
     from those goals and their index rows; what they take from a goal whose key is unchanged
-    is carried over with its unit, `BuildCache.parts`)."""
+    is carried over with its unit, `BuildCache.parts`; never the private audience's: its
+    text, read from the blob store, is not kept in the memo)."""
     rows = []
     parts: dict[str, dict[str, Any]] = {}
     for goal_id in visible:
@@ -173,11 +174,11 @@ def _add_audience(
             site.add(artifact)
         rows.append(row)
         site.units[unit] = (key, row)
-        held = cache.parts.get(unit) if cache is not None else None
+        held = cache.parts.get(unit) if cache is not None and audience != "private" else None
         parts[goal_id] = dict(held[1]) if held is not None and held[0] == key else {}
     shown = {g: goals[g] for g in visible}
     audience_artifacts(site, audience, rows, hidden, project, shown, store.get_blob, parts)
-    for goal_id in visible:
+    for goal_id in visible if audience != "private" else ():
         unit = (audience, goal_id)
         site.parts[unit] = parts.get(goal_id, {})
         if cache is not None:
