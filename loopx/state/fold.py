@@ -21,6 +21,7 @@ Handler = Callable[[GoalState, dict[str, Any], Event], None]
 # Events that leave `GoalState.changed_at` (the workbench's "now") where it was: a lease
 # extension, and the turn journal's progress (`turns.JOURNAL`), which is no goal truth at all.
 HEARTBEATS = frozenset({"todo.renewed"}) | turns.JOURNAL
+_JOURNAL, _QUIET = turns.JOURNAL, HEARTBEATS  # read on every event of a replay
 # What an operation created or changed, reported in its receipt: the id named after the
 # event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
 # the first of these keys present.
@@ -79,15 +80,15 @@ def _apply(state: GoalState | None, event: Event) -> GoalState:
     handler = HANDLERS.get(event_type)
     if handler is not None:  # unknown types from a newer loopx are carried, not fatal
         handler(state, data, event)
-    at = event["recorded_at"]
+    at, line_sum = event["recorded_at"], event["sum"]
     state.revision = seq
-    state.head = event["sum"]
+    state.head = line_sum
     state.updated_at = at
-    if event_type not in HEARTBEATS:
+    if event_type not in _QUIET:  # neither a heartbeat nor the turn journal
         state.changed_at = at
-    if event_type not in turns.JOURNAL:
-        state.truth_revision, state.truth_head = seq, event["sum"]
-        state.truth_at = at
+        state.truth_revision, state.truth_head, state.truth_at = seq, line_sum, at
+    elif event_type not in _JOURNAL:
+        state.truth_revision, state.truth_head, state.truth_at = seq, line_sum, at
     # The idempotency index.
     ops, op_id = state.operations, event["operation_id"]
     if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
@@ -208,9 +209,11 @@ def _todo_renewed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None or todo.claim is None:
         return
-    todo.claim["heartbeat_at"] = event["recorded_at"]
-    todo.claim["lease_expires_at"] = data["lease_expires_at"]
-    _touch(todo, event)
+    claim, at = todo.claim, event["recorded_at"]  # most events of a long goal: `_touch` inlined
+    claim["heartbeat_at"] = at
+    claim["lease_expires_at"] = data["lease_expires_at"]
+    todo.revision = event["seq"]
+    todo.updated_at = at
 
 
 def _transition(status: str | None, *, clear_claim: bool) -> Handler:
