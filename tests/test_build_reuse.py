@@ -171,3 +171,50 @@ def test_a_carried_file_swapped_during_the_build_is_never_read_in_its_place(
         with pytest.raises(Conflict) as caught:
             assert carried.data is None, "never reached: reading it raises"
         assert caught.value.code == "output_changed", what
+
+
+def test_a_rebuild_after_one_event_is_the_full_build_and_renders_only_that_goal(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After one event on one goal, a rebuild carrying over the rest (its files, and what the
+    audience's index, feed and search take from each goal) writes byte for byte what a full
+    build writes, and renders only that goal and, but for the private audience (its text
+    read from the blob store is never kept in the memo), projects only that goal."""
+    from loopx.build import work
+    from loopx.build.outputs import feed, search
+
+    out, full = tmp_path / "site", tmp_path / "full"
+    audiences = ("public", "team", "private")
+    build(demo, out, head=REV_NEW, audiences=audiences, reuse=True)
+    r = ["--root", str(demo)]
+    added = ["todo", "add", *r, "--goal-id", "launch", "--todo-id", "one-more", "--title", "One"]
+    added += ["--visibility", "public"]
+    assert run_cli(added).exit_code == 0
+    rendered: list[str] = []
+    projected: list[str] = []
+    real_render, real_search, real_feed = work.goal_artifacts, search.search_items, feed._newest
+
+    def render(state: Any, *args: Any, **kwargs: Any) -> Any:
+        rendered.append(state.goal_id)
+        return real_render(state, *args, **kwargs)
+
+    def items(state: Any, lens: Any) -> Any:
+        if lens.audience != "private":
+            projected.append(state.goal_id)
+        return real_search(state, lens)
+
+    def newest(state: Any, lens: Any) -> Any:
+        if lens.audience != "private":
+            projected.append(state.goal_id)
+        return real_feed(state, lens)
+
+    monkeypatch.setattr(work, "goal_artifacts", render)
+    monkeypatch.setattr(search, "search_items", items)
+    monkeypatch.setattr(feed, "_newest", newest)
+    build(demo, out, head=REV_NEW, audiences=audiences, reuse=True)
+    assert set(rendered) == set(projected) == {"launch"}
+    assert len(rendered) == 3  # once per audience
+    build(demo, full, head=REV_NEW, audiences=audiences)  # no memo: everything made again
+    assert "One" in _files(full)["public/search.json"]
+    assert _files(out) == _files(full)
+    assert check(demo, out, head=REV_NEW, audiences=audiences).ok

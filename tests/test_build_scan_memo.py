@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -211,13 +212,20 @@ def test_a_merge_from_the_last_one_is_the_full_merge(before: list[Any], after: l
         GoalStrings(p.texts, p.ids, p.public | q.public, p.public_ids)
         for p, q in zip(after, before, strict=False)
     ]
-    few = boundary._FEW_CHARS
+    for _ in _each_way():
+        assert merge(after, (before, last)) == merge(after)
+        assert merge(grown, (before, last)) == merge(grown)
+
+
+def _each_way() -> Iterator[None]:
+    """Run the loop's body once per way `_kept_since` looks in the added public texts: every piece
+    of them looked up, each text searched, or one automaton pass."""
+    few, cap = boundary._FEW_CHARS, boundary._PIECES_CAP
     try:
-        for boundary._FEW_CHARS in (few, -1):  # added public text looked in one by one, or not
-            assert merge(after, (before, last)) == merge(after)
-            assert merge(grown, (before, last)) == merge(grown)
+        for boundary._FEW_CHARS, boundary._PIECES_CAP in ((few, cap), (few, 0), (-1, cap)):
+            yield
     finally:
-        boundary._FEW_CHARS = few
+        boundary._FEW_CHARS, boundary._PIECES_CAP = few, cap
 
 
 _text = st.text(alphabet="ab cd\t0f\u00e9\ud800\ufffd", max_size=12)
@@ -254,9 +262,5 @@ def test_a_blob_hash_in_an_added_public_text_stays_forbidden_in_the_incremental_
     after = [GoalStrings(frozenset({digest}), frozenset(), quoted, frozenset())]
     last = merge(before)
     assert digest in last.texts and digest in merge(after).texts
-    few = boundary._FEW_CHARS
-    try:
-        for boundary._FEW_CHARS in (few, -1):
-            assert merge(after, (before, last)) == merge(after)
-    finally:
-        boundary._FEW_CHARS = few
+    for _ in _each_way():
+        assert merge(after, (before, last)) == merge(after)

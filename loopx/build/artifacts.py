@@ -73,6 +73,8 @@ class Site:
     artifacts: dict[str, AnyArtifact] = field(default_factory=dict)
     sources: dict[str, dict[str, Any]] = field(default_factory=dict)
     units: dict[tuple[str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    # per (audience, goal): what the audience's own files took from the goal (`AudienceContext`)
+    parts: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     head: str | None = None
     validate: bool = False  # check every JSON artifact against its schema (tests, --validate)
 

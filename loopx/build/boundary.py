@@ -22,11 +22,11 @@ from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
 from loopx.privacy.distinct import (
     MIN_TEXT,
+    Texts,
     blob_hash,
     distinctive_id,
     distinctive_text,
     found_in,
-    present,
 )
 from loopx.privacy.scanner import Scanner, decoded
 from loopx.privacy.views import views
@@ -81,10 +81,10 @@ class Forbidden:
         """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
         texts (a commit message, the files a rebuild changed) needs, without an automaton over
         the whole set (see `loopx.privacy.distinct.present`)."""
-        seen = [view.text for text in texts for view in views(text, base64=True)]
+        seen = Texts(view.text for text in texts for view in views(text, base64=True))
         return Forbidden(
-            frozenset(present(self.texts, seen)),
-            frozenset(present(self.ids, seen)),
+            frozenset(seen.present(self.texts)),
+            frozenset(seen.present(self.ids)),
             self.name_hashes,
             self.allowed,
         )
@@ -275,13 +275,33 @@ def _kept_since(
     carried = candidates & merged.texts
     added_public = sorted(public - old_public)
     if sum(map(len, added_public)) <= _FEW_CHARS:  # a few new public texts: look in each
-        carried = frozenset(
-            s for s in carried if blob_hash(s) or not any(s in p for p in added_public)
-        )
+        pieces = _pieces(added_public, max(map(len, carried), default=0))
+        if pieces is not None:  # every piece of them, looked up in the carried set
+            carried -= {s for s in pieces if s in carried and not blob_hash(s)}
+        else:
+            carried = frozenset(
+                s for s in carried if blob_hash(s) or not any(s in p for p in added_public)
+            )
     else:
         carried -= found_in(carried, added_public)
     new = {s for s in candidates - (old_found - old_public) if not boilerplate.contains(s)}
     return frozenset(carried | (new - found_in(new, sorted(public))))
+
+
+_PIECES_CAP = 200_000
+
+
+def _pieces(texts: list[str], longest: int) -> set[str] | None:
+    """Every substring of `texts` of at most `longest` characters (the empty one included,
+    as `"" in text` holds), or None when there would be more than `_PIECES_CAP`: a string of
+    at most that length is inside one of `texts` exactly when it is one of these."""
+    if sum(len(t) * min(len(t), longest) for t in texts) > _PIECES_CAP:
+        return None
+    out = {""} if texts else set()
+    for t in texts:
+        n = len(t)
+        out.update(t[i:j] for i in range(n) for j in range(i + 1, min(n, i + longest) + 1))
+    return out
 
 
 class _Boilerplate:

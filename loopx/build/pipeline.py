@@ -135,7 +135,9 @@ def make_site(
     )
     for audience in audiences:
         visible, hidden = split[audience]
-        _add_audience(site, audience, sorted(visible), hidden, results, goals, project, store)
+        _add_audience(
+            site, audience, sorted(visible), hidden, results, goals, project, store, cache
+        )
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]
@@ -157,18 +159,30 @@ def _add_audience(
     goals: dict[str, GoalState],
     project: ProjectConfig,
     store: Store,
+    cache: BuildCache | None = None,
 ) -> None:
     """The files of every goal this audience may see, then the audience's own files (made
-    from those goals and their index rows)."""
+    from those goals and their index rows; what they take from a goal whose key is unchanged
+    is carried over with its unit, `BuildCache.parts`; never the private audience's: its
+    text, read from the blob store, is not kept in the memo)."""
     rows = []
+    parts: dict[str, dict[str, Any]] = {}
     for goal_id in visible:
-        key, (artifacts, row) = results[(audience, goal_id)]
+        unit = (audience, goal_id)
+        key, (artifacts, row) = results[unit]
         for artifact in artifacts:
             site.add(artifact)
         rows.append(row)
-        site.units[(audience, goal_id)] = (key, row)
+        site.units[unit] = (key, row)
+        held = cache.parts.get(unit) if cache is not None and audience != "private" else None
+        parts[goal_id] = dict(held[1]) if held is not None and held[0] == key else {}
     shown = {g: goals[g] for g in visible}
-    audience_artifacts(site, audience, rows, hidden, project, shown, store.get_blob)
+    audience_artifacts(site, audience, rows, hidden, project, shown, store.get_blob, parts)
+    for goal_id in visible if audience != "private" else ():
+        unit = (audience, goal_id)
+        site.parts[unit] = parts.get(goal_id, {})
+        if cache is not None:
+            cache.parts[unit] = (site.units[unit][0], site.parts[unit])
 
 
 def _add_manifest(site: Site, audiences: tuple[str, ...], project: ProjectConfig) -> None:

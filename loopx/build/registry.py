@@ -213,6 +213,18 @@ class AudienceContext(Context):
     goals: dict[str, GoalState] = field(default_factory=dict)  # the goals it may see
     hidden: dict[str, int] = field(default_factory=dict)  # how many of each visibility not
     rows: list[dict[str, Any]] = field(default_factory=list)  # the goals' index rows
+    # goal → what the audience's files take from it (search items, newest feed entries),
+    # carried with the goal's unit when its key is unchanged (`part`)
+    parts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def part(self, goal_id: str, name: str, make: Callable[[], Any]) -> Any:
+        """What the audience file `name` takes from one goal: what its unit carried over,
+        else `make()` (kept in `parts` for the next build). `make` must return JSON data
+        (what the build memo holds must read back the same)."""
+        held = self.parts.setdefault(goal_id, {})
+        if name not in held:
+            held[name] = make()
+        return held[name]
 
 
 def _file(path: str, content: Content, schema: str | None) -> File:

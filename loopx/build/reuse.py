@@ -33,7 +33,7 @@ from loopx.projections.base import GENERATOR
 from loopx.resources import resource_dir
 from loopx.store import fsio
 
-MEMO_FORMAT = 2
+MEMO_FORMAT = 3
 AUDIENCES = ("public", "team", "private")
 _PACKAGE = Path(__file__).resolve().parent.parent
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -126,6 +126,8 @@ def load(root: Path, out: Path) -> BuildCache:
             except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
                 continue
             cache.entries[unit] = entry
+            if isinstance(record.get("parts"), dict):
+                cache.parts[unit] = (entry[0], record["parts"])
             cache.written.update((a.path, a.sha256) for a in entry[1][0])
     return cache
 
@@ -169,7 +171,7 @@ def save(root: Path, out: Path, site: Site) -> None:
     try:
         with outdir.Folder(out) as folder:
             units = [
-                _record(folder, unit, key, row, files.get(unit, []))
+                _record(folder, unit, key, row, files.get(unit, []), site.parts.get(unit, {}))
                 for unit, (key, row) in sorted(site.units.items())
             ]
         outdir.cache_dir(root)  # each part a real folder, never a planted link
@@ -196,9 +198,17 @@ def _record(
     key: str,
     row: dict[str, Any],
     artifacts: list[AnyArtifact],
+    parts: dict[str, Any],
 ) -> dict[str, Any]:
     files = [
         [a.path, a.sha256, a.size, a.schema, _seen(folder, a)]
         for a in sorted(artifacts, key=lambda a: a.path)
     ]
-    return {"audience": unit[0], "goal_id": unit[1], "key": key, "row": row, "files": files}
+    return {
+        "audience": unit[0],
+        "goal_id": unit[1],
+        "key": key,
+        "row": row,
+        "files": files,
+        "parts": parts,
+    }

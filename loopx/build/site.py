@@ -69,9 +69,11 @@ def audience_artifacts(
     project: ProjectConfig | None = None,
     goals: dict[str, GoalState] | None = None,
     read_blob: BlobReader | None = None,
+    parts: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """The audience's own files (index, badge, feed, search, stylesheet), from the index rows
-    of the goals it may see, and those goals (`goals`)."""
+    of the goals it may see, and those goals (`goals`). `parts`: what the files take from
+    each goal, carried over (`AudienceContext.parts`; filled in with what is made)."""
     ctx = AudienceContext(
         audience=audience,
         head=site.head,
@@ -80,6 +82,7 @@ def audience_artifacts(
         goals=goals or {},
         hidden=hidden,
         rows=rows,
+        parts=parts if parts is not None else {},
     )
     add_files(site, ctx.files(), audience, None)
 

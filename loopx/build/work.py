@@ -40,6 +40,7 @@ class BuildCache:
     strings: dict[str, Any] = field(default_factory=dict)  # goal → (head, GoalStrings)
     merged: tuple[list[Any], Any] | None = None  # (every goal's head, their Forbidden set)
     states: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, state)
+    parts: dict[Unit, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # unit → (key, …)
     hits: int = 0
     misses: int = 0
 

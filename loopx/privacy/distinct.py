@@ -37,7 +37,7 @@ def distinctive_id(value: str) -> bool:
     return len(value) >= MIN_WORD or any(c.isdigit() or c in "-_" for c in value)
 
 
-_HASH = re.compile(r"(?:sha256:)?[0-9a-f]{64}")
+_HEX_DIGITS = "0123456789abcdef"
 _HEX_RUN = re.compile(r"[0-9a-f]{64,}")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -45,7 +45,10 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 def blob_hash(string: str) -> bool:
     """Whether `string` is one of loopx's blob hashes: never public text, so a public text
     that quotes one never makes it allowed (it must stay forbidden)."""
-    return len(string) in (64, 71) and _HASH.fullmatch(string) is not None
+    n = len(string)
+    if n == 64:
+        return not string.strip(_HEX_DIGITS)
+    return n == 71 and string.startswith("sha256:") and not string[7:].strip(_HEX_DIGITS)
 
 
 def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
@@ -81,44 +84,68 @@ def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
 
 def present(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
     """The `strings` that occur in some of `texts` (what a scanner of just those texts needs
-    of a large set; no string that occurs is left out).
+    of a large set; no string that occurs is left out). See `Texts.present`."""
+    return Texts(texts).present(strings)
 
-    A blob hash occurs only inside a run of hex digits of the texts, and a string of three or
-    more words only where its inner words are whole words of the texts; the other strings are
-    matched in one Aho-Corasick pass. Lone surrogates are read as U+FFFD, as the scanner does."""
-    cleaned = [_clean(t) for t in texts]
-    words: set[str] = set()
-    runs: set[str] = set()
-    for text in cleaned:
-        words.update(text.split())
-        runs.update(_HEX_RUN.findall(text))
-    longer = [r for r in runs if len(r) > 64]
-    found: set[str] = set()
-    patterns: dict[str, list[str]] = {}
-    for string in set(strings):
-        candidate = _clean(string)
-        if not candidate:  # in every text
-            if cleaned:
-                found.add(string)
-            continue
-        if len(candidate) in (64, 71) and _HASH.fullmatch(candidate):
-            digits = candidate[-64:]
-            inside = digits in runs or any(digits in r for r in longer)
-            if inside and (len(candidate) == 64 or any(candidate in t for t in cleaned)):
-                found.add(string)
-            continue
-        if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
-            continue
-        patterns.setdefault(candidate, []).append(string)
-    haystack = "\x00".join(cleaned)
-    if patterns and haystack:
-        ordered = sorted(patterns)
-        automaton = ahocorasick_rs.AhoCorasick(
-            ordered, implementation=ahocorasick_rs.Implementation.ContiguousNFA
-        )
-        for index, _, _ in automaton.find_matches_as_indexes(haystack, overlapping=True):
-            found.update(patterns[ordered[index]])
-    return found
+
+class Texts:
+    """Some texts read as the scanner reads them (lone surrogates as U+FFFD), prepared once
+    to tell which strings of one or more large sets occur in them."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.cleaned = [_clean(t) for t in texts]
+        self.words: set[str] = set()
+        self.runs: set[str] = set()
+        for text in self.cleaned:
+            self.words.update(text.split())
+            self.runs.update(_HEX_RUN.findall(text))
+        self.longer = [r for r in self.runs if len(r) > 64]
+        self.haystack = "\x00".join(self.cleaned)
+
+    def present(self, strings: Iterable[str]) -> set[str]:
+        """The `strings` that occur in some of the texts.
+
+        A blob hash occurs only inside a run of hex digits of the texts, and a string of three
+        or more words only where its inner words are whole words of the texts; the other
+        strings are matched in one Aho-Corasick pass."""
+        strings = set(strings)
+        hashes = {s for s in strings if len(s) in (64, 71) and blob_hash(s)}  # all ASCII
+        found = self._hashes(hashes)
+        patterns: dict[str, list[str]] = {}
+        cleaned, words, haystack = self.cleaned, self.words, self.haystack
+        for string in strings - hashes:
+            candidate = string if string.isascii() else _clean(string)
+            if not candidate:  # in every text
+                if cleaned:
+                    found.add(string)
+                continue
+            if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
+                continue
+            patterns.setdefault(candidate, []).append(string)
+        if patterns and haystack:
+            ordered = sorted(patterns)
+            automaton = ahocorasick_rs.AhoCorasick(
+                ordered, implementation=ahocorasick_rs.Implementation.ContiguousNFA
+            )
+            for index, _, _ in automaton.find_matches_as_indexes(haystack, overlapping=True):
+                found.update(patterns[ordered[index]])
+        return found
+
+    def _hashes(self, hashes: set[str]) -> set[str]:
+        """The blob hashes of `hashes` in the texts: their 64 digits are 64 digits of a run
+        of hex digits, and the `sha256:` form is in a text as it is."""
+        windows = sum(len(r) - 63 for r in self.runs)
+        if windows <= len(hashes):  # few runs (the usual case): look each window up
+            inside: set[str] = set()
+            for run in self.runs:
+                for i in range(len(run) - 63):
+                    digits = run[i : i + 64]
+                    inside.update(h for h in (digits, "sha256:" + digits) if h in hashes)
+        else:
+            inside = {
+                h for h in hashes if h[-64:] in self.runs or any(h[-64:] in r for r in self.longer)
+            }
+        return {h for h in inside if len(h) == 64 or any(h in t for t in self.cleaned)}
 
 
 def _clean(text: str) -> str:

@@ -89,7 +89,8 @@ def feed(
     changes: dict[str, Any], *, feed_id: str, title: str, since: str = EPOCH
 ) -> dict[str, Any]:
     """The newest `FEED_LIMIT` entries of `changes`, how many older ones are left out, and
-    how many this audience may not see; the feed is as new as its newest entry (without one:
+    how many this audience may not see (`count` in `changes`: how many entries there are,
+    when it holds only the newest); the feed is as new as its newest entry (without one:
     `since`, when what it follows began)."""
     ordered = sorted(changes["entries"], key=lambda e: e["order"], reverse=True)
     kept = ordered[:FEED_LIMIT]
@@ -98,6 +99,6 @@ def feed(
         "title": title,
         "updated": kept[0]["updated"] if kept else since,
         "entries": kept,
-        "left_out": len(ordered) - len(kept),
+        "left_out": changes.get("count", len(ordered)) - len(kept),
         "hidden": changes["hidden"],
     }

@@ -3,6 +3,7 @@ see."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from loopx.build.registry import AudienceContext, Context, GoalContext, Output, Projection
@@ -10,6 +11,7 @@ from loopx.privacy.audience import Lens
 from loopx.projections import feed as feed_mod
 from loopx.projections.base import GENERATOR
 from loopx.render.env import render
+from loopx.state.entities import GoalState
 
 TEMPLATE = "feed.xml"
 Changes = dict[str, Any]  # entries, and the count of changes the audience may not see
@@ -48,11 +50,28 @@ def _goal_feed(ctx: GoalContext, changes: Changes) -> str:
 
 
 def _audience_entries(ctx: AudienceContext) -> Changes:
+    """Every goal's newest entries (the feed shows the newest `FEED_LIMIT` of all, so no
+    other entry of a goal can be among them), how many changes there are and how many the
+    audience may not see."""
     lens = Lens(ctx.audience, ctx.read_blob)
-    per_goal = [feed_mod.goal_entries(ctx.goals[g], lens, f"goals/{g}/") for g in sorted(ctx.goals)]
+    per_goal = [
+        ctx.part(g, "feed", partial(_newest, ctx.goals[g], lens)) for g in sorted(ctx.goals)
+    ]
     return {
-        "entries": [e for changes in per_goal for e in changes["entries"]],
-        "hidden": sum(changes["hidden"] for changes in per_goal),
+        "entries": [{**e, "order": tuple(e["order"])} for p in per_goal for e in p["entries"]],
+        "count": sum(p["count"] for p in per_goal),
+        "hidden": sum(p["hidden"] for p in per_goal),
+    }
+
+
+def _newest(state: GoalState, lens: Lens) -> Changes:
+    """One goal's part of the audience feed, as JSON data (its `order` a list)."""
+    changes = feed_mod.goal_entries(state, lens, f"goals/{state.goal_id}/")
+    ordered = sorted(changes["entries"], key=lambda e: e["order"], reverse=True)
+    return {
+        "entries": [{**e, "order": list(e["order"])} for e in ordered[: feed_mod.FEED_LIMIT]],
+        "count": len(ordered),
+        "hidden": changes["hidden"],
     }
 
 

@@ -4,6 +4,7 @@ script that searches (`search.js`)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from loopx.build.registry import AudienceContext, Output, Projection
@@ -14,7 +15,11 @@ from loopx.resources import resource_dir
 
 def _project(ctx: AudienceContext) -> dict[str, Any]:
     lens = ctx.lens()
-    items = [i for g in sorted(ctx.goals) for i in search_items(ctx.goals[g], lens)]
+    items = [
+        i
+        for g in sorted(ctx.goals)
+        for i in ctx.part(g, "search", partial(search_items, ctx.goals[g], lens))
+    ]
     return search_index(items, ctx.audience)
 
 
