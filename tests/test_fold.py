@@ -194,3 +194,39 @@ def test_snapshots_are_rewritten_in_proportion_to_the_goal(store: Any) -> None:
     save_snapshot(store, state, load_state(store, "g").cursor)
     header = store.load_snapshot("g").split(b"\n", 1)[0]
     assert orjson.loads(header)["format"] == SNAPSHOT_FORMAT
+
+
+def test_each_event_moves_the_heads_its_kind_moves(tmp_path: Path) -> None:
+    """Every event moves `revision`/`head`/`updated_at` and stamps its todo; a lease renewal
+    moves the truth heads but not `changed_at`; the turn journal moves neither (the fold's
+    inlined bookkeeping, checked event by event over a synthetic goal full of renewals)."""
+    from loopx.state.fold import HEARTBEATS
+    from loopx.state.turns import JOURNAL
+
+    make_goal(tmp_path, "heads", todos=40, events=400)
+    events = FileStore(tmp_path).read("heads").events
+    assert sum(e["type"] == "todo.renewed" for e in events) > 10
+    state: GoalState | None = None
+    for event in events:
+        before = None if state is None else (state.changed_at, state.truth_revision)
+        state = apply(state, event)
+        at, seq = event["recorded_at"], event["seq"]
+        assert (state.revision, state.head, state.updated_at) == (seq, event["sum"], at)
+        kind = event["type"]
+        if before is not None and kind in HEARTBEATS:
+            assert state.changed_at == before[0]
+        else:
+            assert state.changed_at == at
+        if before is not None and kind in JOURNAL:
+            assert state.truth_revision == before[1]
+        else:
+            assert (state.truth_revision, state.truth_head, state.truth_at) == (
+                seq,
+                event["sum"],
+                at,
+            )
+        if kind == "todo.renewed":
+            todo = state.todos[event["data"]["todo_id"]]
+            assert (todo.revision, todo.updated_at) == (seq, at)
+            assert todo.claim is not None and todo.claim["heartbeat_at"] == at
+            assert todo.claim["lease_expires_at"] == event["data"]["lease_expires_at"]

@@ -21,6 +21,7 @@ Handler = Callable[[GoalState, dict[str, Any], Event], None]
 # Events that leave `GoalState.changed_at` (the workbench's "now") where it was: a lease
 # extension, and the turn journal's progress (`turns.JOURNAL`), which is no goal truth at all.
 HEARTBEATS = frozenset({"todo.renewed"}) | turns.JOURNAL
+_JOURNAL, _QUIET = turns.JOURNAL, HEARTBEATS  # read on every event of a replay
 # What an operation created or changed, reported in its receipt: the id named after the
 # event type's noun (`evidence.added` → evidence_id, even when it also names a todo_id), else
 # the first of these keys present.
@@ -55,49 +56,51 @@ def apply(state: GoalState | None, event: Event) -> GoalState:
 
     The store already refused lines that are not event envelopes; an event whose data does
     not have the shape of its type (a forged or hand-made line) is refused as `LedgerDamage`
-    here, never folded into a half-valid state.
+    here, never folded into a half-valid state. Every event of a replay runs through here:
+    names are read once into locals, and the body is inline (no second call per event).
     """
+    given = event
     try:
-        return _apply(state, event)
+        if event.get("v") != EVENT_VERSION:
+            event = upgrade(event)
+        seq, event_type, data = event["seq"], event["type"], event["data"]
+        if state is None:
+            if event_type != "goal.created":
+                raise LedgerDamage("ledger does not start with goal.created", offset=0)
+            state = GoalState(goal_id=event["goal_id"])
+        elif seq != state.revision + 1:
+            raise LedgerDamage("event is not the next one in sequence", seq=seq)
+        handler = HANDLERS.get(event_type)
+        if handler is not None:  # unknown types from a newer loopx are carried, not fatal
+            handler(state, data, event)
+        at, line_sum = event["recorded_at"], event["sum"]
+        state.revision = seq
+        state.head = line_sum
+        state.updated_at = at
+        if event_type not in _QUIET:  # neither a heartbeat nor the turn journal
+            state.changed_at = at
+            state.truth_revision, state.truth_head, state.truth_at = seq, line_sum, at
+        elif event_type not in _JOURNAL:
+            state.truth_revision, state.truth_head, state.truth_at = seq, line_sum, at
+        # The idempotency index.
+        ops, op_id = state.operations, event["operation_id"]
+        if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
+            op = ops.entries.get(op_id) or ops[op_id]
+            ops.entries[op_id] = [op[0], op[1], seq, op[3]]
+        else:
+            own = data.get(_OWN_KEYS.get(event_type, ""))  # subject_of, its common case inline
+            ops.entries[op_id] = [
+                event["op_hash"],
+                seq,
+                seq,
+                subject_of(event) if own is None else own,
+            ]
+            ops.last = op_id
+        return state
     except _SHAPE_ERRORS as err:  # chained: --debug still shows where it broke
         raise LedgerDamage(
-            "ledger event does not have the shape of its type", seq=event.get("seq")
+            "ledger event does not have the shape of its type", seq=given.get("seq")
         ) from err
-
-
-def _apply(state: GoalState | None, event: Event) -> GoalState:
-    # Every event of a replay runs through here: names are read once into locals.
-    if event.get("v") != EVENT_VERSION:
-        event = upgrade(event)
-    seq, event_type, data = event["seq"], event["type"], event["data"]
-    if state is None:
-        if event_type != "goal.created":
-            raise LedgerDamage("ledger does not start with goal.created", offset=0)
-        state = GoalState(goal_id=event["goal_id"])
-    elif seq != state.revision + 1:
-        raise LedgerDamage("event is not the next one in sequence", seq=seq)
-    handler = HANDLERS.get(event_type)
-    if handler is not None:  # unknown types from a newer loopx are carried, not fatal
-        handler(state, data, event)
-    at = event["recorded_at"]
-    state.revision = seq
-    state.head = event["sum"]
-    state.updated_at = at
-    if event_type not in HEARTBEATS:
-        state.changed_at = at
-    if event_type not in turns.JOURNAL:
-        state.truth_revision, state.truth_head = seq, event["sum"]
-        state.truth_at = at
-    # The idempotency index.
-    ops, op_id = state.operations, event["operation_id"]
-    if op_id == ops.last:  # a later event of the same operation (events of one are adjacent)
-        op = ops.entries.get(op_id) or ops[op_id]
-        ops.entries[op_id] = [op[0], op[1], seq, op[3]]
-    else:
-        own = data.get(_OWN_KEYS.get(event_type, ""))  # subject_of, its common case inline
-        ops.entries[op_id] = [event["op_hash"], seq, seq, subject_of(event) if own is None else own]
-        ops.last = op_id
-    return state
 
 
 def replay(events: Iterable[Event], state: GoalState | None = None) -> GoalState | None:
@@ -208,9 +211,11 @@ def _todo_renewed(state: GoalState, data: dict[str, Any], event: Event) -> None:
     todo = state.todos.get(data["todo_id"])
     if todo is None or todo.claim is None:
         return
-    todo.claim["heartbeat_at"] = event["recorded_at"]
-    todo.claim["lease_expires_at"] = data["lease_expires_at"]
-    _touch(todo, event)
+    claim, at = todo.claim, event["recorded_at"]  # most events of a long goal: `_touch` inlined
+    claim["heartbeat_at"] = at
+    claim["lease_expires_at"] = data["lease_expires_at"]
+    todo.revision = event["seq"]
+    todo.updated_at = at
 
 
 def _transition(status: str | None, *, clear_claim: bool) -> Handler:
