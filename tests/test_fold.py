@@ -230,3 +230,21 @@ def test_each_event_moves_the_heads_its_kind_moves(tmp_path: Path) -> None:
             assert (todo.revision, todo.updated_at) == (seq, at)
             assert todo.claim is not None and todo.claim["heartbeat_at"] == at
             assert todo.claim["lease_expires_at"] == event["data"]["lease_expires_at"]
+
+
+def test_snapshot_rows_hold_every_field_in_declaration_order(demo: FileStore) -> None:
+    """Each entity's row is its fields' values in declaration order (what `decode_state`
+    passes positionally), written as a JSON array."""
+    from dataclasses import fields
+
+    from loopx.state.entities import _ENTITY_TYPES
+
+    for goal_id in demo.goal_ids():
+        state = replay(demo.read(goal_id).events)
+        assert state is not None
+        rows = orjson.loads(orjson.dumps(encode_state(state)))
+        for name, cls in _ENTITY_TYPES.items():
+            names = [f.name for f in fields(cls)]
+            assert len(names) > 1
+            expected = [[getattr(e, n) for n in names] for e in getattr(state, name).values()]
+            assert rows[name] == orjson.loads(orjson.dumps(expected)), (goal_id, name)

@@ -12,6 +12,7 @@ skip the boundary.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypedDict, TypeVar
 
@@ -537,8 +538,10 @@ def encode_state(state: GoalState) -> dict[str, Any]:
         "goal": [getattr(state, name) for name in _GOAL_FIELDS],
     }
     for name, cls in _ENTITY_TYPES.items():
-        names = [f.name for f in fields(cls)]
-        out[name] = [[getattr(item, n) for n in names] for item in getattr(state, name).values()]
+        # One C call per entity (a tuple: every entity has several fields; orjson writes a
+        # tuple as the same array a list gives).
+        row = operator.attrgetter(*[f.name for f in fields(cls)])
+        out[name] = [row(item) for item in getattr(state, name).values()]
     return out
 
 
