@@ -129,6 +129,21 @@ def test_a_forged_or_damaged_memo_only_costs_a_full_render(
     assert ("team", "docs") in rendered
     assert len(rendered) < len(units)  # the untouched units are still carried over
     assert _files(out) == clean
+    memo = json.loads(memo_file.read_text())
+    broken = {
+        ("public", "launch"): {"feed": {"entries": 5, "count": 1, "hidden": 0}},
+        ("public", "prototype"): {"search": [{"title": None}]},
+        ("team", "launch"): {"feed": {"entries": [{"order": [1]}], "count": 1, "hidden": 0}},
+        ("team", "docs"): {"search": "x", "feed": []},
+    }
+    for u in memo["units"]:
+        u["parts"] = broken.get((u["audience"], u["goal_id"]), u["parts"])
+    memo_file.write_text(json.dumps(memo))
+    assert set(reuse.load(demo, out).parts) == {
+        (u["audience"], u["goal_id"]) for u in memo["units"] if u["audience"] != "private"
+    } - set(broken)
+    build(demo, out, head=REV_NEW, reuse=True)  # those goals projected again, no failure
+    assert _files(out) == clean
     for damaged in (b"{", b"[]", b'{"format": 2, "fingerprint": "x", "units": []}'):
         memo_file.write_bytes(damaged)
         assert reuse.load(demo, out).entries == {}

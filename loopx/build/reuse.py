@@ -126,8 +126,9 @@ def load(root: Path, out: Path) -> BuildCache:
             except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
                 continue
             cache.entries[unit] = entry
-            if isinstance(record.get("parts"), dict):
-                cache.parts[unit] = (entry[0], record["parts"])
+            parts = record.get("parts")
+            if isinstance(parts, dict) and _parts_ok(parts):
+                cache.parts[unit] = (entry[0], parts)
             cache.written.update((a.path, a.sha256) for a in entry[1][0])
     return cache
 
@@ -151,6 +152,46 @@ def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str
     if not artifacts:
         raise ValueError("a unit without files")
     return (audience, goal_id), (key, (artifacts, row))
+
+
+_ENTRY = {"title", "href", "summary", "id", "updated", "order"}
+
+
+def _parts_ok(parts: dict[str, Any]) -> bool:
+    """Whether a unit's carried parts have the shape the audience's files read (a damaged
+    or forged memo costs projecting that goal again, never a failed build): search items of
+    text, feed entries of text with their (time, goal, seq) order, whole counts."""
+    if set(parts) - {"search", "feed"}:
+        return False
+    search = parts.get("search", [])
+    if not isinstance(search, list) or not all(
+        isinstance(i, dict) and all(isinstance(v, str) for v in i.values()) for i in search
+    ):
+        return False
+    if "feed" not in parts:
+        return True
+    feed = parts["feed"]
+    if not isinstance(feed, dict) or set(feed) != {"entries", "count", "hidden"}:
+        return False
+    counts = (feed["count"], feed["hidden"])
+    if not all(type(c) is int and c >= 0 for c in counts) or not isinstance(feed["entries"], list):
+        return False
+    return all(_entry_ok(e) for e in feed["entries"])
+
+
+def _entry_ok(entry: Any) -> bool:
+    if not isinstance(entry, dict) or set(entry) != _ENTRY:
+        return False
+    order = entry["order"]
+    texts = [entry[k] for k in ("title", "href", "summary", "id", "updated")]
+    return (
+        all(isinstance(t, str) for t in texts)
+        and isinstance(order, list)
+        and len(order) == 3
+        and isinstance(order[0], str)
+        and isinstance(order[1], str)
+        and type(order[2]) is int
+    )
 
 
 def _identity(folder: outdir.Folder, path: str) -> list[int] | None:
