@@ -132,7 +132,7 @@ def test_a_forged_or_damaged_memo_only_costs_a_full_render(
     memo = json.loads(memo_file.read_text())
     broken = {
         ("public", "launch"): {"feed": {"entries": 5, "count": 1, "hidden": 0}},
-        ("public", "prototype"): {"search": [{"title": None}]},
+        ("public", "prototype"): {"search": [None]},
         ("team", "launch"): {"feed": {"entries": [{"order": [1]}], "count": 1, "hidden": 0}},
         ("team", "docs"): {"search": "x", "feed": []},
     }

@@ -159,15 +159,14 @@ _ENTRY = {"title", "href", "summary", "id", "updated", "order"}
 
 def _parts_ok(parts: dict[str, Any]) -> bool:
     """Whether a unit's carried parts have the shape the audience's files read (a damaged
-    or forged memo costs projecting that goal again, never a failed build): search items of
-    text, feed entries of text with their (time, goal, seq) order, whole counts."""
+    or forged memo costs projecting that goal again, never a failed build): search items,
+    feed entries of text with their (time, goal, seq) order, whole counts. Whatever they
+    hold, the files made of them are scanned like every public byte that changed."""
     if set(parts) - {"search", "feed"}:
         return False
     search = parts.get("search", [])
-    if not isinstance(search, list) or not all(
-        isinstance(i, dict) and all(isinstance(v, str) for v in i.values()) for i in search
-    ):
-        return False
+    if not isinstance(search, list) or not all(isinstance(i, dict) for i in search):
+        return False  # (an item is written as it is: any JSON in it is only JSON)
     if "feed" not in parts:
         return True
     feed = parts["feed"]
