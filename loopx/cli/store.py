@@ -106,7 +106,10 @@ def broker_cmd(stop: bool, root: Path | None, fmt: str) -> None:
     found = broker_client.stop(url) if stop else broker_client.status(url)
     data = {"store": "postgresql", "broker": found}
     if not found["enabled"]:
-        text = "the broker is off (LOOPX_PG_BROKER=0, or no private folder for its socket)"
+        text = (
+            "the broker is off (LOOPX_PG_BROKER=0, or no private folder or too long a path "
+            "for its socket)"
+        )
     elif found["running"]:
         verb = "asked to stop" if stop else "running"
         text = f"broker {verb}: pid {found['pid']}, socket {found['socket']}"

@@ -40,18 +40,23 @@ MAX_SOCKET_PATH = 104  # a Unix socket's path (sun_path) is 104–108 bytes at m
 
 def connect(url: str, *, root: Path | None, cache_dir: Path | None) -> BrokeredStore | None:
     """The store through this user's broker for `url` (started if need be), or None."""
-    if not wire.enabled():
-        return None
-    folder = wire.private_dir()
-    if folder is None:
-        return None
-    path = wire.socket_path(url, folder)
-    if len(os.fsencode(path)) >= MAX_SOCKET_PATH:
+    path = _where(url)
+    if path is None:
         return None
     sock = _reach(url, path)
     if sock is None:
         return None
     return BrokeredStore(url, path, sock, root=root, cache_dir=cache_dir)
+
+
+def _where(url: str) -> Path | None:
+    """The socket of the broker for `url`; None when no broker may be used (turned off, no
+    private folder, or a path too long for a Unix socket)."""
+    folder = wire.private_dir() if wire.enabled() else None
+    if folder is None:
+        return None
+    path = wire.socket_path(url, folder)
+    return path if len(os.fsencode(path)) < MAX_SOCKET_PATH else None
 
 
 def _reach(url: str, path: Path) -> socket.socket | None:
@@ -68,10 +73,9 @@ def _reach(url: str, path: Path) -> socket.socket | None:
 
 def status(url: str) -> dict[str, Any]:
     """Whether a broker serves `url` for this user and environment: its socket and pid."""
-    folder = wire.private_dir() if wire.enabled() else None
-    if folder is None:
+    path = _where(url)
+    if path is None:
         return {"enabled": False, "running": False, "socket": None, "pid": None}
-    path = wire.socket_path(url, folder)
     sock = _open(path)
     if sock is not None:
         sock.close()
