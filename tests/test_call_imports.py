@@ -66,13 +66,21 @@ def test_a_write_imports_no_template_schema_library_or_rule(goal: Path) -> None:
     claim = ("todo", "claim", "--goal-id", "demo", "--todo-id", "t1", "--agent-id", "a")
     modules = loaded(goal, *claim, "--session-id", "s")
     assert "loopx.engine.commands" in modules  # the sanity check: this is the write path
-    assert not modules & (NEVER | {"jinja2"})
+    assert not modules & (NEVER | {"jinja2", "_strptime"})  # times are read without strptime
 
 
 def test_review_renders_without_markdown_html_rules_or_the_build_pipeline(goal: Path) -> None:
     modules = loaded(goal, "review", "--goal-id", "demo")
     assert "jinja2" in modules  # the packet is a template
     assert not modules & NEVER
+
+
+def test_review_reuses_its_markdown_without_the_template_engine(goal: Path) -> None:
+    """Asked again with nothing changed, the packet's Markdown comes from the render cache:
+    no Jinja2, no projection registry, no git (no `--head`)."""
+    loaded(goal, "review", "--goal-id", "demo")
+    again = loaded(goal, "review", "--goal-id", "demo")
+    assert not again & (NEVER | {"jinja2", "loopx.build.registry", "subprocess"})
 
 
 def test_help_opens_no_store(goal: Path) -> None:
