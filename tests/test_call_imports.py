@@ -114,3 +114,14 @@ def test_a_quick_exit_loses_no_output_exit_code_or_write(goal: Path) -> None:
     assert done.returncode == 0 and '"applied"' in done.stdout, done.stderr
     listed = run_cli(["log", "--goal-id", "demo", "--root", str(goal), "--format", "json"])
     assert "todo.claimed" in listed.stdout
+
+
+def test_handoff_inspect_imports_no_write_command(goal: Path) -> None:
+    """`handoff inspect` reads: its group's writes (prepare, adopt) are declared, and the
+    write commands imported, only when one of them is used (`cli.write.Declared`)."""
+    actor = ["--goal-id", "demo", "--todo-id", "t1", "--agent-id", "a", "--session-id", "s"]
+    for write in (["todo", "claim"], ["handoff", "prepare", "--work-summary", "w"]):
+        assert run_cli([*write, *actor, "--root", str(goal)]).exit_code == 0
+    inspect = ("handoff", "inspect", "--goal-id", "demo", "--todo-id", "t1")
+    modules = loaded(goal, *inspect, "--workspace", str(goal))
+    assert "loopx.engine.commands" not in modules and not modules & NEVER
