@@ -197,9 +197,8 @@ def save_snapshot(store: Store, state: GoalState, cursor: Cursor) -> None:
     }
     with gc_paused():
         body = orjson.dumps(encode_state(state))
-    store.save_snapshot(
-        state.goal_id, orjson.dumps(header) + b"\n" + body + b"\n" + state.operations.dump()
-    )
+    parts = (orjson.dumps(header), body, state.operations.dump())
+    store.save_snapshot(state.goal_id, b"\n".join(parts))  # one copy of the megabytes
 
 
 @dataclass
@@ -241,8 +240,9 @@ def _load_whole(store: Store, goal_id: str, *, cache: bool) -> Loaded:
     bulk = BulkRead(store.raw(goal_id), goal_id)
     try:
         state = fold_stream(bulk)
-    except (Unchecked, LedgerDamage):  # the careful read finds it again, or a scan error first
-        bulk.cursor = None
+    except (Unchecked, LedgerDamage):  # the careful read finds it again (or first a line's
+        bulk.cursor = None  # damage: it checks every line before it folds)
+    bulk.buf = b""  # not kept while the careful read reads it again
     if bulk.cursor is not None:
         damage, cursor = None, bulk.cursor
     else:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from loopx.model.errors import LedgerDamage
-from loopx.state.entities import GoalState, OpIndex, _plain
+from loopx.state.entities import GoalState, OpIndex
 from loopx.state.fold import _JOURNAL, _OWN_KEYS, _QUIET, _SHAPE_ERRORS, HANDLERS, subject_of
 
 RENEWED = "todo.renewed"
@@ -30,7 +30,8 @@ def fold_stream(events: Iterable[Any]) -> GoalState | None:
     (changed_at), the last but the journal (truth_*)."""
     state: GoalState | None = None
     handlers, quiet, journal, own_keys = HANDLERS, _QUIET, _JOURNAL, _OWN_KEYS
-    ops: list[Any] = []  # the index's records, five items each (see `_operations`)
+    records: list[str] = []  # the operations index, a record per operation (`_operations`)
+    op_ids: list[str] = []  # the id of each record
     event = changed = truth = None
     last_op = ""
     try:
@@ -60,16 +61,22 @@ def fold_stream(events: Iterable[Any]) -> GoalState | None:
                 if subject is None:
                     subject = subject_of(event)
             if op_id == last_op:  # a later event of the same operation (they are adjacent)
-                ops[-2] = seq
+                start, _, shown = records[-1].rsplit(" ", 2)  # the record ends "<last> <subject>"
+                records[-1] = f"{start} {seq} {shown}"
             else:
-                ops += (op_id, event.op_hash, seq, seq, subject if _plain(subject) else "-")
+                if not (
+                    type(subject) is str and subject and " " not in subject and "|" not in subject
+                ):
+                    subject = "-"  # as `OpIndex.dump` writes a subject that is not `_plain`
+                records.append(f"|{op_id} {event.op_hash} {seq} {seq} {subject}")
+                op_ids.append(op_id)
                 last_op = op_id
     except _SHAPE_ERRORS as err:  # chained: --debug still shows where it broke
         seq = getattr(event, "seq", None)
         raise LedgerDamage("ledger event does not have the shape of its type", seq=seq) from err
     if state is not None:
         _set_heads(state, event, changed, truth)
-        state.operations = OpIndex(_operations(ops))
+        state.operations = OpIndex(_operations(records, op_ids))
     return state
 
 
@@ -88,14 +95,12 @@ def _set_heads(state: GoalState, last: Any, changed: Any, truth: Any) -> None:
         state.truth_at = truth.recorded_at
 
 
-def _operations(ops: list[Any]) -> bytes:
-    """`OpIndex.dump` of the records, five items each in `ops` (`|<op id> <hash> <first>
-    <last> <subject>`): one record per operation, where it first appears, holding the latest
-    (as the dict `apply` keeps). Operation ids are unique in a ledger loopx wrote: when one
-    repeats, its later record replaces the earlier one in place."""
-    it = iter(ops)
-    records = list(zip(it, it, it, it, it, strict=True))
-    if len(dict.fromkeys(ops[0::5])) != len(records):
-        latest = {record[0]: record for record in records}  # first position, latest record
+def _operations(records: list[str], op_ids: list[str]) -> bytes:
+    """`OpIndex.dump` of the records (`|<op id> <hash> <first> <last> <subject>` each): one
+    per operation, where it first appears, holding the latest (as the dict `apply` keeps).
+    Operation ids are unique in a ledger loopx wrote; when one repeats, its later record
+    replaces the earlier one in place."""
+    if len(set(op_ids)) != len(op_ids):
+        latest = dict(zip(op_ids, records, strict=True))  # first position, latest record
         records = list(latest.values())
-    return "".join([f"|{k} {h} {a} {b} {s}" for k, h, a, b, s in records]).encode()
+    return "".join(records).encode()
