@@ -279,3 +279,41 @@ def test_the_records_follow_the_code_that_decides_the_strings() -> None:
     for module in (events, upgrade, fold, entities, freetext, redactions, allowances):
         source = inspect.getsourcefile(module)
         assert source is not None and Path(source).resolve() in hashed, module.__name__
+
+
+def test_the_narrowed_private_scanner_finds_what_the_whole_one_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files a build vouched for are scanned for the private text with a scanner of just the
+    private strings that occur in some decoding of them: the findings are those of a scanner
+    of every private string, whatever the encoding the text hides behind."""
+    root, _ = _public_project(tmp_path)
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    secret = "The vendor asked us to keep the price private"
+    pages = {
+        "plain.html": f"<p>{secret}</p>\n",
+        "escaped.html": "<p>" + secret.replace(" ", "&#32;") + "</p>\n",
+        "data.json": '{"a": "' + secret.replace(" ", "\\u0020") + '"}\n',
+        "link.html": '<a href="/q?x=' + secret.replace(" ", "%20") + '">x</a>\n',
+        "clean.html": "<p>Nothing private here at all.</p>\n",
+    }
+    for name, text in pages.items():
+        (folder / name).write_text(text)
+    _scan(root, tmp_path / "site" / "public")
+    cached = scancache.load_forbidden(root)
+    assert cached is not None
+    stamp = scancache.fingerprint(frozenset(), True)
+    vouched = {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+    def findings() -> list[Any]:
+        scancache.save_clean(root, "build", cached[0], stamp, vouched)
+        scan_file = root / ".loopx/private/cache/scan/clean-scan.json"
+        scan_file.unlink(missing_ok=True)
+        return [f.to_dict() for f in _scan(root, folder)]
+
+    narrowed = findings()
+    monkeypatch.setattr(folderscan, "NARROW_LIMIT", -1)
+    whole = findings()
+    assert narrowed == whole
+    assert {f["path"].rsplit("/", 1)[-1] for f in whole} == set(pages) - {"clean.html"}

@@ -24,9 +24,23 @@ from pathlib import Path
 from typing import Any
 
 from loopx.build import scancache
-from loopx.build.boundary import Forbidden, GoalStrings, goal_strings, merge, project_names
+from loopx.build.boundary import (
+    NARROW_LIMIT,
+    Forbidden,
+    GoalStrings,
+    goal_strings,
+    merge,
+    project_names,
+)
 from loopx.engine.core import load_state
-from loopx.privacy.scanner import Finding, Scanner, read_scanned, scan_files, sort_findings
+from loopx.privacy.scanner import (
+    Finding,
+    Scanner,
+    decoded,
+    read_scanned,
+    scan_files,
+    sort_findings,
+)
 from loopx.state.entities import GoalState
 from loopx.store.base import Store
 
@@ -119,12 +133,23 @@ class _Scanners:
             )
         return built
 
-    def private(self, since: frozenset[str] | None = None) -> Scanner | None:
+    def private(
+        self, since: frozenset[str] | None = None, within: list[bytes] | None = None
+    ) -> Scanner | None:
         """Only the text read from the blob store: what a build's verdict does not cover;
-        `since`: only that text not among it (None when there is none)."""
+        `since`: only that text not among it (None when there is none). `within`: the bytes
+        of every file the scanner is for, when they are few: then it holds only the strings
+        that occur in some decoding of them (`Forbidden.within`), not an automaton over
+        every private text."""
         name = "private" if since is None else "since"
         if name not in self.built:
             texts = self.forbidden.private if since is None else self.forbidden.private - since
+            if texts and within is not None and sum(map(len, within)) <= NARROW_LIMIT:
+                texts = (
+                    Forbidden(frozenset(texts), frozenset())
+                    .within([decoded(data) for data in within])
+                    .texts
+                )
             self.built[name] = (
                 Scanner(sorted(texts), machine=False, rules=False, allowed=self.forbidden.allowed)
                 if texts
@@ -153,23 +178,37 @@ def scan_folder(project: Path, store: Store, paths: Iterable[Path], machine: boo
     if before is not None and before[1].allowed == forbidden.allowed:
         earlier = scancache.load_clean(project, "scan", before[0], stamp)
     scanners = _Scanners(forbidden, machine, names)
-    findings: list[Finding] = []
+    # Which scanner each file needs: none (a scan found it clean for this ledger), the full
+    # one (nothing vouched for it), or the private text's (a build did), all of it or only
+    # what was read since an earlier scan found it clean.
+    work: dict[str, list[tuple[str, bytes, str]]] = {"full": [], "since": [], "private": []}
     clean: set[str] = set()
     for shown, path in scan_files(paths).items():
         data = read_scanned(path)
         digest = hashlib.sha256(data).hexdigest()
-        if digest not in seen:
-            if digest not in built:
-                scanner: Scanner | None = scanners.full()
-            elif digest in earlier and before is not None:
-                scanner = scanners.private(since=before[1].private)
-            else:
-                scanner = scanners.private()
+        if digest in seen:
+            clean.add(digest)
+        elif digest not in built:
+            work["full"].append((shown, data, digest))
+        elif digest in earlier and before is not None:
+            work["since"].append((shown, data, digest))
+        else:
+            work["private"].append((shown, data, digest))
+    findings: list[Finding] = []
+    for name, files in work.items():
+        if not files:
+            continue
+        if name == "full":
+            scanner: Scanner | None = scanners.full()
+        else:
+            since = before[1].private if name == "since" and before is not None else None
+            scanner = scanners.private(since=since, within=[data for _, data, _ in files])
+        for shown, data, digest in files:
             found = scanner.scan_bytes(data, shown) if scanner is not None else []
             if found:
                 findings += found
-                continue
-        clean.add(digest)
+            else:
+                clean.add(digest)
     if not clean <= seen:
         scancache.save_clean(project, "scan", key, stamp, seen | clean)
     return FolderScan(sort_findings(findings), scanners.full, lambda: _gather(store))

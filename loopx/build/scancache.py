@@ -40,6 +40,7 @@ import orjson
 from loopx import __version__
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.privacy.allowed import Allowance
+from loopx.privacy.distinct import Needles
 from loopx.privacy.scanner import machine_names
 from loopx.resources import resource_dir
 from loopx.store import fsio
@@ -49,7 +50,7 @@ from loopx.store.select import change_token
 
 MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
-FORMAT = 2
+FORMAT = 3
 Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
 LAYERS = ("model", "state", "privacy")  # every module of these decides a record (`version`)
 
@@ -278,9 +279,13 @@ def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
     try:
         strings = {g: (str(e["head"]), _strings(e)) for g, e in memo["goals"].items()}
         c = memo["covered"]
+        texts, ids = _needles(c["texts"]), _needles(c["ids"])
         covered = Forbidden(
-            frozenset(c["texts"]), frozenset(c["ids"]), names, _allowances(c["allowed"])
-        )
+            texts.strings(),
+            ids.strings(),
+            names,
+            _allowances(c["allowed"]),
+        ).prepared(texts, ids)
         dropped = memo["dropped"]
         merged = Forbidden(
             covered.texts - frozenset(dropped["texts"]),
@@ -291,6 +296,24 @@ def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
     except (KeyError, TypeError, ValueError, AttributeError):
         return empty
     return BuildMemo(strings, (list(memo["key"]), merged), ScanCache.carried(covered, clean))
+
+
+def _needles(record: Any) -> Needles:
+    """A set of strings as `_needles_record` wrote it (its blob hashes checked)."""
+    digests, refs, others = record["digests"], record["refs"], record["others"]
+    if not all(isinstance(x, list) for x in (digests, refs, others)):
+        raise TypeError("lists expected")
+    return Needles(frozenset(digests), frozenset(refs), others)  # a non-string: TypeError
+
+
+def _needles_record(needles: Needles) -> dict[str, list[str]]:
+    """A set of strings as its blob hashes and the others, sorted (so that a fresh process
+    need not tell 60,000 strings apart again: see `Needles`)."""
+    return {
+        "digests": sorted(needles.digests),
+        "refs": sorted(needles.refs),
+        "others": needles.others,
+    }
 
 
 def save_build(
@@ -313,8 +336,8 @@ def save_build(
         "goals": {g: {"head": h, **_strings_record(s)} for g, (h, s) in sorted(strings.items())},
         "key": key,
         "covered": {
-            "texts": sorted(covered.texts),
-            "ids": sorted(covered.ids),
+            "texts": _needles_record(covered.needles("texts")),
+            "ids": _needles_record(covered.needles("ids")),
             "allowed": _rows(covered.allowed),
         },
         "dropped": {
