@@ -209,6 +209,30 @@ def save_forbidden(project: Path, key: Key, forbidden: Forbidden) -> None:
     _save(project, "forbidden.json", body)
 
 
+def load_private(project: Path) -> tuple[Key, frozenset[str], frozenset[Allowance]] | None:
+    """The private text a scan looks for in files a build vouched for, at the ledger key it
+    holds for: every blob text the ledger's forbidden set holds there, maybe more (see
+    `loopx.build.folderscan`), and the allow entries that scan honoured (all or fewer)."""
+    cached = _load(project, "private.json")
+    if cached is None:
+        return None
+    try:
+        texts = cached["private"]
+        if not isinstance(texts, list) or not isinstance(cached["key"], list):
+            return None
+        "".join(texts)  # every one a string, or TypeError
+        return list(cached["key"]), frozenset(texts), _allowances(cached["allowed"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def save_private(
+    project: Path, key: Key, private: frozenset[str], allowed: frozenset[Allowance]
+) -> None:
+    body = {"key": key, "private": sorted(private), "allowed": _rows(allowed)}
+    _save(project, "private.json", body)
+
+
 def load_clean(project: Path, by: str, key: Key, print_: str) -> set[str]:
     """The sha256 of the files `by` ("build" or "scan") found clean for exactly this ledger
     key and fingerprint."""
