@@ -4,10 +4,13 @@ Gathering the ledger's forbidden strings means folding goals and reading their p
 (private text is matched as itself); building a scanner over them and reading every byte
 again costs more. So `.loopx/private/cache/scan/` keeps:
 
-- ``goals.json``: each goal's strings (`GoalStrings`, blob text included), keyed by the goal's
-  head and its ledger's change token (a file's size, modification time and inode, or a
-  database head): after a ledger change only the goals that changed are folded and read;
+- ``goal-<digest of its id>.json``, one a goal: its strings (`GoalStrings`, blob text
+  included), keyed by the goal's head and its ledger's change token (a file's size,
+  modification time and inode, or a database head): after a ledger change only the goals that
+  changed are folded, read and written;
 - ``forbidden.json``: those strings merged (`Forbidden`), keyed by every goal's;
+- ``private.json``: the private text a scan looks for in files a build vouched for, keyed
+  the same way (the merged set's, or a superset of it: see `loopx.build.folderscan`);
 - ``clean-build.json``: the sha256 of every public file a build found clean, with the ledger
   key it built from; a scan reads such a file again only for the private text a build does
   not read (the blob store), not for everything else the build already looked for;
@@ -30,6 +33,7 @@ import contextlib
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -161,24 +165,35 @@ def _strings_record(s: GoalStrings) -> dict[str, Any]:
     }
 
 
-def load_goals(project: Path) -> dict[str, tuple[str, list[Any], GoalStrings]]:
-    """Goal id → (head, change token, strings) as the last scan gathered them."""
-    cached = _load(project, "goals.json")
+def _goal_file(goal_id: str) -> str:
+    return f"goal-{hashlib.sha256(goal_id.encode()).hexdigest()[:32]}.json"
+
+
+def load_goals(
+    project: Path, goal_ids: Iterable[str]
+) -> dict[str, tuple[str, list[Any], GoalStrings]]:
+    """Goal id → (head, change token, strings) as the last scan gathered them, for the goals
+    named (one file each: a scan after one event reads and writes only that goal's)."""
     out: dict[str, tuple[str, list[Any], GoalStrings]] = {}
-    try:
-        for goal_id, entry in (cached or {}).get("goals", {}).items():
+    for goal_id in goal_ids:
+        entry = _load(project, _goal_file(goal_id))
+        if entry is None or entry.get("goal") != goal_id:
+            continue
+        try:
             out[goal_id] = (str(entry["head"]), list(entry["token"]), _strings(entry))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return {}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
     return out
 
 
-def save_goals(project: Path, goals: dict[str, tuple[str, list[Any], GoalStrings]]) -> None:
-    entries = {
-        goal_id: {"head": head, "token": token, **_strings_record(s)}
-        for goal_id, (head, token, s) in sorted(goals.items())
-    }
-    _save(project, "goals.json", {"goals": entries})
+def save_goals(
+    project: Path, goals: dict[str, tuple[str, list[Any], GoalStrings]], goal_ids: Iterable[str]
+) -> None:
+    """Keep the strings of the goals named in `goal_ids` (those folded again)."""
+    for goal_id in sorted(goal_ids):
+        head, token, strings = goals[goal_id]
+        body = {"goal": goal_id, "head": head, "token": token, **_strings_record(strings)}
+        _save(project, _goal_file(goal_id), body)
 
 
 def load_forbidden(project: Path) -> tuple[Key, Forbidden] | None:
