@@ -60,6 +60,7 @@ def _run(unit: Unit) -> Result:
         read_blob=shared["read_blob"],
         validate=shared["validate"],
         project=shared["project"],
+        carried=shared["carried"].get(unit),
     )
 
 
@@ -116,19 +117,25 @@ def run_units(
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
 ) -> dict[Unit, UnitEntry]:
-    """Every unit's (key, result): from `cache` when its key is unchanged, else rendered."""
+    """Every unit's (key, result): from `cache` when its key is unchanged, else rendered.
+    With a cache, a unit rendered again still carries over each file its last build made
+    of the same inputs (`site.goal_artifacts`)."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
     results: dict[Unit, UnitEntry] = {}
     todo: list[Unit] = []
+    carried: dict[Unit, dict[str, AnyArtifact]] = {}
     for unit in units:
         cached = cache.entries.get(unit) if cache is not None else None
         if cached is not None and cached[0] == keys[unit]:
             results[unit] = cached
             if cache is not None:
                 cache.hits += 1
-        else:
-            todo.append(unit)
+            continue
+        todo.append(unit)
+        if cache is not None:
+            held = cached[1][0] if cached is not None else []
+            carried[unit] = {a.path: a for a in held if a.key is not None}
     _SHARED.update(
         goals=goals,
         head=head,
@@ -136,6 +143,7 @@ def run_units(
         read_blob=read_blob,
         validate=validate,
         project=project,
+        carried=carried,
     )
     try:
         fresh = _render(todo, goals)
