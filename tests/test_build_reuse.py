@@ -372,3 +372,46 @@ def test_the_remembered_fingerprint_follows_every_source_file(
     finally:
         fp._remembered.cache_clear()
         fp._computed.cache_clear()
+
+
+def test_a_changed_goal_takes_its_graph_layouts_from_the_memo(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A status change keeps every task graph's shape: the rebuild draws the changed goal
+    with the layouts its last build kept in the memo, lays out none again, and writes byte
+    for byte what a full build writes. A layout that does not fit its shape is laid out
+    again; a new shape is laid out."""
+    from loopx.build import layouts, reuse
+    from loopx.render import svg
+
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    memo = json.loads(reuse.memo_path(demo, out).read_text())
+    kept = {(u["audience"], u["goal_id"]): u["layouts"] for u in memo["units"]}
+    assert kept[("public", "launch")] and kept[("team", "launch")]
+    again = layouts.to_json(layouts.from_json(kept[("team", "launch")]))
+    assert json.loads(json.dumps(again)) == kept[("team", "launch")]
+    blocked = ["todo", "block", "--root", str(demo), "--goal-id", "launch"]
+    assert run_cli([*blocked, "--todo-id", "status-page", "--reason", "Waiting."]).exit_code == 0
+    laid: list[Any] = []
+    real = svg._layout
+    monkeypatch.setattr(svg, "_layout", lambda g: laid.append(g) or real(g))
+    svg._laid_out.cache_clear()
+    result = build(demo, out, head=REV_NEW, reuse=True)
+    assert result.report is not None and "public/goals/launch/graph.html" in result.report.written
+    assert laid == []
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full) and laid
+    memo = json.loads(reuse.memo_path(demo, out).read_text())
+    for unit in memo["units"]:
+        for item in unit["layouts"]:
+            item[2][item[0][0]] = ["x", 1]  # a node placed nowhere: not a layout of it
+    reuse.memo_path(demo, out).write_text(json.dumps(memo))
+    assert layouts.from_json(memo["units"][0]["layouts"]) == {}
+    assert run_cli([*blocked, "--todo-id", "workbench", "--reason", "Waiting too."]).exit_code == 0
+    laid.clear()
+    svg._laid_out.cache_clear()
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert laid  # laid out again
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full)

@@ -299,7 +299,7 @@ def build(
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
-            reuse_mod.save(root, out, site)
+            reuse_mod.save(root, out, site, cache)
     return result
 
 

@@ -256,6 +256,7 @@ class GoalContext(Context):
     scope: ClassVar[Scope] = "goal"
     state: GoalState
     visible_goals: set[str]  # the goals this audience may see (links to other goals)
+    layouts: Any = None  # task-graph layouts by shape kept between builds (`render.svg.Known`)
 
     def folder(self) -> str:
         return f"{self.audience}/goals/{self.state.goal_id}"

@@ -73,6 +73,8 @@ def load(root: Path, out: Path) -> BuildCache:
             parts = record.get("parts")
             if isinstance(parts, dict) and _parts_ok(parts):
                 cache.parts[unit] = (entry[0], parts)
+            if isinstance(record.get("layouts"), list):
+                cache.layouts[unit] = record["layouts"]  # checked when used (`layouts`)
             cache.written.update((a.path, a.sha256) for a in entry[1][0])
     return cache
 
@@ -148,9 +150,11 @@ def _identity(folder: outdir.Folder, path: str) -> list[int] | None:
     return None if st is None else [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def save(root: Path, out: Path, site: Site) -> None:
-    """Record every unit of the build just written (best effort: the memo is a cache, and
-    without it the next build simply renders everything)."""
+def save(root: Path, out: Path, site: Site, cache: BuildCache | None = None) -> None:
+    """Record every unit of the build just written, with the task-graph layouts `cache`
+    holds for it (best effort: the memo is a cache, and without it the next build simply
+    renders everything)."""
+    kept = cache.layouts if cache is not None else {}
     files: dict[tuple[str, str], list[AnyArtifact]] = {}
     for artifact in site.artifacts.values():
         if artifact.audience is not None and artifact.goal_id is not None:
@@ -160,6 +164,7 @@ def save(root: Path, out: Path, site: Site) -> None:
         with outdir.Folder(out) as folder:
             units = [
                 _record(folder, unit, key, row, files.get(unit, []), site.parts.get(unit, {}))
+                | {"layouts": kept.get(unit, [])}
                 for unit, (key, row) in sorted(site.units.items())
             ]
         outdir.cache_dir(root)  # each part a real folder, never a planted link

@@ -51,6 +51,7 @@ def goal_artifacts(
     validate: bool,
     project: ProjectConfig | None = None,
     carried: dict[str, AnyArtifact] | None = None,
+    layouts: Any = None,
 ) -> tuple[list[AnyArtifact], dict[str, Any]]:
     """Every artifact of one goal for one audience, and its index row (a unit of work that
     can run in another process and be cached). Private text is read only for `private`.
@@ -58,7 +59,8 @@ def goal_artifacts(
     `carried`: the files of this unit's last build, by path. Given (and but for the private
     audience, whose text is read from the blob store), files whose output declares its
     inputs are keyed by them, and one whose inputs are those of the carried file of the same
-    path is that file, not made again (`Context.carry`)."""
+    path is that file, not made again (`Context.carry`). `layouts`: task-graph layouts by
+    shape to take and fill (`render.svg.Known`)."""
     ctx = GoalContext(
         audience=audience,
         head=head,
@@ -66,6 +68,7 @@ def goal_artifacts(
         read_blob=read_blob if audience == "private" else None,
         state=state,
         visible_goals=visible_goals,
+        layouts=layouts,
     )
     if carried is not None and audience != "private":
         ctx.carry = _carrier(carried)

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from loopx.build import layouts
 from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
@@ -41,6 +42,7 @@ class BuildCache:
     merged: tuple[list[Any], Any] | None = None  # (every goal's head, their Forbidden set)
     states: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, state)
     parts: dict[Unit, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # unit → (key, …)
+    layouts: dict[Unit, list[Any]] = field(default_factory=dict)  # unit → its graphs' layouts
     hits: int = 0
     misses: int = 0
 
@@ -49,10 +51,15 @@ class BuildCache:
 _SHARED: dict[str, Any] = {}
 
 
-def _run(unit: Unit) -> Result:
+def _run(unit: Unit) -> tuple[Result, list[Any] | None]:
+    """One unit's result, and (with a cache) the task-graph layouts its drawings used, as
+    the memo keeps them: those of its last build are taken again where the shape is the
+    same (`loopx.build.layouts`)."""
     audience, goal_id = unit
     shared = _SHARED
-    return goal_artifacts(
+    kept = shared["layouts"]
+    known = layouts.UnitLayouts(layouts.from_json(kept.get(unit))) if kept is not None else None
+    result = goal_artifacts(
         shared["goals"][goal_id],
         audience,
         head=shared["head"],
@@ -61,7 +68,9 @@ def _run(unit: Unit) -> Result:
         validate=shared["validate"],
         project=shared["project"],
         carried=shared["carried"].get(unit),
+        layouts=known,
     )
+    return result, layouts.to_json(known.used) if known is not None else None
 
 
 def unit_keys(
@@ -144,20 +153,25 @@ def run_units(
         validate=validate,
         project=project,
         carried=carried,
+        layouts=cache.layouts if cache is not None else None,
     )
     try:
         fresh = _render(todo, goals)
     finally:
         _SHARED.clear()
-    for unit, result in fresh.items():
+    for unit, (result, laid) in fresh.items():
         results[unit] = (keys[unit], result)
         if cache is not None:
             cache.entries[unit] = results[unit]
             cache.misses += 1
+            if laid is not None:
+                cache.layouts[unit] = laid
     return results
 
 
-def _render(todo: list[Unit], goals: dict[str, GoalState]) -> dict[Unit, Result]:
+def _render(
+    todo: list[Unit], goals: dict[str, GoalState]
+) -> dict[Unit, tuple[Result, list[Any] | None]]:
     workers = workers_for(goals, todo)
     if workers <= 1:
         return {unit: _run(unit) for unit in todo}
