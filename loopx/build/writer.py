@@ -124,8 +124,17 @@ def _apply(folder: Folder, staging: Path, plan: dict[str, Any], *, verify: bool)
 
 def _move(folder: Folder, staged: Folder, write: dict[str, Any], verify: bool) -> None:
     fs = fsio.current()
+    moved: list[str] = []  # staged folders moved whole, as `x/`
     for rel, (new, old) in sorted(write.items()):
+        if moved and rel.startswith(moved[-1]):
+            continue  # went with its folder (sorted: a folder's files follow one another)
         try:
+            if not verify and (top := _missing_folder(folder, rel)) is not None:
+                # Nothing of the folder is in the output yet: one rename moves its staged
+                # copy (only files of this plan) instead of one per file.
+                fs.replace(staged.must(top), folder.must(top))
+                moved.append(top + "/")
+                continue
             if staged.stat(rel) is None:
                 continue  # already moved by an earlier, interrupted roll-forward
             if verify:
@@ -141,6 +150,16 @@ def _move(folder: Folder, staged: Folder, write: dict[str, Any], verify: bool) -
         folder.makedirs(rel.rpartition("/")[0])
         folder.stat(rel)  # the target is still a file or nothing, never a link
         fs.replace(staged.must(rel), folder.must(rel))
+
+
+def _missing_folder(folder: Folder, rel: str) -> str | None:
+    """The outermost folder on the way to `rel` that the output folder lacks, if any (a
+    link on the way is `unsafe_output_path`, never followed)."""
+    parts = rel.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        if not folder.check_dirs(parts[:depth]):
+            return "/".join(parts[:depth])
+    return None
 
 
 def write_tree(
