@@ -8,7 +8,6 @@ worker finished first. `LOOPX_BUILD_WORKERS` overrides the worker count (1 = ser
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -177,6 +176,8 @@ def _render(
         return {unit: _run(unit) for unit in todo}
     # Largest goals first, so one big goal does not finish last on its own.
     order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
+    import multiprocessing  # only here: a rebuild of a few goals never starts a worker
+
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         done = pool.map(_run, order, chunksize=1)
     return dict(zip(order, done, strict=True))
