@@ -71,16 +71,23 @@ def goal_artifacts(
         layouts=layouts,
     )
     if carried is not None and audience != "private":
-        ctx.carry = _carrier(carried)
+        ctx.carry = _carrier(carried, validate)
     site = Site(head=head, validate=validate)
     add_files(site, ctx.files(), audience, state.goal_id)
     return list(site.artifacts.values()), ctx[ROW]
 
 
-def _carrier(carried: dict[str, AnyArtifact]) -> Callable[[str, str], AnyArtifact | None]:
+def _carrier(
+    carried: dict[str, AnyArtifact], validate: bool
+) -> Callable[[str, str], AnyArtifact | None]:
+    """The carried file of a path made of the same inputs (with `validate`, never a JSON
+    document: it is made again, and checked against its schema)."""
+
     def carry(path: str, key: str) -> AnyArtifact | None:
         held = carried.get(path)
-        return held if held is not None and held.key == key else None
+        if held is None or held.key != key or (validate and held.schema is not None):
+            return None
+        return held
 
     return carry
 
