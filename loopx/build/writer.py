@@ -124,8 +124,17 @@ def _apply(folder: Folder, staging: Path, plan: dict[str, Any], *, verify: bool)
 
 def _move(folder: Folder, staged: Folder, write: dict[str, Any], verify: bool) -> None:
     fs = fsio.current()
+    moved: list[str] = []  # staged folders moved whole, as `x/`
     for rel, (new, old) in sorted(write.items()):
+        if moved and rel.startswith(moved[-1]):
+            continue  # went with its folder (sorted: a folder's files follow one another)
         try:
+            if not verify and (top := _missing_folder(folder, rel)) is not None:
+                # Nothing of the folder is in the output yet: one rename moves its staged
+                # copy (only files of this plan) instead of one per file.
+                fs.replace(staged.must(top), folder.must(top))
+                moved.append(top + "/")
+                continue
             if staged.stat(rel) is None:
                 continue  # already moved by an earlier, interrupted roll-forward
             if verify:
@@ -143,12 +152,23 @@ def _move(folder: Folder, staged: Folder, write: dict[str, Any], verify: bool) -
         fs.replace(staged.must(rel), folder.must(rel))
 
 
+def _missing_folder(folder: Folder, rel: str) -> str | None:
+    """The outermost folder on the way to `rel` that the output folder lacks, if any (a
+    link on the way is `unsafe_output_path`, never followed)."""
+    parts = rel.split("/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        if not folder.check_dirs(parts[:depth]):
+            return "/".join(parts[:depth])
+    return None
+
+
 def write_tree(
     out: Path | Folder,
     files: Mapping[str, Any],
     previous: Mapping[str, Entry],
     *,
     trusted: frozenset[str] | set[str] = frozenset(),
+    checked: frozenset[str] | set[str] = frozenset(),
     overwrite: bool = False,
     layout: Layout = ANY,
 ) -> WriteReport:
@@ -156,13 +176,16 @@ def write_tree(
 
     Values are bytes, or artifacts whose `.data` is read only when the file must be compared.
     `previous` is what the last manifest listed. `trusted` names files this process itself
-    wrote with the same content in its last build (`loopx serve`): they are not read back.
+    wrote with the same content in its last build (`loopx serve`), or that the build memo
+    vouched for: they are not read back. `checked`: those of them this very build found on
+    disk as the memo recorded them (a regular file of its size, mtime, ctime and inode, no
+    link on the way: `reuse.load`): they are not even looked at again.
     `out` is a checked `Folder` (`outdir.open_folder`), or a path to open as one.
     """
     folder = out if isinstance(out, Folder) else Folder(out)
     try:
         with fsio.guard("write the output folder"):
-            return _write_tree(folder, files, previous, trusted, overwrite, layout)
+            return _write_tree(folder, files, previous, trusted, checked, overwrite, layout)
     finally:
         if folder is not out:
             folder.close()
@@ -182,6 +205,7 @@ def _write_tree(
     files: Mapping[str, Any],
     previous: Mapping[str, Entry],
     trusted: frozenset[str] | set[str],
+    checked: frozenset[str] | set[str],
     overwrite: bool,
     layout: Layout,
 ) -> WriteReport:
@@ -190,6 +214,8 @@ def _write_tree(
     replaced: dict[str, str | None] = {}  # path → hash of the file it replaces (None: new)
     refused: list[str] = []
     for rel, value in files.items():
+        if rel in checked and rel in trusted and not report.recovered:
+            continue  # found as written moments ago; nothing since has touched it
         if not layout.admits(rel):
             raise LoopxError("artifact path escapes the output folder", code="invalid_path")
         st = folder.stat(rel)  # refuses a link anywhere on the way, trusted or not

@@ -102,6 +102,48 @@ def test_every_call_of_a_build_write_leaves_all_old_or_all_new(tmp_path: Path) -
             assert not (out / STAGING).exists()
 
 
+COLD = {
+    "index.html": b"<p>index</p>",
+    "public/a.html": b"<p>a</p>",
+    "public/goals/g/b.json": b"{}",
+    "public/goals/g/todos/t.html": b"<p>t</p>",
+    "team/c.html": b"<p>c</p>",
+}
+
+
+def test_a_write_into_an_empty_folder_moves_new_folders_whole_and_stays_all_or_nothing(
+    tmp_path: Path,
+) -> None:
+    """A cold build renames each staged folder the output lacks once (not each file in it),
+    and a fault at any call of it still leaves nothing or everything."""
+    probe_out = tmp_path / "probe"
+    probe_out.mkdir()
+    probe = FaultFS()
+    previous = fsio.install(probe)
+    try:
+        write_tree(probe_out, COLD, {})
+    finally:
+        fsio.install(previous)
+    assert contents(probe_out) == COLD
+    assert probe.calls.count("replace") == 4  # the journal; index.html, public/, team/
+    for index in range(len(probe.calls)):
+        for mode, keep in FAULTS:
+            out = tmp_path / f"out-{index}-{mode}"
+            out.mkdir()
+            previous = fsio.install(FaultFS(index, mode, keep))
+            try:
+                write_tree(out, COLD, {})
+            except (StorageError, PowerCut):
+                pass
+            finally:
+                fsio.install(previous)
+            recover(out)
+            assert contents(out) in ({}, COLD), f"{mode} at call {index}: mixed output"
+            write_tree(out, COLD, {})
+            assert contents(out) == COLD
+            assert not (out / STAGING).exists()
+
+
 def test_a_failed_build_write_is_io_error_through_the_cli(tmp_path: Path) -> None:
     from loopx.engine.demo import create_demo
     from tests.conftest import run_cli
