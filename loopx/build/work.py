@@ -8,7 +8,6 @@ worker finished first. `LOOPX_BUILD_WORKERS` overrides the worker count (1 = ser
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from loopx.build import layouts
 from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
@@ -41,6 +41,7 @@ class BuildCache:
     merged: tuple[list[Any], Any] | None = None  # (every goal's head, their Forbidden set)
     states: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, state)
     parts: dict[Unit, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # unit → (key, …)
+    layouts: dict[Unit, list[Any]] = field(default_factory=dict)  # unit → its graphs' layouts
     hits: int = 0
     misses: int = 0
 
@@ -49,10 +50,15 @@ class BuildCache:
 _SHARED: dict[str, Any] = {}
 
 
-def _run(unit: Unit) -> Result:
+def _run(unit: Unit) -> tuple[Result, list[Any] | None]:
+    """One unit's result, and (with a cache) the task-graph layouts its drawings used, as
+    the memo keeps them: those of its last build are taken again where the shape is the
+    same (`loopx.build.layouts`)."""
     audience, goal_id = unit
     shared = _SHARED
-    return goal_artifacts(
+    kept = shared["layouts"]
+    known = layouts.UnitLayouts(layouts.from_json(kept.get(unit))) if kept is not None else None
+    result = goal_artifacts(
         shared["goals"][goal_id],
         audience,
         head=shared["head"],
@@ -60,7 +66,10 @@ def _run(unit: Unit) -> Result:
         read_blob=shared["read_blob"],
         validate=shared["validate"],
         project=shared["project"],
+        carried=shared["carried"].get(unit),
+        layouts=known,
     )
+    return result, layouts.to_json(known.used) if known is not None else None
 
 
 def unit_keys(
@@ -116,19 +125,25 @@ def run_units(
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
 ) -> dict[Unit, UnitEntry]:
-    """Every unit's (key, result): from `cache` when its key is unchanged, else rendered."""
+    """Every unit's (key, result): from `cache` when its key is unchanged, else rendered.
+    With a cache, a unit rendered again still carries over each file its last build made
+    of the same inputs (`site.goal_artifacts`)."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
     results: dict[Unit, UnitEntry] = {}
     todo: list[Unit] = []
+    carried: dict[Unit, dict[str, AnyArtifact]] = {}
     for unit in units:
         cached = cache.entries.get(unit) if cache is not None else None
         if cached is not None and cached[0] == keys[unit]:
             results[unit] = cached
             if cache is not None:
                 cache.hits += 1
-        else:
-            todo.append(unit)
+            continue
+        todo.append(unit)
+        if cache is not None:
+            held = cached[1][0] if cached is not None else []
+            carried[unit] = {a.path: a for a in held if a.key is not None}
     _SHARED.update(
         goals=goals,
         head=head,
@@ -136,25 +151,33 @@ def run_units(
         read_blob=read_blob,
         validate=validate,
         project=project,
+        carried=carried,
+        layouts=cache.layouts if cache is not None else None,
     )
     try:
         fresh = _render(todo, goals)
     finally:
         _SHARED.clear()
-    for unit, result in fresh.items():
+    for unit, (result, laid) in fresh.items():
         results[unit] = (keys[unit], result)
         if cache is not None:
             cache.entries[unit] = results[unit]
             cache.misses += 1
+            if laid is not None:
+                cache.layouts[unit] = laid
     return results
 
 
-def _render(todo: list[Unit], goals: dict[str, GoalState]) -> dict[Unit, Result]:
+def _render(
+    todo: list[Unit], goals: dict[str, GoalState]
+) -> dict[Unit, tuple[Result, list[Any] | None]]:
     workers = workers_for(goals, todo)
     if workers <= 1:
         return {unit: _run(unit) for unit in todo}
     # Largest goals first, so one big goal does not finish last on its own.
     order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
+    import multiprocessing  # only here: a rebuild of a few goals never starts a worker
+
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         done = pool.map(_run, order, chunksize=1)
     return dict(zip(order, done, strict=True))
