@@ -124,3 +124,19 @@ def test_the_key_covers_the_template_the_code_and_the_packet() -> None:
     assert rendercache.key("review", review.TEMPLATE, code + b"x", {"a": 1}) != base
     assert rendercache.key("review", "markdown/workbench.md.j2", code, {"a": 1}) != base
     assert rendercache.key("review", review.TEMPLATE, code, {"a": 1}) == base
+
+
+def test_the_key_covers_every_module_the_markdown_is_rendered_by() -> None:
+    """Each loopx module a review's Markdown passes through on its way from the packet to
+    text is in the key: an edit to any of them (same version) renders again."""
+    import inspect
+
+    from loopx.build import registry, review
+    from loopx.build.outputs import review as review_output
+    from loopx.render import env
+
+    package = Path(inspect.getfile(registry)).resolve().parent.parent
+    path = [review_output.markdown, registry.Context.render, registry._file, env.render]
+    for step in path:
+        module = Path(inspect.getfile(step)).resolve().relative_to(package).as_posix()
+        assert module in review.CODE, module

@@ -29,11 +29,13 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 
 def code_sources(modules: Iterable[str]) -> bytes:
     """The source of loopx modules (`render/env.py`, …, relative to the package) and of the
-    template engine (its `__init__.py` names its version), found without importing them."""
+    template engine and its escaping (each `__init__.py` names its version), found without
+    importing them."""
     parts = [(_PACKAGE / name).read_bytes() for name in modules]
-    spec = find_spec("jinja2")
-    if spec is not None and spec.origin:
-        parts.append(Path(spec.origin).read_bytes())
+    for engine in ("jinja2", "markupsafe"):  # the template engine and its escaping
+        spec = find_spec(engine)
+        if spec is not None and spec.origin:
+            parts.append(Path(spec.origin).read_bytes())
     return b"".join(len(p).to_bytes(8, "big") + p for p in parts)
 
 

@@ -18,8 +18,11 @@ from loopx.state.entities import GoalState
 
 TEMPLATE = "markdown/review.md.j2"  # build.outputs.review.MARKDOWN (a test holds them equal)
 # The code the Markdown is rendered with besides the template: the environment and its
-# filters, the escaping, and the change lines (`change_md`, `projections.diff.describe`).
+# filters, the escaping, the change lines (`change_md`, `projections.diff.describe`), and
+# the output that renders it and the registry that turns it into text.
 CODE = (
+    "build/outputs/review.py",
+    "build/registry.py",
     "render/env.py",
     "render/md_context.py",
     "render/md_escape.py",
