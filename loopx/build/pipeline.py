@@ -27,7 +27,7 @@ from loopx.build.folderscan import record_build
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
-from loopx.build.work import BuildCache, Unit, UnitEntry, run_units
+from loopx.build.work import BuildCache, Unit, UnitEntry, fold_ahead, run_units
 from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
@@ -85,20 +85,23 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
 def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
     """Fold every goal. With a cache, a goal whose change token is the same (the ledger
     file's size, mtime and inode; the database's head) keeps the state folded last time."""
-    goals: dict[str, GoalState] = {}
-    for goal_id in store.goal_ids():
-        key: tuple[Any, ...] | None = None
+    ids = store.goal_ids()
+    keys: dict[str, tuple[Any, ...]] = {}
+    kept: dict[str, GoalState] = {}
+    for goal_id in ids:
         if cache is not None:
-            key = change_token(store, goal_id)
+            keys[goal_id] = change_token(store, goal_id)
             hit = cache.states.get(goal_id)
-            if hit is not None and hit[0] == key:
-                goals[goal_id] = hit[1]
-                continue
-        state = load_state(store, goal_id).state
+            if hit is not None and hit[0] == keys[goal_id]:
+                kept[goal_id] = hit[1]
+    fold_ahead(store, [g for g in ids if g not in kept])  # cold reads in workers when large
+    goals: dict[str, GoalState] = {}
+    for goal_id in ids:
+        state = kept[goal_id] if goal_id in kept else load_state(store, goal_id).state
         if state is not None:
             goals[goal_id] = state
-            if cache is not None and key is not None:
-                cache.states[goal_id] = (key, state)
+            if cache is not None and goal_id not in kept:
+                cache.states[goal_id] = (keys[goal_id], state)
     return goals
 
 
