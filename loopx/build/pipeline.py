@@ -7,6 +7,7 @@ stages and compares with what is on disk instead of writing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,10 +114,12 @@ def make_site(
     validate: bool = False,
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
+    meanwhile: Callable[[dict[str, GoalState]], None] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
-    `project`: the configuration's titles and links (default: read from `root`)."""
+    `project`: the configuration's titles and links (default: read from `root`).
+    `meanwhile(every goal)`: work of this process done while workers render."""
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
@@ -135,6 +138,7 @@ def make_site(
         validate=validate,
         cache=cache,
         project=project,
+        meanwhile=(lambda: meanwhile(every)) if meanwhile is not None else None,
     )
     for audience in audiences:
         visible, hidden = split[audience]
@@ -266,14 +270,29 @@ def build(
             pass  # a linked or misplaced folder is refused before any work; nothing is created
         if reuse and cache is None:
             cache = reuse_mod.load(root, out)
+        prepared: list[Forbidden] = []
+
+        def prepare(goals: dict[str, GoalState]) -> None:
+            """The forbidden set, and, when no earlier scan vouches for any file (a cold
+            build), its scanner: made while the units render."""
+            if reuse and cache is not None:
+                _carry_scan(root, names, cache)
+            prepared.append(_forbidden(goals, cache).with_names(names))
+            if cache is None or cache.scan.covered is None:
+                prepared[0].scanner()
+
         site, (goals, store) = make_site(
-            root, audiences, head, validate=validate, cache=cache, project=project
+            root,
+            audiences,
+            head,
+            validate=validate,
+            cache=cache,
+            project=project,
+            meanwhile=prepare if "public" in audiences else None,
         )
         result = BuildResult(site)
         if "public" in audiences:
-            if reuse and cache is not None:
-                _carry_scan(root, names, cache)
-            forbidden = _forbidden(goals, cache).with_names(names)
+            forbidden = prepared[0]
             scan_cache = cache.scan if cache is not None else None
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)

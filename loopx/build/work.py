@@ -149,7 +149,9 @@ def fold_ahead(store: Store, goal_ids: list[str]) -> None:
     _SHARED["store"] = store
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(goal_ids))) as pool:
-            pool.map(_fold, order, chunksize=1)
+            pending = pool.map_async(_fold, order, chunksize=1)
+            warm_renderer()  # while the workers fold
+            pending.get()
     finally:
         _SHARED.clear()
 
@@ -174,8 +176,10 @@ def run_units(
     validate: bool,
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> dict[Unit, UnitEntry]:
-    """Every unit's (key, result): from `cache` when its key is unchanged, else rendered."""
+    """Every unit's (key, result): from `cache` when its key is unchanged, else rendered.
+    `meanwhile` is this process's own work, done while workers render (or after, serially)."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
     results: dict[Unit, UnitEntry] = {}
@@ -197,7 +201,7 @@ def run_units(
         project=project,
     )
     try:
-        fresh = _render(todo, goals)
+        fresh = _render(todo, goals, meanwhile)
     finally:
         _SHARED.clear()
     for unit, result in fresh.items():
@@ -208,12 +212,38 @@ def run_units(
     return results
 
 
-def _render(todo: list[Unit], goals: dict[str, GoalState]) -> dict[Unit, Result]:
+def _render(
+    todo: list[Unit], goals: dict[str, GoalState], meanwhile: Callable[[], None] | None
+) -> dict[Unit, Result]:
     workers = workers_for(goals, todo)
     if workers <= 1:
-        return {unit: _run(unit) for unit in todo}
+        serial = {unit: _run(unit) for unit in todo}
+        if meanwhile is not None:
+            meanwhile()
+        return serial
     # Largest goals first, so one big goal does not finish last on its own.
     order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        done = pool.map(_run, order, chunksize=1)
+        pending = pool.map_async(_run, order, chunksize=1)
+        if meanwhile is not None:
+            meanwhile()  # the workers are forked already: this process is otherwise idle
+        done = pending.get()
     return dict(zip(order, done, strict=True))
+
+
+def warm_renderer() -> None:
+    """Import the layout library and load every template, so that render workers forked
+    after this inherit them instead of each loading its own."""
+    from loopx.render.env import environment
+    from loopx.render.svg import warm
+
+    env = environment()
+    for name in env.list_templates(filter_func=_page_template):
+        env.get_template(name)
+    warm()
+
+
+def _page_template(name: str) -> bool:
+    """The templates a build renders per goal (not the handoff's or prime's, nor the style
+    sheet and script, which are copied)."""
+    return name.startswith(("html/", "markdown/")) or name in ("badge.svg", "feed.xml")
