@@ -774,7 +774,7 @@ def test_new_templates_or_code_are_never_carried_over(
 
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW, reuse=True)
-    monkeypatch.setattr(reuse, "fingerprint", lambda: "another loopx")
+    monkeypatch.setattr(reuse, "fingerprint", lambda *folder: "another loopx")
     rendered: list[tuple[str, str]] = []
     real = work._run
     monkeypatch.setattr(work, "_run", lambda unit: rendered.append(unit) or real(unit))

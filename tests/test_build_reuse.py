@@ -233,3 +233,185 @@ def test_a_rebuild_after_one_event_is_the_full_build_and_renders_only_that_goal(
     assert "One" in _files(full)["public/search.json"]
     assert _files(out) == _files(full)
     assert check(demo, out, head=REV_NEW, audiences=audiences).ok
+
+
+class _CountingPages:
+    """Stands in for the Jinja environment of the todo pages: records each page made."""
+
+    def __init__(self, made: list[tuple[str, str]]) -> None:
+        from loopx.render.env import environment
+
+        self.made, self.real = made, environment()
+
+    def get_template(self, name: str) -> Any:
+        template, made = self.real.get_template(name), self.made
+
+        class Counted:
+            def render(self, **inputs: Any) -> str:
+                made.append((inputs["audience"], inputs["t"]["todo_id"]))
+                return template.render(**inputs)
+
+        return Counted()
+
+
+def test_a_changed_goal_makes_only_the_todo_pages_whose_inputs_changed(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renaming one todo changes its page and the pages that link to it (they show its
+    title), not the other pages of its goal: a rebuild makes only those, carries the rest
+    over, and writes byte for byte what a full build writes. The private audience (its text
+    read from the blob store) and a build with no memo (`--check`, `--force`) make every
+    page."""
+    from loopx.build.outputs import todo_pages
+
+    out, full = tmp_path / "site", tmp_path / "full"
+    audiences = ("public", "team", "private")
+    build(demo, out, head=REV_NEW, audiences=audiences, reuse=True)
+    renamed = ["todo", "update", "--root", str(demo), "--goal-id", "launch"]
+    assert run_cli([*renamed, "--todo-id", "status-page", "--title", "Status pages"]).exit_code == 0
+    made: list[tuple[str, str]] = []
+    monkeypatch.setattr(todo_pages, "environment", lambda: _CountingPages(made))
+    result = build(demo, out, head=REV_NEW, audiences=audiences, reuse=True)
+    # itself, what it needs, and what needs it (a team todo): the public sees fewer
+    linked = {"public": {"status-page", "cli"}, "team": {"status-page", "cli", "release-notes"}}
+    for audience, pages in linked.items():
+        assert {t for a, t in made if a == audience} == pages, audience
+    private = {t for a, t in made if a == "private"}
+    assert private > linked["team"] and len(private) >= 9
+    assert result.report is not None
+    written = {p for p in result.report.written if "/todos/" in p}
+    linked["private"] = linked["team"]  # the others are made again, the same bytes
+    assert written == {f"{a}/goals/launch/todos/{t}.html" for a, ts in linked.items() for t in ts}
+    made.clear()
+    build(demo, full, head=REV_NEW, audiences=audiences)  # no memo: every page made
+    assert _files(out) == _files(full)
+    every = len(made)
+    assert every > 3 * len(private) - 6
+    made.clear()
+    assert check(demo, out, head=REV_NEW, audiences=audiences).ok
+    assert len(made) == every
+    made.clear()
+    build(demo, out, head=REV_NEW, audiences=audiences, reuse=False)  # --force
+    assert len(made) == every
+
+
+def test_a_hand_edited_todo_page_of_a_changed_goal_is_made_again(
+    demo: Path, tmp_path: Path
+) -> None:
+    """A todo page whose inputs did not change is carried over only while it is still the
+    file that was written: one edited by hand (size and mtime kept) is made and written
+    again, whatever else the event changed."""
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    page = out / "public/goals/launch/todos/ledger.html"
+    clean = page.read_bytes()
+    _edit_keeping_stat(page, "Append-only", "Append-once")
+    renamed = ["todo", "update", "--root", str(demo), "--goal-id", "launch"]
+    assert run_cli([*renamed, "--todo-id", "status-page", "--title", "Status pages"]).exit_code == 0
+    result = build(demo, out, head=REV_NEW, reuse=True)
+    assert (
+        result.report is not None
+        and "public/goals/launch/todos/ledger.html" in result.report.written
+    )
+    assert page.read_bytes() == clean
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_the_remembered_fingerprint_follows_every_source_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fingerprint.json` spares a fresh process reading every source file, only while each
+    is still the file it was computed from: an edit (same size, any mtime: its ctime moves),
+    a new file, or a forged record means reading and hashing them all again."""
+    import time
+
+    from loopx.build import fingerprint as fp
+    from loopx.build import registry
+
+    extension = tmp_path / "ext.py"
+    extension.write_text("x = 1\n")
+    folder = tmp_path / "memo"
+    folder.mkdir()
+    real_files = fp.files
+    listed = [("extension/ext.py", extension)]
+    monkeypatch.setattr(fp, "files", lambda reg=(): iter([*real_files(reg), *listed]))
+
+    def fresh() -> tuple[str, bool]:
+        fp._remembered.cache_clear()
+        fp._computed.cache_clear()
+        digest, held = (
+            fp.fingerprint(folder),
+            fp._remembered(tuple(registry.projections()), folder)[2],
+        )
+        return digest, held
+
+    def full() -> str:
+        return fp.digest(fp.sources(registry.projections()))
+
+    try:
+        first, held = fresh()
+        assert first == full() and not held
+        fp.remember(folder)
+        assert fresh() == (first, True)
+        before = extension.stat()
+        time.sleep(0.01)
+        extension.write_text("x = 2\n")
+        os.utime(extension, ns=(before.st_atime_ns, before.st_mtime_ns))
+        edited, held = fresh()
+        assert edited != first and edited == full() and not held
+        fp.remember(folder)
+        listed.append(("extension/more.py", extension))
+        assert fresh() == (full(), False) and full() != edited
+        record = json.loads((folder / fp.FILE).read_text())
+        listed.pop()
+        assert fresh() == (edited, True)
+        (folder / fp.FILE).write_text(json.dumps({**record, "digest": "forged"}))
+        assert fresh() == (edited, False)  # not a digest
+        (folder / fp.FILE).write_text(json.dumps({**record, "key": "0" * 64}))
+        assert fresh() == (edited, False)  # another installation's
+    finally:
+        fp._remembered.cache_clear()
+        fp._computed.cache_clear()
+
+
+def test_a_changed_goal_takes_its_graph_layouts_from_the_memo(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A status change keeps every task graph's shape: the rebuild draws the changed goal
+    with the layouts its last build kept in the memo, lays out none again, and writes byte
+    for byte what a full build writes. A layout that does not fit its shape is laid out
+    again; a new shape is laid out."""
+    from loopx.build import layouts, reuse
+    from loopx.render import svg
+
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    memo = json.loads(reuse.memo_path(demo, out).read_text())
+    kept = {(u["audience"], u["goal_id"]): u["layouts"] for u in memo["units"]}
+    assert kept[("public", "launch")] and kept[("team", "launch")]
+    again = layouts.to_json(layouts.from_json(kept[("team", "launch")]))
+    assert json.loads(json.dumps(again)) == kept[("team", "launch")]
+    blocked = ["todo", "block", "--root", str(demo), "--goal-id", "launch"]
+    assert run_cli([*blocked, "--todo-id", "status-page", "--reason", "Waiting."]).exit_code == 0
+    laid: list[Any] = []
+    real = svg._layout
+    monkeypatch.setattr(svg, "_layout", lambda g: laid.append(g) or real(g))
+    svg._laid_out.cache_clear()
+    result = build(demo, out, head=REV_NEW, reuse=True)
+    assert result.report is not None and "public/goals/launch/graph.html" in result.report.written
+    assert laid == []
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full) and laid
+    memo = json.loads(reuse.memo_path(demo, out).read_text())
+    for unit in memo["units"]:
+        for item in unit["layouts"]:
+            item[2][item[0][0]] = ["x", 1]  # a node placed nowhere: not a layout of it
+    reuse.memo_path(demo, out).write_text(json.dumps(memo))
+    assert layouts.from_json(memo["units"][0]["layouts"]) == {}
+    assert run_cli([*blocked, "--todo-id", "workbench", "--reason", "Waiting too."]).exit_code == 0
+    laid.clear()
+    svg._laid_out.cache_clear()
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert laid  # laid out again
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full)

@@ -9,11 +9,13 @@ unchanged byte for each newly forbidden string, and a memo copied from elsewhere
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,6 +27,7 @@ from loopx.build.registry import Output, Projection
 from loopx.engine import goals, todos
 from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.model.errors import BoundaryViolation
+from loopx.privacy import distinct
 from loopx.privacy.distinct import present
 from loopx.privacy.scanner import Scanner
 from loopx.store.filestore import FileStore
@@ -264,3 +267,98 @@ def test_a_blob_hash_in_an_added_public_text_stays_forbidden_in_the_incremental_
     assert digest in last.texts and digest in merge(after).texts
     for _ in _each_way():
         assert merge(after, (before, last)) == merge(after)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sets(st.one_of(_text, st.sampled_from(["ab cd ab", "cd ab cd 0f", "a" * 20])), max_size=8),
+    st.lists(_text, max_size=4),
+    st.sampled_from([0, 1, 2, 16, distinct.NEEDLE_PREFIX]),
+    st.booleans(),
+)
+def test_needles_of_every_prefix_and_a_memo_find_what_a_plain_search_finds(
+    strings: set[str], texts: list[str], prefix: int, crowded: bool
+) -> None:
+    """Whatever the prefix length, with each prefix's windows looked up or its group given
+    an automaton, and restored from a memo's record, the needles find exactly the strings
+    that occur (read as the scanner reads them)."""
+    digest = "0f" * 32
+    texts = [*texts, f"x {digest} y", "ab cd ab " * 3]
+    strings = {s for s in strings if "\x00" not in s} | {digest, "sha256:" + digest}
+
+    def clean(t: str) -> str:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in t)
+
+    expected = {s for s in strings if any(clean(s) in clean(t) for t in texts)}
+    old = distinct.NEEDLE_PREFIX, distinct._GROUP_WORK
+    try:
+        distinct.NEEDLE_PREFIX, distinct._GROUP_WORK = prefix or 1, 0 if crowded else old[1]
+        needles = distinct.Needles.of(strings)
+        record = scancache._needles_record(needles)
+        for each in (needles, scancache._needles({k: list(v) for k, v in record.items()})):
+            assert distinct.Texts(texts).present(each) == expected
+    finally:
+        distinct.NEEDLE_PREFIX, distinct._GROUP_WORK = old
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789abcdefg \u00e9\ud800", max_size=300))
+def test_hex_runs_are_the_runs_a_regex_finds(text: str) -> None:
+    assert distinct._hex_runs(text) == set(re.findall("[0-9a-f]{64,}", text))
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "Negotiate the quiet vendor discount",  # a text taken for a blob hash
+        "sha256:" + "0f" * 31 + "0g",
+        "0F" * 32,
+    ],
+)
+def test_a_memo_that_takes_a_text_for_a_blob_hash_is_ignored(
+    tmp_path: Path, forged: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blob hash is looked for only in runs of hex digits: a memo listing any other string
+    as one would hide it from a changed file, so such a memo counts for nothing."""
+    root, out = tmp_path / "p", tmp_path / "site"
+    _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    path = root / ".loopx/private/cache/scan/build.json"
+    memo = orjson.loads(path.read_bytes())
+    texts = memo["covered"]["texts"]
+    texts["refs" if forged.startswith("sha256:") else "digests"].append(
+        forged.removeprefix("sha256:")
+    )
+    texts["others"] = [s for s in texts["others"] if s != forged]
+    path.write_bytes(orjson.dumps(memo))
+    assert scancache.load_build(root, frozenset()).scan is None
+
+    def leak(ctx: Any) -> str:
+        return "\n".join(str(t.title) for t in ctx.state.todos.values()) + "\n"
+
+    titles = Projection(
+        "leak", "goal", lambda ctx: None, (Output("leak.txt", lambda ctx, _: leak(ctx)),)
+    )
+    with registry.registered(titles), pytest.raises(BoundaryViolation):
+        build(root, out, audiences=AUDIENCES, reuse=True)
+
+
+def test_a_memo_that_is_not_json_or_has_the_wrong_shapes_is_ignored(tmp_path: Path) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    path = root / ".loopx/private/cache/scan/build.json"
+    good = orjson.loads(path.read_bytes())
+    shapes = [
+        "a string",
+        {"digests": [], "refs": [], "others": [1, 2]},
+        {"digests": "0f" * 32, "refs": [], "others": []},
+        {"digests": [], "refs": [["0f" * 32]], "others": []},
+    ]
+    for shape in shapes:
+        memo = orjson.loads(orjson.dumps(good))
+        memo["covered"]["texts"] = shape
+        path.write_bytes(orjson.dumps(memo))
+        assert scancache.load_build(root, frozenset()).scan is None
+    path.write_bytes(orjson.dumps(good)[:-10])
+    assert scancache.load_build(root, frozenset()).scan is None

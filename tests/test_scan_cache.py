@@ -11,13 +11,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from loopx.build import folderscan, scancache
 from loopx.build.pipeline import build
 from loopx.engine import goals, todos
 from loopx.engine.allowances import allow_finding
-from loopx.engine.commands import AddNote, AddTodo, AllowFinding, CreateGoal
+from loopx.engine.commands import AddNote, AddTodo, AllowFinding, CreateGoal, UpdateTodo
 from loopx.engine.goals import add_note
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
@@ -190,7 +191,9 @@ def test_the_private_text_is_looked_for_in_files_a_build_vouched_for(
     scancache.save_clean(root, "build", cached[0], stamp, {digest})
     counting = _Counting(monkeypatch)
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
-    assert counting.built == ["private"]  # the record held; the blob text was still matched
+    # The record held; the blob text was still matched: found the bounded way, then decided
+    # with the exact set (`folderscan._bounded`).
+    assert counting.built == ["private", "private"]
 
 
 def test_after_a_ledger_change_only_the_private_text_read_since_is_looked_for(
@@ -218,7 +221,7 @@ def test_after_a_ledger_change_only_the_private_text_read_since_is_looked_for(
     # The build vouches for the file (as if it had made it), an earlier scan found it clean
     # of the older private text: only the note read since is looked for, and found.
     assert [f.kind for f in _scan(root, leak)] == ["non-public-text"]
-    assert counting.built == ["since"]
+    assert counting.built == ["since", "since"]  # the bounded way, then the exact one
     counting.built.clear()
     assert _scan(root, public) == []
     assert "full" not in counting.built
@@ -279,3 +282,116 @@ def test_the_records_follow_the_code_that_decides_the_strings() -> None:
     for module in (events, upgrade, fold, entities, freetext, redactions, allowances):
         source = inspect.getsourcefile(module)
         assert source is not None and Path(source).resolve() in hashed, module.__name__
+
+
+def test_the_private_text_is_found_in_vouched_files_whatever_its_encoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files a build vouched for are scanned for the private text in every encoding, the
+    bounded way (a superset of it) as the exact way."""
+    root, _ = _public_project(tmp_path)
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    secret = "The vendor asked us to keep the price private"
+    pages = {
+        "plain.html": f"<p>{secret}</p>\n",
+        "escaped.html": "<p>" + secret.replace(" ", "&#32;") + "</p>\n",
+        "data.json": '{"a": "' + secret.replace(" ", "\\u0020") + '"}\n',
+        "link.html": '<a href="/q?x=' + secret.replace(" ", "%20") + '">x</a>\n',
+        "clean.html": "<p>Nothing private here at all.</p>\n",
+    }
+    for name, text in pages.items():
+        (folder / name).write_text(text)
+    _scan(root, tmp_path / "site" / "public")
+    cached = scancache.load_forbidden(root)
+    assert cached is not None
+    stamp = scancache.fingerprint(frozenset(), True)
+    vouched = {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+    def findings() -> list[Any]:
+        scancache.save_clean(root, "build", cached[0], stamp, vouched)
+        scan_file = root / ".loopx/private/cache/scan/clean-scan.json"
+        scan_file.unlink(missing_ok=True)
+        return [f.to_dict() for f in _scan(root, folder)]
+
+    bounded = findings()
+    monkeypatch.setattr(folderscan, "_bounded", lambda *a: None)
+    whole = findings()
+    assert bounded == whole
+    assert {f["path"].rsplit("/", 1)[-1] for f in whole} == set(pages) - {"clean.html"}
+
+
+def _vouch(root: Path, *files: Path) -> None:
+    """As if the last build had made `files` too (its record for the ledger as it is)."""
+    record = scancache._load(root, "clean-build.json")
+    assert record is not None
+    digests = {hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    stamp = scancache.fingerprint(frozenset(), True)
+    scancache.save_clean(root, "build", record["key"], stamp, {*record["files"], *digests})
+
+
+def test_a_scan_after_a_build_decides_without_merging_the_strings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After one event and a build, a scan looks for a superset of the private text (what it
+    looked for before and the changed goal's blob text): no merge of every goal's strings,
+    one goal folded, and the same verdict as the exact way."""
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    assert _scan(root, site / "public") == []
+    merges: list[int] = []
+    merge = folderscan.merge
+    monkeypatch.setattr(folderscan, "merge", lambda *a: merges.append(1) or merge(*a))
+    counting = _Counting(monkeypatch)
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Another public todo", todo_id="more", visibility="public")
+    )
+    build(root, site, audiences=("public",))
+    assert _scan(root, site / "public") == []
+    assert merges == [] and counting.folded == ["g"] and "full" not in counting.built
+    monkeypatch.setattr(folderscan, "_bounded", lambda *a: None)
+    (root / ".loopx/private/cache/scan/clean-scan.json").unlink()
+    assert _scan(root, site / "public") == []  # the exact way agrees
+
+
+def test_text_no_longer_public_is_looked_for_the_exact_way(tmp_path: Path) -> None:
+    """A goal's blob text that another goal's public todo also said was not forbidden; once
+    that title changes it is. The bounded way cannot tell (the changed goal's public text
+    did not only grow), so the scan is decided with the exact set, and finds it."""
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    said = "The vendor asked us to keep the price private"  # the note of goal g
+    todos.add_todo(ctx, AddTodo(goal_id="h", title=said, todo_id="said", visibility="public"))
+    build(root, site, audiences=("public",))
+    page = tmp_path / "copy"
+    page.mkdir()
+    (page / "quote.html").write_text(f"<p>{said}</p>\n")
+    _vouch(root, page / "quote.html")
+    assert _scan(root, page) == []  # public text of h: nothing to find
+    todos.update_todo(ctx, UpdateTodo(goal_id="h", todo_id="said", title="Something else"))
+    build(root, site, audiences=("public",))
+    _vouch(root, page / "quote.html")
+    assert [f.kind for f in _scan(root, page)] == ["non-public-text"]
+
+
+def test_a_planted_private_record_never_hides_a_leak(tmp_path: Path) -> None:
+    """A private-text record of another ledger (other change tokens: a copy, a clone), of
+    another version, or a broken one is never taken: the scan is decided the exact way."""
+    root, _ = _public_project(tmp_path)
+    site = tmp_path / "site"
+    page = tmp_path / "copy"
+    page.mkdir()
+    (page / "leak.html").write_text("<p>The vendor asked us to keep the price private</p>\n")
+    assert _scan(root, site / "public") == []
+    _vouch(root, page / "leak.html")
+    path = root / ".loopx/private/cache/scan/private.json"
+    record = orjson.loads(path.read_bytes())
+    for planted in (
+        orjson.dumps({**record, "private": [1]}),
+        orjson.dumps({**record, "private": "The vendor"}),
+        orjson.dumps({**record, "key": [[g, h, 0, 0, 0] for g, h, *_ in record["key"]]}),
+        orjson.dumps({**record, "version": "0"}),
+        b"{not json",
+    ):
+        path.write_bytes(planted)
+        assert [f.kind for f in _scan(root, page)] == ["non-public-text"]

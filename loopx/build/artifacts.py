@@ -16,6 +16,7 @@ class Artifact:
     audience: str | None  # None for shared, audience-less files (the manifest)
     schema: str | None = None
     goal_id: str | None = None
+    key: str | None = None  # the digest of its inputs, when its output declares them
 
     @cached_property
     def sha256(self) -> str:
@@ -39,6 +40,7 @@ class DiskArtifact:
     schema: str | None = None
     goal_id: str | None = None
     seen: tuple[int, ...] | list[int] | None = None  # its identity on disk, when carried over
+    key: str | None = None  # the digest of its inputs, when its output declares them
 
     @property
     def file(self) -> Path:

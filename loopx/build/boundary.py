@@ -22,6 +22,7 @@ from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
 from loopx.privacy.distinct import (
     MIN_TEXT,
+    Needles,
     Texts,
     blob_hash,
     distinctive_id,
@@ -83,11 +84,37 @@ class Forbidden:
         the whole set (see `loopx.privacy.distinct.present`)."""
         seen = Texts(view.text for text in texts for view in views(text, base64=True))
         return Forbidden(
-            frozenset(seen.present(self.texts)),
-            frozenset(seen.present(self.ids)),
+            frozenset(seen.present(self.needles("texts"))),
+            frozenset(seen.present(self.needles("ids"))),
             self.name_hashes,
             self.allowed,
         )
+
+    def needles(self, which: str) -> Needles:
+        """`texts` or `ids` prepared for `within` (once per set: see `Needles`; a memo
+        carries them, `prepared`)."""
+        name = f"_needles_{which}"
+        built = self.__dict__.get(name)
+        if built is None:
+            built = Needles.of(getattr(self, which))
+            object.__setattr__(self, name, built)
+        return built
+
+    def prepared(self, texts: Needles, ids: Needles) -> Forbidden:
+        """This set, with the needles of its texts and ids (which must be those sets)."""
+        object.__setattr__(self, "_needles_texts", texts)
+        object.__setattr__(self, "_needles_ids", ids)
+        return self
+
+    def grown(self, added: Forbidden) -> Forbidden:
+        """This set and `added` (with `allowed` of `added`); needles already prepared are
+        grown, not prepared again."""
+        out = Forbidden(self.texts | added.texts, self.ids | added.ids, allowed=added.allowed)
+        if "_needles_texts" in self.__dict__ and "_needles_ids" in self.__dict__:
+            out.prepared(
+                self.needles("texts").grown(added.texts), self.needles("ids").grown(added.ids)
+            )
+        return out
 
 
 NAMES_FILE = "names"  # .loopx/names: sha256 of each lowercase name, one a line
@@ -462,9 +489,7 @@ def scan_public(
         )
         findings += _scan([delta], known)
         cache.scanners.append(_Deferred(added))
-        cache.covered = Forbidden(
-            covered.texts | added.texts, covered.ids | added.ids, allowed=allowed
-        )
+        cache.covered = covered.grown(added)
     findings += _scan(_narrowed(cache.scanners, fresh), fresh)
     if findings:
         # The incremental scanners may still look for text that is no longer non-public;

@@ -297,8 +297,10 @@ def build(
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)
         trusted: set[str] = set()
+        checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
         if cache is not None:
             trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
+            checked = {p for p in trusted if getattr(site.artifacts[p], "seen", None) is not None}
         # Created only now: a build the boundary refused leaves no folder behind.
         with outdir.open_folder(out, root) as folder:
             result.report = write_tree(
@@ -306,6 +308,7 @@ def build(
                 site.artifacts,
                 manifest_entries(folder),
                 trusted=trusted,
+                checked=checked,
                 overwrite=overwrite,
                 layout=outdir.BUILD,
             )
@@ -318,7 +321,7 @@ def build(
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
-            reuse_mod.save(root, out, site)
+            reuse_mod.save(root, out, site, cache)
     return result
 
 

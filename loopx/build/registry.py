@@ -10,17 +10,23 @@ what a projection makes is listed in the manifest, checked and boundary-scanned 
 other file: a new projection is one module (plus its template).
 
 A build projects everything for a goal and audience first (`Context.project_all`), then
-renders every output (`Context.files`).
+renders every output (`Context.files`). A many-file output may also declare what each of its
+files is made of (`Output.inputs`) and make one file from those inputs alone (`Output.make`):
+a rebuild then makes only the files whose inputs changed and carries the others over
+(`Context.carry`), each keyed by a digest of its inputs (`input_key`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Literal
+
+import orjson
 
 from loopx.model.config import ProjectConfig
 from loopx.privacy.audience import AUDIENCES, BlobReader, Lens
@@ -42,6 +48,12 @@ class Output:
     render: Callable[[Any, Any], Any]  # (context, projected data) → Content or {item: Content}
     template: str | None = None
     schema: str | None = None  # of a JSON document without a "schema" member of its own
+    # A many-file output may instead say what each file is made of, item → inputs (`inputs`,
+    # data orjson can write: dicts, lists, text, numbers, dataclasses), and make one file
+    # from its inputs and nothing else (`make`): then `render` is `per_item(inputs, make)`,
+    # and a rebuild makes only the files whose inputs changed (`Context.carry`).
+    inputs: Callable[[Any, Any], dict[str, Any]] | None = None
+    make: Callable[[Any], Any] | None = None  # (an item's inputs) → Content
 
     @property
     def many(self) -> bool:
@@ -70,14 +82,33 @@ class Projection:
         raise KeyError(f"{self.name} makes no {path}")
 
 
+def per_item(
+    inputs: Callable[[Any, Any], dict[str, Any]], make: Callable[[Any], Any]
+) -> Callable[[Any, Any], dict[str, Any]]:
+    """The `render` of an output that declares `inputs` and `make`: every item made."""
+    return lambda ctx, data: {item: make(given) for item, given in inputs(ctx, data).items()}
+
+
+def input_key(inputs: Any) -> str | None:
+    """A digest of everything one file is made of (None when orjson cannot write it: then
+    the file is made every time, never carried over)."""
+    try:
+        raw = orjson.dumps(inputs, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
+    return hashlib.sha256(raw).hexdigest()
+
+
 @dataclass(frozen=True)
 class File:
-    """A rendered file, its path relative to the build folder."""
+    """A rendered file, its path relative to the build folder. `key`: the digest of its
+    inputs, when its output declares them and the build keeps keys (`Context.carry`)."""
 
     path: str
     data: bytes
     schema: str | None = None
     doc: dict[str, Any] | None = None  # the JSON document, for schema validation
+    key: str | None = None
 
 
 _EXTRA: list[Projection] = []
@@ -128,6 +159,9 @@ class Context:
     read_blob: BlobReader | None = None
     projected: dict[str, Any] = field(default_factory=dict)
     made: dict[str, Any] = field(default_factory=dict)
+    # (path, key of its inputs) → the file an earlier build made of the same inputs (carried
+    # over instead of made again), or None. Unset, files are neither keyed nor carried.
+    carry: Callable[[str, str], Any] | None = None
 
     def lens(self) -> Lens:
         """A fresh lens: each projection counts its own omissions."""
@@ -166,14 +200,35 @@ class Context:
 
     def render(self, projection: Projection, output: Output) -> list[File]:
         """The files of one output, checked against the path it declares."""
+        if output.inputs is not None and output.make is not None and self.carry is not None:
+            return self._render_items(projection, output)
         made = output.render(self, self[projection.name])
         items = made.items() if output.many else [(None, made)]
-        files = []
-        for item, content in items:
-            rel = output.path if item is None else output.path.replace("*", item)
-            if not output.pattern.fullmatch(rel) or "/" in (item or ""):
-                raise ValueError(f"{projection.name} made {rel!r}, not a {output.path}")
-            files.append(_file(f"{self.folder()}/{rel}", content, output.schema))
+        return [
+            _file(self._path(projection, output, item), content, output.schema)
+            for item, content in items
+        ]
+
+    def _path(self, projection: Projection, output: Output, item: str | None) -> str:
+        rel = output.path if item is None else output.path.replace("*", item)
+        if not output.pattern.fullmatch(rel) or "/" in (item or ""):
+            raise ValueError(f"{projection.name} made {rel!r}, not a {output.path}")
+        return f"{self.folder()}/{rel}"
+
+    def _render_items(self, projection: Projection, output: Output) -> list[Any]:
+        """Each file of an output that declares its inputs: the file `carry` holds for the
+        same path and inputs, else made of those inputs and keyed by them."""
+        assert output.inputs is not None and output.make is not None and self.carry is not None
+        files: list[Any] = []
+        for item, given in output.inputs(self, self[projection.name]).items():
+            path = self._path(projection, output, item)
+            key = input_key(given)
+            held = self.carry(path, key) if key is not None else None
+            if held is not None:
+                files.append(held)
+                continue
+            made = _file(path, output.make(given), output.schema)
+            files.append(File(made.path, made.data, made.schema, made.doc, key))
         return files
 
     def text(self, name: str, path: str) -> str:
@@ -182,8 +237,9 @@ class Context:
         (made,) = self.render(projection, projection.output(path))
         return made.data.decode("utf-8")
 
-    def files(self) -> list[File]:
-        """Project everything, then render every output of every projection."""
+    def files(self) -> list[Any]:
+        """Project everything, then render every output of every projection (a `File`, or
+        what `carry` held for it)."""
         self.project_all()
         return [
             f
@@ -200,6 +256,7 @@ class GoalContext(Context):
     scope: ClassVar[Scope] = "goal"
     state: GoalState
     visible_goals: set[str]  # the goals this audience may see (links to other goals)
+    layouts: Any = None  # task-graph layouts by shape kept between builds (`render.svg.Known`)
 
     def folder(self) -> str:
         return f"{self.audience}/goals/{self.state.goal_id}"

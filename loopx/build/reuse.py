@@ -4,96 +4,39 @@ whose ledger changed.
 Everything carried over comes from the build memo in `.loopx/cache/build/`, never from the
 output folder: the ledger is the only authority, and a hand-edited `index.json` or page is
 not a fact. Per (audience, goal) the memo holds the key of its files (`work.unit_keys`), its
-index row, and each file's hash, size, schema and identity on disk (size, mtime, ctime,
-inode) right after it was written. A unit is carried over (not rendered, not read back, not
-rewritten) only when its key is unchanged and every one of its files is still that same file;
-an edit on disk changes its ctime, which no one can set back, so it is rendered again. Code,
-templates, schemas and the version are the memo's fingerprint: a memo of another loopx is
-ignored. `loopx build --check` never carries anything: it compares every byte.
+index row, and each file's hash, size, schema, identity on disk (size, mtime, ctime, inode)
+right after it was written and, for a file whose output declares its inputs, their digest
+(`registry.input_key`). A unit is carried over (not rendered, not read back, not rewritten)
+only when its key is unchanged and every one of its files is still that same file; an edit
+on disk changes its ctime, which no one can set back, so it is rendered again. A unit whose
+key changed but whose files are all still as written is rendered again, except each file
+made of the same inputs as before (a todo page whose todo and neighbours did not change). Code,
+templates, schemas and the version are the memo's fingerprint (`loopx.build.fingerprint`):
+a memo of another loopx is ignored. `loopx build --check` never carries anything: it
+compares every byte.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import re
-from collections.abc import Iterable, Iterator
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from loopx.build import outdir, registry
+from loopx.build import outdir
 from loopx.build.artifacts import AnyArtifact, DiskArtifact, Site
-from loopx.build.registry import Projection
+from loopx.build.fingerprint import digest as digest
+from loopx.build.fingerprint import fingerprint, remember
+from loopx.build.fingerprint import sources as sources
 from loopx.build.work import BuildCache, UnitEntry
 from loopx.model.errors import LoopxError
-from loopx.projections.base import GENERATOR
-from loopx.resources import resource_dir
 from loopx.store import fsio
 
-MEMO_FORMAT = 3
+MEMO_FORMAT = 4
 AUDIENCES = ("public", "team", "private")
-_PACKAGE = Path(__file__).resolve().parent.parent
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def sources(registry: Iterable[Projection] = ()) -> Iterator[tuple[str, bytes]]:
-    """Everything besides the ledger that decides what the output holds, by name: every
-    module of the package (model, fold, privacy, projections, render, build …), the
-    templates, the schemas, and what `registry` adds (`_registered`)."""
-    folders = [("loopx", _PACKAGE, ".py")]
-    folders += [(name, resource_dir(name), "") for name in ("templates", "schemas")]
-    for label, folder, suffix in folders:
-        for file in sorted(folder.rglob(f"*{suffix}")):
-            if file.is_file() and file.suffix != ".pyc":
-                yield f"{label}/{file.relative_to(folder).as_posix()}", file.read_bytes()
-    yield from _registered(registry)
-
-
-def _registered(registry: Iterable[Projection]) -> Iterator[tuple[str, bytes]]:
-    """Each projection's declaration (scope, name, audiences, outputs), and the source of
-    every module outside this package that defines one of its steps (an extension)."""
-    outside: set[Path] = set()
-    for p in registry:
-        outputs = [[o.path, o.template, o.schema] for o in p.outputs]
-        yield f"registry/{p.scope}/{p.name}", orjson.dumps([sorted(p.audiences), outputs])
-        for step in (p.project, p.links, *(o.render for o in p.outputs)):
-            file = _defined_in(step)
-            if file is not None and _PACKAGE not in file.parents:
-                outside.add(file)
-    for file in sorted(outside):
-        yield f"extension/{file.as_posix()}", file.read_bytes()
-
-
-def _defined_in(step: Any) -> Path | None:
-    try:
-        name = inspect.getsourcefile(step) if step is not None else None
-    except TypeError:  # a builtin
-        return None
-    return Path(name).resolve() if name else None
-
-
-def digest(files: Iterable[tuple[str, bytes]], version: str = GENERATOR) -> str:
-    """A digest of the version and of each named file's bytes."""
-    h = hashlib.sha256(version.encode())
-    for name, data in files:
-        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0")
-        h.update(data)
-    return h.hexdigest()
-
-
-def fingerprint() -> str:
-    """The digest of this installation's `sources()` and of the projections registered: a
-    changed template, schema or module, another version or another set of projections never
-    carries over output the new code would not write."""
-    return _fingerprint(tuple(registry.projections()))
-
-
-@cache
-def _fingerprint(projections: tuple[Projection, ...]) -> str:
-    return digest(sources(projections))
 
 
 def memo_path(root: Path, out: Path) -> Path:
@@ -117,7 +60,8 @@ def load(root: Path, out: Path) -> BuildCache:
     memo = _read(memo_path(root, out))
     if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT:
         return cache
-    if memo.get("fingerprint") != fingerprint() or not isinstance(memo.get("units"), list):
+    current = fingerprint(memo_path(root, out).parent)
+    if memo.get("fingerprint") != current or not isinstance(memo.get("units"), list):
         return cache
     with outdir.Folder(out) as folder:
         for record in memo["units"]:
@@ -129,6 +73,8 @@ def load(root: Path, out: Path) -> BuildCache:
             parts = record.get("parts")
             if isinstance(parts, dict) and _parts_ok(parts):
                 cache.parts[unit] = (entry[0], parts)
+            if isinstance(record.get("layouts"), list):
+                cache.layouts[unit] = record["layouts"]  # checked when used (`layouts`)
             cache.written.update((a.path, a.sha256) for a in entry[1][0])
     return cache
 
@@ -141,14 +87,18 @@ def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str
         raise ValueError("not a unit")
     within = f"{audience}/goals/{goal_id}/"
     artifacts: list[AnyArtifact] = []
-    for path, sha, size, schema, seen in record["files"]:
+    for path, sha, size, schema, seen, item_key in record["files"]:
         if not (path.startswith(within) and _SHA256.fullmatch(sha)):
             raise ValueError("not a file of this unit")
+        if item_key is not None and not _SHA256.fullmatch(item_key):
+            raise ValueError("not a key")
         if not isinstance(schema, (str, type(None))) or seen != _identity(folder, path):
             raise ValueError("changed on disk")
         if seen[0] != size:
             raise ValueError("changed on disk")
-        artifacts.append(DiskArtifact(path, out, sha, size, audience, schema, goal_id, seen))
+        artifacts.append(
+            DiskArtifact(path, out, sha, size, audience, schema, goal_id, seen, item_key)
+        )
     if not artifacts:
         raise ValueError("a unit without files")
     return (audience, goal_id), (key, (artifacts, row))
@@ -200,9 +150,11 @@ def _identity(folder: outdir.Folder, path: str) -> list[int] | None:
     return None if st is None else [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def save(root: Path, out: Path, site: Site) -> None:
-    """Record every unit of the build just written (best effort: the memo is a cache, and
-    without it the next build simply renders everything)."""
+def save(root: Path, out: Path, site: Site, cache: BuildCache | None = None) -> None:
+    """Record every unit of the build just written, with the task-graph layouts `cache`
+    holds for it (best effort: the memo is a cache, and without it the next build simply
+    renders everything)."""
+    kept = cache.layouts if cache is not None else {}
     files: dict[tuple[str, str], list[AnyArtifact]] = {}
     for artifact in site.artifacts.values():
         if artifact.audience is not None and artifact.goal_id is not None:
@@ -212,13 +164,15 @@ def save(root: Path, out: Path, site: Site) -> None:
         with outdir.Folder(out) as folder:
             units = [
                 _record(folder, unit, key, row, files.get(unit, []), site.parts.get(unit, {}))
+                | {"layouts": kept.get(unit, [])}
                 for unit, (key, row) in sorted(site.units.items())
             ]
         outdir.cache_dir(root)  # each part a real folder, never a planted link
         if fsio.kind(target) not in ("missing", "file"):
             return
-        memo = {"format": MEMO_FORMAT, "fingerprint": fingerprint(), "units": units}
+        memo = {"format": MEMO_FORMAT, "fingerprint": fingerprint(target.parent), "units": units}
         fsio.write_atomic_nofollow(target, orjson.dumps(memo))
+        remember(target.parent)
     except (OSError, LoopxError):
         pass
 
@@ -241,7 +195,7 @@ def _record(
     parts: dict[str, Any],
 ) -> dict[str, Any]:
     files = [
-        [a.path, a.sha256, a.size, a.schema, _seen(folder, a)]
+        [a.path, a.sha256, a.size, a.schema, _seen(folder, a), a.key]
         for a in sorted(artifacts, key=lambda a: a.path)
     ]
     return {

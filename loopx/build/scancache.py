@@ -4,10 +4,13 @@ Gathering the ledger's forbidden strings means folding goals and reading their p
 (private text is matched as itself); building a scanner over them and reading every byte
 again costs more. So `.loopx/private/cache/scan/` keeps:
 
-- ``goals.json``: each goal's strings (`GoalStrings`, blob text included), keyed by the goal's
-  head and its ledger's change token (a file's size, modification time and inode, or a
-  database head): after a ledger change only the goals that changed are folded and read;
+- ``goal-<digest of its id>.json``, one a goal: its strings (`GoalStrings`, blob text
+  included), keyed by the goal's head and its ledger's change token (a file's size,
+  modification time and inode, or a database head): after a ledger change only the goals that
+  changed are folded, read and written;
 - ``forbidden.json``: those strings merged (`Forbidden`), keyed by every goal's;
+- ``private.json``: the private text a scan looks for in files a build vouched for, keyed
+  the same way (the merged set's, or a superset of it: see `loopx.build.folderscan`);
 - ``clean-build.json``: the sha256 of every public file a build found clean, with the ledger
   key it built from; a scan reads such a file again only for the private text a build does
   not read (the blob store), not for everything else the build already looked for;
@@ -30,6 +33,7 @@ import contextlib
 import hashlib
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -40,6 +44,7 @@ import orjson
 from loopx import __version__
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.privacy.allowed import Allowance
+from loopx.privacy.distinct import Needles
 from loopx.privacy.scanner import machine_names
 from loopx.resources import resource_dir
 from loopx.store import fsio
@@ -49,7 +54,7 @@ from loopx.store.select import change_token
 
 MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
-FORMAT = 2
+FORMAT = 3
 Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
 LAYERS = ("model", "state", "privacy")  # every module of these decides a record (`version`)
 
@@ -160,24 +165,35 @@ def _strings_record(s: GoalStrings) -> dict[str, Any]:
     }
 
 
-def load_goals(project: Path) -> dict[str, tuple[str, list[Any], GoalStrings]]:
-    """Goal id → (head, change token, strings) as the last scan gathered them."""
-    cached = _load(project, "goals.json")
+def _goal_file(goal_id: str) -> str:
+    return f"goal-{hashlib.sha256(goal_id.encode()).hexdigest()[:32]}.json"
+
+
+def load_goals(
+    project: Path, goal_ids: Iterable[str]
+) -> dict[str, tuple[str, list[Any], GoalStrings]]:
+    """Goal id → (head, change token, strings) as the last scan gathered them, for the goals
+    named (one file each: a scan after one event reads and writes only that goal's)."""
     out: dict[str, tuple[str, list[Any], GoalStrings]] = {}
-    try:
-        for goal_id, entry in (cached or {}).get("goals", {}).items():
+    for goal_id in goal_ids:
+        entry = _load(project, _goal_file(goal_id))
+        if entry is None or entry.get("goal") != goal_id:
+            continue
+        try:
             out[goal_id] = (str(entry["head"]), list(entry["token"]), _strings(entry))
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return {}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
     return out
 
 
-def save_goals(project: Path, goals: dict[str, tuple[str, list[Any], GoalStrings]]) -> None:
-    entries = {
-        goal_id: {"head": head, "token": token, **_strings_record(s)}
-        for goal_id, (head, token, s) in sorted(goals.items())
-    }
-    _save(project, "goals.json", {"goals": entries})
+def save_goals(
+    project: Path, goals: dict[str, tuple[str, list[Any], GoalStrings]], goal_ids: Iterable[str]
+) -> None:
+    """Keep the strings of the goals named in `goal_ids` (those folded again)."""
+    for goal_id in sorted(goal_ids):
+        head, token, strings = goals[goal_id]
+        body = {"goal": goal_id, "head": head, "token": token, **_strings_record(strings)}
+        _save(project, _goal_file(goal_id), body)
 
 
 def load_forbidden(project: Path) -> tuple[Key, Forbidden] | None:
@@ -206,6 +222,30 @@ def save_forbidden(project: Path, key: Key, forbidden: Forbidden) -> None:
         "allowed": _rows(forbidden.allowed),
     }
     _save(project, "forbidden.json", body)
+
+
+def load_private(project: Path) -> tuple[Key, frozenset[str], frozenset[Allowance]] | None:
+    """The private text a scan looks for in files a build vouched for, at the ledger key it
+    holds for: every blob text the ledger's forbidden set holds there, maybe more (see
+    `loopx.build.folderscan`), and the allow entries that scan honoured (all or fewer)."""
+    cached = _load(project, "private.json")
+    if cached is None:
+        return None
+    try:
+        texts = cached["private"]
+        if not isinstance(texts, list) or not isinstance(cached["key"], list):
+            return None
+        "".join(texts)  # every one a string, or TypeError
+        return list(cached["key"]), frozenset(texts), _allowances(cached["allowed"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def save_private(
+    project: Path, key: Key, private: frozenset[str], allowed: frozenset[Allowance]
+) -> None:
+    body = {"key": key, "private": sorted(private), "allowed": _rows(allowed)}
+    _save(project, "private.json", body)
 
 
 def load_clean(project: Path, by: str, key: Key, print_: str) -> set[str]:
@@ -278,9 +318,13 @@ def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
     try:
         strings = {g: (str(e["head"]), _strings(e)) for g, e in memo["goals"].items()}
         c = memo["covered"]
+        texts, ids = _needles(c["texts"]), _needles(c["ids"])
         covered = Forbidden(
-            frozenset(c["texts"]), frozenset(c["ids"]), names, _allowances(c["allowed"])
-        )
+            texts.strings(),
+            ids.strings(),
+            names,
+            _allowances(c["allowed"]),
+        ).prepared(texts, ids)
         dropped = memo["dropped"]
         merged = Forbidden(
             covered.texts - frozenset(dropped["texts"]),
@@ -291,6 +335,24 @@ def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
     except (KeyError, TypeError, ValueError, AttributeError):
         return empty
     return BuildMemo(strings, (list(memo["key"]), merged), ScanCache.carried(covered, clean))
+
+
+def _needles(record: Any) -> Needles:
+    """A set of strings as `_needles_record` wrote it (its blob hashes checked)."""
+    digests, refs, others = record["digests"], record["refs"], record["others"]
+    if not all(isinstance(x, list) for x in (digests, refs, others)):
+        raise TypeError("lists expected")
+    return Needles(frozenset(digests), frozenset(refs), others)  # a non-string: TypeError
+
+
+def _needles_record(needles: Needles) -> dict[str, list[str]]:
+    """A set of strings as its blob hashes and the others, sorted (so that a fresh process
+    need not tell 60,000 strings apart again: see `Needles`)."""
+    return {
+        "digests": sorted(needles.digests),
+        "refs": sorted(needles.refs),
+        "others": needles.others,
+    }
 
 
 def save_build(
@@ -313,8 +375,8 @@ def save_build(
         "goals": {g: {"head": h, **_strings_record(s)} for g, (h, s) in sorted(strings.items())},
         "key": key,
         "covered": {
-            "texts": sorted(covered.texts),
-            "ids": sorted(covered.ids),
+            "texts": _needles_record(covered.needles("texts")),
+            "ids": _needles_record(covered.needles("ids")),
             "allowed": _rows(covered.allowed),
         },
         "dropped": {

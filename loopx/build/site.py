@@ -15,7 +15,7 @@ Layout of a build folder:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from loopx.build.artifacts import AnyArtifact, Artifact, Site
@@ -27,13 +27,18 @@ from loopx.privacy.audience import BlobReader
 from loopx.state.entities import GoalState
 
 
-def add_files(site: Site, files: Iterable[File], audience: str, goal: str | None) -> None:
-    """Add rendered files to the site; with `site.validate`, each JSON document is checked
-    against its schema first."""
+def add_files(
+    site: Site, files: Iterable[File | AnyArtifact], audience: str, goal: str | None
+) -> None:
+    """Add rendered files (and files carried over as they are) to the site; with
+    `site.validate`, each JSON document is checked against its schema first."""
     for f in files:
+        if not isinstance(f, File):
+            site.add(f)  # carried over: made of the same inputs by an earlier build
+            continue
         if site.validate and f.doc is not None and f.schema is not None:
             check(f.schema, f.doc, f.path)
-        site.add(Artifact(f.path, f.data, audience, f.schema, goal))
+        site.add(Artifact(f.path, f.data, audience, f.schema, goal, f.key))
 
 
 def goal_artifacts(
@@ -45,9 +50,17 @@ def goal_artifacts(
     read_blob: BlobReader | None,
     validate: bool,
     project: ProjectConfig | None = None,
+    carried: dict[str, AnyArtifact] | None = None,
+    layouts: Any = None,
 ) -> tuple[list[AnyArtifact], dict[str, Any]]:
     """Every artifact of one goal for one audience, and its index row (a unit of work that
-    can run in another process and be cached). Private text is read only for `private`."""
+    can run in another process and be cached). Private text is read only for `private`.
+
+    `carried`: the files of this unit's last build, by path. Given (and but for the private
+    audience, whose text is read from the blob store), files whose output declares its
+    inputs are keyed by them, and one whose inputs are those of the carried file of the same
+    path is that file, not made again (`Context.carry`). `layouts`: task-graph layouts by
+    shape to take and fill (`render.svg.Known`)."""
     ctx = GoalContext(
         audience=audience,
         head=head,
@@ -55,10 +68,28 @@ def goal_artifacts(
         read_blob=read_blob if audience == "private" else None,
         state=state,
         visible_goals=visible_goals,
+        layouts=layouts,
     )
+    if carried is not None and audience != "private":
+        ctx.carry = _carrier(carried, validate)
     site = Site(head=head, validate=validate)
     add_files(site, ctx.files(), audience, state.goal_id)
     return list(site.artifacts.values()), ctx[ROW]
+
+
+def _carrier(
+    carried: dict[str, AnyArtifact], validate: bool
+) -> Callable[[str, str], AnyArtifact | None]:
+    """The carried file of a path made of the same inputs (with `validate`, never a JSON
+    document: it is made again, and checked against its schema)."""
+
+    def carry(path: str, key: str) -> AnyArtifact | None:
+        held = carried.get(path)
+        if held is None or held.key != key or (validate and held.schema is not None):
+            return None
+        return held
+
+    return carry
 
 
 def audience_artifacts(

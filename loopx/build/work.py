@@ -1,4 +1,4 @@
-"""Run the per-goal work of a build: folding the ledgers (`fold_goals`) and rendering the
+"""Run the per-goal work of a build: folding the ledgers (`fold_ahead`) and rendering the
 units (`run_units`): from the cache when a goal has not changed, in a pool of worker
 processes when there is a lot to do, serially otherwise.
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from loopx.build import layouts
 from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
@@ -27,7 +27,6 @@ from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
 from loopx.store import fsio
 from loopx.store.base import Store
-from loopx.store.filestore import FileStore
 
 Unit = tuple[str, str]  # (audience, goal_id)
 Result = tuple[list[AnyArtifact], dict[str, Any]]  # a goal's files, and its index row
@@ -48,6 +47,7 @@ class BuildCache:
     merged: tuple[list[Any], Any] | None = None  # (every goal's head, their Forbidden set)
     states: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, state)
     parts: dict[Unit, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # unit → (key, …)
+    layouts: dict[Unit, list[Any]] = field(default_factory=dict)  # unit → its graphs' layouts
     hits: int = 0
     misses: int = 0
 
@@ -56,10 +56,15 @@ class BuildCache:
 _SHARED: dict[str, Any] = {}
 
 
-def _run(unit: Unit) -> Result:
+def _run(unit: Unit) -> tuple[Result, list[Any] | None]:
+    """One unit's result, and (with a cache) the task-graph layouts its drawings used, as
+    the memo keeps them: those of its last build are taken again where the shape is the
+    same (`loopx.build.layouts`)."""
     audience, goal_id = unit
     shared = _SHARED
-    return goal_artifacts(
+    kept = shared["layouts"]
+    known = layouts.UnitLayouts(layouts.from_json(kept.get(unit))) if kept is not None else None
+    result = goal_artifacts(
         shared["goals"][goal_id],
         audience,
         head=shared["head"],
@@ -67,7 +72,10 @@ def _run(unit: Unit) -> Result:
         read_blob=shared["read_blob"],
         validate=shared["validate"],
         project=shared["project"],
+        carried=shared["carried"].get(unit),
+        layouts=known,
     )
+    return result, layouts.to_json(known.used) if known is not None else None
 
 
 def unit_keys(
@@ -146,6 +154,8 @@ def fold_ahead(store: Store, goal_ids: list[str]) -> None:
     ):
         return
     order = sorted(goal_ids, key=lambda g: -sizes[g])  # largest first: no long tail
+    import multiprocessing  # only here, as in `_render`
+
     _SHARED["store"] = store
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(goal_ids))) as pool:
@@ -158,6 +168,8 @@ def fold_ahead(store: Store, goal_ids: list[str]) -> None:
 
 def _ledger_sizes(store: Store, goal_ids: list[str]) -> dict[str, int] | None:
     """Each goal's ledger size in bytes, for a file store (None for any other store)."""
+    from loopx.store.filestore import FileStore
+
     if not isinstance(store, FileStore):
         return None
     fs = fsio.current()
@@ -179,19 +191,25 @@ def run_units(
     meanwhile: Callable[[], None] | None = None,
 ) -> dict[Unit, UnitEntry]:
     """Every unit's (key, result): from `cache` when its key is unchanged, else rendered.
-    `meanwhile` is this process's own work, done while workers render (or after, serially)."""
+    With a cache, a unit rendered again still carries over each file its last build made
+    of the same inputs (`site.goal_artifacts`). `meanwhile` is this process's own work,
+    done while workers render (or after, serially)."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
     results: dict[Unit, UnitEntry] = {}
     todo: list[Unit] = []
+    carried: dict[Unit, dict[str, AnyArtifact]] = {}
     for unit in units:
         cached = cache.entries.get(unit) if cache is not None else None
         if cached is not None and cached[0] == keys[unit]:
             results[unit] = cached
             if cache is not None:
                 cache.hits += 1
-        else:
-            todo.append(unit)
+            continue
+        todo.append(unit)
+        if cache is not None:
+            held = cached[1][0] if cached is not None else []
+            carried[unit] = {a.path: a for a in held if a.key is not None}
     _SHARED.update(
         goals=goals,
         head=head,
@@ -199,22 +217,26 @@ def run_units(
         read_blob=read_blob,
         validate=validate,
         project=project,
+        carried=carried,
+        layouts=cache.layouts if cache is not None else None,
     )
     try:
         fresh = _render(todo, goals, meanwhile)
     finally:
         _SHARED.clear()
-    for unit, result in fresh.items():
+    for unit, (result, laid) in fresh.items():
         results[unit] = (keys[unit], result)
         if cache is not None:
             cache.entries[unit] = results[unit]
             cache.misses += 1
+            if laid is not None:
+                cache.layouts[unit] = laid
     return results
 
 
 def _render(
     todo: list[Unit], goals: dict[str, GoalState], meanwhile: Callable[[], None] | None
-) -> dict[Unit, Result]:
+) -> dict[Unit, tuple[Result, list[Any] | None]]:
     workers = workers_for(goals, todo)
     if workers <= 1:
         serial = {unit: _run(unit) for unit in todo}
@@ -223,6 +245,8 @@ def _render(
         return serial
     # Largest goals first, so one big goal does not finish last on its own.
     order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
+    import multiprocessing  # only here: a rebuild of a few goals never starts a worker
+
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         pending = pool.map_async(_run, order, chunksize=1)
         if meanwhile is not None:
@@ -232,7 +256,7 @@ def _render(
 
 
 def warm_renderer() -> None:
-    """Import the layout library and load every template, so that render workers forked
+    """Import the layout library and load the page templates, so that render workers forked
     after this inherit them instead of each loading its own."""
     from loopx.render.env import environment
     from loopx.render.svg import warm

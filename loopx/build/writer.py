@@ -168,6 +168,7 @@ def write_tree(
     previous: Mapping[str, Entry],
     *,
     trusted: frozenset[str] | set[str] = frozenset(),
+    checked: frozenset[str] | set[str] = frozenset(),
     overwrite: bool = False,
     layout: Layout = ANY,
 ) -> WriteReport:
@@ -175,13 +176,16 @@ def write_tree(
 
     Values are bytes, or artifacts whose `.data` is read only when the file must be compared.
     `previous` is what the last manifest listed. `trusted` names files this process itself
-    wrote with the same content in its last build (`loopx serve`): they are not read back.
+    wrote with the same content in its last build (`loopx serve`), or that the build memo
+    vouched for: they are not read back. `checked`: those of them this very build found on
+    disk as the memo recorded them (a regular file of its size, mtime, ctime and inode, no
+    link on the way: `reuse.load`): they are not even looked at again.
     `out` is a checked `Folder` (`outdir.open_folder`), or a path to open as one.
     """
     folder = out if isinstance(out, Folder) else Folder(out)
     try:
         with fsio.guard("write the output folder"):
-            return _write_tree(folder, files, previous, trusted, overwrite, layout)
+            return _write_tree(folder, files, previous, trusted, checked, overwrite, layout)
     finally:
         if folder is not out:
             folder.close()
@@ -201,6 +205,7 @@ def _write_tree(
     files: Mapping[str, Any],
     previous: Mapping[str, Entry],
     trusted: frozenset[str] | set[str],
+    checked: frozenset[str] | set[str],
     overwrite: bool,
     layout: Layout,
 ) -> WriteReport:
@@ -209,6 +214,8 @@ def _write_tree(
     replaced: dict[str, str | None] = {}  # path → hash of the file it replaces (None: new)
     refused: list[str] = []
     for rel, value in files.items():
+        if rel in checked and rel in trusted and not report.recovered:
+            continue  # found as written moments ago; nothing since has touched it
         if not layout.admits(rel):
             raise LoopxError("artifact path escapes the output folder", code="invalid_path")
         st = folder.stat(rel)  # refuses a link anywhere on the way, trusted or not

@@ -17,7 +17,10 @@ What is not forbidden by exact match is still scanned by the rules (credentials,
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 import ahocorasick_rs
 
@@ -38,7 +41,6 @@ def distinctive_id(value: str) -> bool:
 
 
 _HEX_DIGITS = "0123456789abcdef"
-_HEX_RUN = re.compile(r"[0-9a-f]{64,}")
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
@@ -85,7 +87,100 @@ def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
 def present(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
     """The `strings` that occur in some of `texts` (what a scanner of just those texts needs
     of a large set; no string that occurs is left out). See `Texts.present`."""
-    return Texts(texts).present(strings)
+    return Texts(texts).present(Needles.of(strings))
+
+
+#: How many leading characters of a string `Needles` puts in its automaton: short enough that
+#: tens of thousands of strings share few states (a fraction of the cost of whole strings),
+#: long enough that few places of ordinary text start like one.
+NEEDLE_PREFIX = 16
+_GROUP_WORK = 4096  # windows one prefix may cost before its group gets an automaton instead
+
+
+class Needles:
+    """A large set of strings prepared once to tell which of them occur in some texts
+    (`Texts.present`); its owner keeps it with the set (see `Forbidden.within`).
+
+    loopx's blob hashes are set apart (they are found through the texts' runs of hex
+    digits); the other strings, as the scanner reads them (lone surrogates as U+FFFD), are
+    kept sorted, and an automaton over their first `NEEDLE_PREFIX` characters is built on
+    first use: a string occurs where its prefix does and the text there goes on as it does."""
+
+    def __init__(self, digests: frozenset[str], refs: frozenset[str], others: Iterable[str]):
+        """The set's blob hashes as their 64 digits: `digests` as they are, `refs` in their
+        ``sha256:`` form (both checked: a string taken for one is looked for only in runs of
+        hex digits); `others`: the rest."""
+        if not (_all_digests(digests) and _all_digests(refs)):
+            raise ValueError("not blob hashes")
+        self.digests, self.refs = digests, refs
+        rest = set(others)
+        # Read as the scanner reads them; `sources` maps a cleaned form back to the strings
+        # that read as it (only where cleaning changed something).
+        self.sources: dict[str, list[str]] = {}
+        if not "".join(rest).isascii():
+            for string in [s for s in rest if not s.isascii()]:
+                cleaned = _clean(string)
+                if cleaned != string:
+                    rest.discard(string)
+                    self.sources.setdefault(cleaned, []).append(string)
+        self.both = frozenset(c for c in self.sources if c in rest)  # also a string itself
+        self.empty = "" in rest or "" in self.sources  # occurs in every text
+        self.others = sorted(others)  # already sorted (a memo's list): a linear pass
+        ordered = self.others if not self.sources else sorted(rest | set(self.sources))
+        self.ordered = ordered[1:] if ordered[:1] == [""] else ordered
+        self._prefixes: list[str] | None = None
+        self._automaton: Any = None
+
+    @classmethod
+    def of(cls, strings: Iterable[str]) -> Needles:
+        strings = set(strings)
+        hashes = {s for s in strings if (len(s) == 64 or len(s) == 71) and blob_hash(s)}
+        digests = frozenset(h for h in hashes if len(h) == 64)
+        refs = frozenset(h[7:] for h in hashes if len(h) == 71)
+        return cls(digests, refs, strings - hashes)
+
+    def strings(self) -> frozenset[str]:
+        """Every string of the set."""
+        refs = ("sha256:" + r for r in self.refs)
+        return self.digests.union(refs, self.others)
+
+    def grown(self, strings: Iterable[str]) -> Needles:
+        """These needles and `strings` (only the new strings are told apart)."""
+        added = Needles.of(set(strings) - self.strings())
+        return Needles(
+            self.digests | added.digests, self.refs | added.refs, self.others + added.others
+        )
+
+    def automaton(self) -> tuple[list[str], Any]:
+        """The strings' distinct prefixes (sorted, as `ordered` is) and their automaton."""
+        if self._prefixes is None:
+            self._prefixes = list(dict.fromkeys(s[:NEEDLE_PREFIX] for s in self.ordered))
+            if self._prefixes:
+                self._automaton = ahocorasick_rs.AhoCorasick(
+                    self._prefixes, implementation=ahocorasick_rs.Implementation.ContiguousNFA
+                )
+        return self._prefixes, self._automaton
+
+    def group(self, prefix: str) -> list[str]:
+        """The strings that begin with `prefix` (adjacent in `ordered`)."""
+        ordered = self.ordered
+        lo = hi = bisect_left(ordered, prefix)
+        while hi < len(ordered) and ordered[hi].startswith(prefix):
+            hi += 1
+        return ordered[lo:hi]
+
+    def originals(self, found: Iterable[str]) -> set[str]:
+        """The strings of the set that read as the strings `found`."""
+        out: set[str] = set()
+        for string in found:
+            sources = self.sources.get(string)
+            if sources is None:
+                out.add(string)
+                continue
+            out.update(sources)
+            if string in self.both:
+                out.add(string)
+        return out
 
 
 class Texts:
@@ -94,59 +189,107 @@ class Texts:
 
     def __init__(self, texts: Iterable[str]) -> None:
         self.cleaned = [_clean(t) for t in texts]
-        self.words: set[str] = set()
-        self.runs: set[str] = set()
-        for text in self.cleaned:
-            self.words.update(text.split())
-            self.runs.update(_HEX_RUN.findall(text))
-        self.longer = [r for r in self.runs if len(r) > 64]
         self.haystack = "\x00".join(self.cleaned)
+        self.runs = _hex_runs(self.haystack)
+        self.longer = [r for r in self.runs if len(r) > 64]
 
-    def present(self, strings: Iterable[str]) -> set[str]:
-        """The `strings` that occur in some of the texts.
-
-        A blob hash occurs only inside a run of hex digits of the texts, and a string of three
-        or more words only where its inner words are whole words of the texts; the other
-        strings are matched in one Aho-Corasick pass."""
-        strings = set(strings)
-        hashes = {s for s in strings if len(s) in (64, 71) and blob_hash(s)}  # all ASCII
-        found = self._hashes(hashes)
-        patterns: dict[str, list[str]] = {}
-        cleaned, words, haystack = self.cleaned, self.words, self.haystack
-        for string in strings - hashes:
-            candidate = string if string.isascii() else _clean(string)
-            if not candidate:  # in every text
-                if cleaned:
-                    found.add(string)
+    def present(self, needles: Needles) -> set[str]:
+        """The strings of `needles` that occur in some of the texts: each blob hash looked up
+        in the texts' runs of hex digits, the other strings found where their prefix occurs
+        (one automaton pass) and the text there reads as the whole string."""
+        found = self._hashes(needles.digests, needles.refs)
+        if needles.empty and self.cleaned:
+            found.update(needles.originals([""]))
+        prefixes, automaton = needles.automaton()
+        haystack = self.haystack
+        if automaton is None or not haystack:
+            return found
+        starts: dict[int, list[int]] = {}
+        for index, start, _ in automaton.find_matches_as_indexes(haystack, overlapping=True):
+            starts.setdefault(index, []).append(start)
+        hits: set[str] = set()
+        for index, at in starts.items():
+            group = needles.group(prefixes[index])
+            lengths = {len(s) for s in group}
+            if len(at) * len(lengths) > _GROUP_WORK:  # many places, many lengths
+                hits.update(_occurring(group, haystack))
                 continue
-            if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
-                continue
-            patterns.setdefault(candidate, []).append(string)
-        if patterns and haystack:
-            ordered = sorted(patterns)
-            automaton = ahocorasick_rs.AhoCorasick(
-                ordered, implementation=ahocorasick_rs.Implementation.ContiguousNFA
-            )
-            for index, _, _ in automaton.find_matches_as_indexes(haystack, overlapping=True):
-                found.update(patterns[ordered[index]])
+            members = set(group)
+            for start in at:
+                for size in lengths:
+                    window = haystack[start : start + size]
+                    if window in members:
+                        hits.add(window)
+        found.update(needles.originals(hits))
         return found
 
-    def _hashes(self, hashes: set[str]) -> set[str]:
-        """The blob hashes of `hashes` in the texts: their 64 digits are 64 digits of a run
-        of hex digits, and the `sha256:` form is in a text as it is."""
+    def _hashes(self, digests: AbstractSet[str], refs: AbstractSet[str]) -> set[str]:
+        """The blob hashes of `digests` and `refs` (their ``sha256:`` forms) in the texts:
+        their 64 digits are 64 digits of a run of hex digits, and the ``sha256:`` form is in
+        a text as it is."""
+        inside: set[str] = set()
         windows = sum(len(r) - 63 for r in self.runs)
-        if windows <= len(hashes):  # few runs (the usual case): look each window up
-            inside: set[str] = set()
+        if windows <= len(digests) + len(refs):  # few runs (the usual case): look each up
             for run in self.runs:
                 for i in range(len(run) - 63):
                     digits = run[i : i + 64]
-                    inside.update(h for h in (digits, "sha256:" + digits) if h in hashes)
+                    if digits in digests:
+                        inside.add(digits)
+                    if digits in refs:
+                        inside.add("sha256:" + digits)
         else:
-            inside = {
-                h for h in hashes if h[-64:] in self.runs or any(h[-64:] in r for r in self.longer)
-            }
+            runs, longer = self.runs, self.longer
+
+            def occurs(digits: str) -> bool:
+                return digits in runs or any(digits in r for r in longer)
+
+            inside.update(d for d in digests if occurs(d))
+            inside.update("sha256:" + r for r in refs if occurs(r))
         return {h for h in inside if len(h) == 64 or any(h in t for t in self.cleaned)}
 
 
+_HEX_BYTES = b"0123456789abcdef"
+
+
+def _all_digests(digests: frozenset[str]) -> bool:
+    """Whether every string is 64 lowercase hex digits (in C, for tens of thousands)."""
+    if not set(map(len, digests)) <= {64}:
+        return False
+    return not "".join(digests).encode("utf-8", "replace").translate(None, _HEX_BYTES)
+
+
+def _occurring(strings: list[str], haystack: str) -> set[str]:
+    """The `strings` that occur in `haystack` (one automaton pass)."""
+    automaton = ahocorasick_rs.AhoCorasick(
+        strings, implementation=ahocorasick_rs.Implementation.ContiguousNFA
+    )
+    return {strings[i] for i, _, _ in automaton.find_matches_as_indexes(haystack, overlapping=True)}
+
+
 def _clean(text: str) -> str:
-    return text if text.isascii() else _SURROGATES.sub("\ufffd", text)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")  # in C: only a lone surrogate fails
+    except UnicodeEncodeError:
+        return _SURROGATES.sub("\ufffd", text)
+    return text
+
+
+# Hex digits as b"x", every other byte as b" ": a run of 64 or more digits is found by
+# `bytes.find` (in C) instead of a regex tried at every character.
+_HEX_MASK = bytes(ord("x") if chr(b) in _HEX_DIGITS else ord(" ") for b in range(256))
+_RUN = b"x" * 64
+
+
+def _hex_runs(text: str) -> set[str]:
+    """Every maximal run of at least 64 lowercase hex digits in `text`."""
+    mask = text.encode("ascii", "replace").translate(_HEX_MASK)  # one byte per character
+    runs: set[str] = set()
+    start = mask.find(_RUN)
+    while start != -1:
+        end = mask.find(b" ", start + 64)
+        end = len(mask) if end == -1 else end
+        runs.add(text[start:end])
+        start = mask.find(_RUN, end)
+    return runs

@@ -7,6 +7,7 @@ same graph always gives the same bytes. Very large graphs are not drawn (see MAX
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from functools import lru_cache
 from html import escape
 from typing import Any
@@ -37,6 +38,10 @@ class _EdgeView:
 
 
 Layout = tuple[dict[str, tuple[float, float]], dict[int, list[tuple[float, float]]]]
+Shape = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]  # node ids, edge ends
+# Layouts by shape a caller keeps (a build memo): consulted first, and given every layout a
+# drawing uses.
+Known = MutableMapping[Shape, "Layout | None"]
 
 
 def _components(g: dict[str, Any], edges: dict[int, Any]) -> list[tuple[list[str], list[int]]]:
@@ -90,17 +95,22 @@ def warm() -> None:
     _grandalf()
 
 
-def layout(g: dict[str, Any]) -> Layout | None:
+def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
     """Node id → centre (x, y) and edge index → routed points, or None when too large.
 
     The layout depends on the nodes' ids and the edges' ends only, so it is remembered by
     those (`loopx serve` lays out a goal's graph again after every event; most events change
-    a status, not the graph's shape)."""
+    a status, not the graph's shape), in this process and in `known` when given."""
     shape = (
         tuple(n["id"] for n in g["nodes"]),
         tuple((e["from"], e["to"]) for e in g["edges"]),
     )
-    laid = _laid_out(shape)
+    if known is not None and shape in known:
+        laid = known[shape]
+    else:
+        laid = _laid_out(shape)
+        if known is not None:
+            known[shape] = laid
     if laid is None:
         return None
     positions, routes = laid
@@ -108,7 +118,7 @@ def layout(g: dict[str, Any]) -> Layout | None:
 
 
 @lru_cache(maxsize=64)
-def _laid_out(shape: tuple[tuple[str, ...], tuple[tuple[str, str], ...]]) -> Layout | None:
+def _laid_out(shape: Shape) -> Layout | None:
     nodes = [{"id": node} for node in shape[0]]
     edges = [{"from": a, "to": b} for a, b in shape[1]]
     return _layout({"nodes": nodes, "edges": edges})
@@ -279,9 +289,12 @@ def _node(n: dict[str, Any], x: float, y: float) -> str:
     )
 
 
-def to_svg_parts(g: dict[str, Any], node_href: dict[str, str] | None = None) -> list[str] | None:
+def to_svg_parts(
+    g: dict[str, Any], node_href: dict[str, str] | None = None, known: Known | None = None
+) -> list[str] | None:
     """The graph as one drawing per connected component, in node order, so a page can let
-    them wrap onto the next line on a narrow screen; None when too large to draw."""
+    them wrap onto the next line on a narrow screen; None when too large to draw. `known`:
+    see `layout`."""
     if len(g["nodes"]) > MAX_NODES:
         return None
     by_id = {n["id"]: n for n in g["nodes"]}
@@ -295,17 +308,20 @@ def to_svg_parts(g: dict[str, Any], node_href: dict[str, str] | None = None) -> 
             "edges": [g["edges"][i] for i in edge_ids],
         }
         label = f", part {k} of {len(components)}" if len(components) > 1 else ""
-        parts.append(to_svg(sub, node_href, part=(f"-{k}", label)))
+        parts.append(to_svg(sub, node_href, part=(f"-{k}", label), known=known))
     return [p for p in parts if p]
 
 
 def to_svg(
-    g: dict[str, Any], node_href: dict[str, str] | None = None, part: tuple[str, str] = ("", "")
+    g: dict[str, Any],
+    node_href: dict[str, str] | None = None,
+    part: tuple[str, str] = ("", ""),
+    known: Known | None = None,
 ) -> str | None:
     """Inline SVG of the graph (links to todo pages via `node_href`), or None if too large.
     `part`: what this drawing's ids end with and its title adds, when it is one of several
-    on a page (`to_svg_parts`)."""
-    laid = layout(g)
+    on a page (`to_svg_parts`). `known`: see `layout`."""
+    laid = layout(g, known)
     if laid is None:
         return None
     pos, routes = laid

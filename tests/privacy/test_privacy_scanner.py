@@ -265,3 +265,13 @@ def test_rules_can_be_left_out_for_an_exact_string_pass() -> None:
     exact = Scanner(["the secret merger plan"], machine=False, rules=False)
     found = exact.scan_text(f"{token} the secret merger plan")
     assert [f.kind for f in found] == ["non-public-text"]
+
+
+def test_every_rule_regex_compiles_though_only_on_first_use() -> None:
+    """The rules' regexes are compiled when a scan first runs them (`Rule.pattern`): each
+    must still compile, and a compiled one is kept."""
+    from loopx.privacy.rules import RULES
+
+    for rule in RULES:
+        assert "pattern" not in rule.__dict__ or rule.pattern is rule.__dict__["pattern"]
+        assert rule.pattern.pattern == rule.regex and rule.pattern is rule.pattern

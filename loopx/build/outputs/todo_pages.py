@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopx.build.registry import GoalContext, Output, Projection
+from loopx.build.registry import GoalContext, Output, Projection, per_item
 from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos, todo_card
 from loopx.projections.waiting import monitor_item
@@ -82,11 +82,13 @@ def _facts(todo: Any, lens: Lens) -> dict[str, Any]:
     return facts
 
 
-def _pages(ctx: GoalContext, data: dict[str, Any]) -> dict[str, str]:
+def _inputs(ctx: GoalContext, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Everything each page is made of: its todo's card and facts, the goal's title and
+    repository, and the titles of only the todos it links to (so a renamed todo changes the
+    pages of its neighbours, not every page of the goal)."""
     st = ctx["status"]
-    template = environment().get_template(PAGE)
+    titles = data["titles"]
     shared = {
-        "titles": data["titles"],
         "goal_id": ctx.state.goal_id,
         "goal_title": st["goal"]["title"],
         "repository": st["goal"]["repository"],
@@ -95,9 +97,26 @@ def _pages(ctx: GoalContext, data: dict[str, Any]) -> dict[str, str]:
         "audience": ctx.audience,
         "project": ctx.project,
     }
-    return {todo: template.render(**page, **shared) for todo, page in data["pages"].items()}
+    pages = {}
+    for todo, page in data["pages"].items():
+        linked = [*page["t"].get("depends_on", ()), *page["dependents"]]
+        pages[todo] = {
+            **page,
+            **shared,
+            "titles": {d: titles[d] for d in linked if d in titles},
+        }
+    return pages
+
+
+def _page(inputs: dict[str, Any]) -> str:
+    return environment().get_template(PAGE).render(**inputs)
 
 
 PROJECTIONS = (
-    Projection("todos", "goal", _project, (Output("todos/*.html", _pages, template=PAGE),)),
+    Projection(
+        "todos",
+        "goal",
+        _project,
+        (Output("todos/*.html", per_item(_inputs, _page), PAGE, inputs=_inputs, make=_page),),
+    ),
 )

@@ -1,0 +1,145 @@
+"""The build memo's fingerprint: a digest of everything besides the ledger that decides what
+a build writes (every module of the package, the templates, the schemas, the projections
+registered and the modules outside the package that define their steps, the version).
+
+Reading and hashing those ~400 files costs a fresh process ~40 ms, more than the rest of
+carrying a build over; so the digest is remembered beside the memo (`fingerprint.json`),
+under a key made of each of those files' name and identity on disk (size, mtime, ctime,
+inode, device) and of the registry's declarations. Any edit to a source file changes its
+ctime, which no one can set back; a new or removed file changes the list: either way the
+files are read and hashed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+from collections.abc import Iterable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from loopx.build import registry
+from loopx.build.registry import Projection
+from loopx.projections.base import GENERATOR
+from loopx.resources import resource_dir
+from loopx.store import fsio
+
+PACKAGE = Path(__file__).resolve().parent.parent
+FILE = "fingerprint.json"
+_CAP = 1 << 16
+
+
+def files(registry: Iterable[Projection] = ()) -> Iterator[tuple[str, Path]]:
+    """The source files, by name: the package's modules, the templates, the schemas, and
+    every module outside the package that defines a step of a projection in `registry`."""
+    folders = [("loopx", PACKAGE, ".py")]
+    folders += [(name, resource_dir(name), "") for name in ("templates", "schemas")]
+    for label, folder, suffix in folders:
+        for file in sorted(folder.rglob(f"*{suffix}")):
+            if file.is_file() and file.suffix != ".pyc":
+                yield f"{label}/{file.relative_to(folder).as_posix()}", file
+    outside: set[Path] = set()
+    for p in registry:
+        steps = [(o.render, o.inputs, o.make) for o in p.outputs]
+        for step in (p.project, p.links, *(s for trio in steps for s in trio)):
+            defined = _defined_in(step)
+            if defined is not None and PACKAGE not in defined.parents:
+                outside.add(defined)
+    for file in sorted(outside):
+        yield f"extension/{file.as_posix()}", file
+
+
+def declarations(registry: Iterable[Projection]) -> Iterator[tuple[str, bytes]]:
+    """Each projection's declaration: scope, name, audiences, outputs."""
+    for p in registry:
+        outputs = [[o.path, o.template, o.schema] for o in p.outputs]
+        yield f"registry/{p.scope}/{p.name}", orjson.dumps([sorted(p.audiences), outputs])
+
+
+def sources(registry: Iterable[Projection] = ()) -> Iterator[tuple[str, bytes]]:
+    """Every source file's bytes, then the registry's declarations, by name."""
+    projections = tuple(registry)
+    for name, file in files(projections):
+        yield name, file.read_bytes()
+    yield from declarations(projections)
+
+
+def _defined_in(step: Any) -> Path | None:
+    try:
+        name = inspect.getsourcefile(step) if step is not None else None
+    except TypeError:  # a builtin
+        return None
+    return Path(name).resolve() if name else None
+
+
+def digest(files: Iterable[tuple[str, bytes]], version: str = GENERATOR) -> str:
+    """A digest of the version and of each named file's bytes."""
+    h = hashlib.sha256(version.encode())
+    for name, data in files:
+        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0")
+        h.update(data)
+    return h.hexdigest()
+
+
+def fingerprint(folder: Path | None = None) -> str:
+    """The digest of this installation's `sources()` and of the projections registered: a
+    changed template, schema or module, another version or another set of projections never
+    carries over output the new code would not write. With `folder` (the memo's), taken from
+    its `fingerprint.json` when every source file is still the one it was computed from."""
+    projections = tuple(registry.projections())
+    if folder is None:
+        return _computed(projections)
+    return _remembered(projections, folder)[0]
+
+
+def remember(folder: Path) -> None:
+    """Write `fingerprint.json` in `folder` (a checked real folder) unless it already held
+    this digest under this key (best effort: it is a cache)."""
+    projections = tuple(registry.projections())
+    computed, key, held = _remembered(projections, folder)
+    path = folder / FILE
+    try:
+        if not held and fsio.kind(path) in ("missing", "file"):
+            fsio.write_atomic_nofollow(path, orjson.dumps({"key": key, "digest": computed}))
+    except OSError:
+        pass
+
+
+@cache
+def _computed(projections: tuple[Projection, ...]) -> str:
+    return digest(sources(projections))
+
+
+@cache
+def _remembered(projections: tuple[Projection, ...], folder: Path) -> tuple[str, str, bool]:
+    """(the digest, its key, whether `fingerprint.json` held it)."""
+    key = _identity_key(projections)
+    try:
+        raw = fsio.read_regular(folder / FILE, _CAP)
+        held = orjson.loads(raw) if raw is not None else None
+    except (OSError, orjson.JSONDecodeError):
+        held = None
+    if isinstance(held, dict) and held.get("key") == key and _digest(held.get("digest")):
+        return str(held["digest"]), key, True
+    return _computed(projections), key, False
+
+
+def _digest(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and not value.strip("0123456789abcdef")
+
+
+def _identity_key(projections: tuple[Projection, ...]) -> str:
+    """A digest of the version, each source file's name and identity on disk, and the
+    registry's declarations."""
+    h = hashlib.sha256(GENERATOR.encode())
+    for name, file in files(projections):
+        st = os.stat(file)
+        seen = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+        h.update(orjson.dumps([name, seen]))
+    for name, data in declarations(projections):
+        h.update(orjson.dumps([name, data.decode()]))
+    return h.hexdigest()
