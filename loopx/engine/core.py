@@ -17,10 +17,10 @@ import orjson
 
 from loopx import __version__
 from loopx.engine.clock import Clock, SystemClock
-from loopx.model.errors import Conflict, InvalidInput, LoopxError, NotFound
+from loopx.model.errors import Conflict, InvalidInput, LedgerDamage, LoopxError, NotFound
 from loopx.model.ids import check_id, check_operation_id
 from loopx.state.entities import GoalState, decode_state, encode_state
-from loopx.state.fold import apply
+from loopx.state.fold import apply, replay
 from loopx.store.base import SnapshotStale, Store
 from loopx.store.ledger import Cursor, event_id
 
@@ -197,9 +197,8 @@ def save_snapshot(store: Store, state: GoalState, cursor: Cursor) -> None:
     }
     with gc_paused():
         body = orjson.dumps(encode_state(state))
-    store.save_snapshot(
-        state.goal_id, orjson.dumps(header) + b"\n" + body + b"\n" + state.operations.dump()
-    )
+    parts = (orjson.dumps(header), body, state.operations.dump())
+    store.save_snapshot(state.goal_id, b"\n".join(parts))  # one copy of the megabytes
 
 
 @dataclass
@@ -216,19 +215,43 @@ def load_state(store: Store, goal_id: str, *, cache: bool = True) -> Loaded:
     check_id(goal_id, "goal_id")
     state, cursor = _load_snapshot(store, goal_id) if cache else (None, None)
     with gc_paused():
+        if cursor is None:
+            return _load_whole(store, goal_id, cache=cache)
         try:
             scan = store.read(goal_id, cursor)
         except SnapshotStale:
-            state, cursor = None, None
-            scan = store.read(goal_id, None)
+            return _load_whole(store, goal_id, cache=cache)
         for event in scan.events:
             state = apply(state, event)
-    behind = len(scan.events) if cursor is not None else scan.cursor.seq
     fresh = cache and state is not None and scan.damage is None and scan.events
-    if fresh and state is not None and snapshot_due(behind, state.revision):
+    if fresh and state is not None and snapshot_due(len(scan.events), state.revision):
         save_snapshot(store, state, scan.cursor)
     damage = scan.damage.to_dict() if scan.damage else None
     return Loaded(state, scan.cursor, damage)
+
+
+def _load_whole(store: Store, goal_id: str, *, cache: bool) -> Loaded:
+    """Fold a goal's whole ledger: in bulk (`loopx.store.bulk`: every line checked, folded
+    as it is read, none kept) when every line is one the bulk read vouches for, else the
+    careful way (`Store.read`), which says what is wrong or repairs a torn tail."""
+    from loopx.state.bulkfold import fold_stream
+    from loopx.store.bulk import BulkRead, Unchecked
+
+    bulk = BulkRead(store.raw(goal_id), goal_id)
+    try:
+        state = fold_stream(bulk)
+    except (Unchecked, LedgerDamage):  # the careful read finds it again (or first a line's
+        bulk.cursor = None  # damage: it checks every line before it folds)
+    bulk.buf = b""  # not kept while the careful read reads it again
+    if bulk.cursor is not None:
+        damage, cursor = None, bulk.cursor
+    else:
+        scan = store.read(goal_id, None)
+        state = replay(scan.events)
+        damage, cursor = scan.damage, scan.cursor
+    if cache and state is not None and damage is None:
+        save_snapshot(store, state, cursor)  # due: it is `state.revision` events behind
+    return Loaded(state, cursor, damage.to_dict() if damage else None)
 
 
 def require_goal(store: Store, goal_id: str) -> GoalState:

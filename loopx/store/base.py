@@ -74,6 +74,11 @@ class Store(Protocol):
         """
         ...
 
+    def raw(self, goal_id: str) -> bytes:
+        """Every byte of the ledger (b"" when there is none), read without a lock: it may
+        end inside a write in flight."""
+        ...
+
     def writing(self, goal_id: str, since: Cursor | None = None) -> AbstractContextManager[Writer]:
         """Lock the goal, repair a damaged tail, and read the events after `since`."""
         ...
