@@ -17,8 +17,10 @@ import pytest
 
 from tests.conftest import T0, run_cli
 
-# Never needed by a read of the ledger, nor by a write.
+# Never needed by a read of the ledger, nor by a write (ctypes: the first paths of a process
+# are walked, not opened with openat2; see `loopx.store.fsio.WALKS_BEFORE_OPENAT2`).
 NEVER = {"pydantic", "jsonschema", "markdown_it", "loopx.privacy.rules", "loopx.build.pipeline"}
+NEVER |= {"ctypes"}
 READS = NEVER | {"loopx.engine.commands", "jinja2", "ctypes.util"}
 
 
@@ -66,13 +68,21 @@ def test_a_write_imports_no_template_schema_library_or_rule(goal: Path) -> None:
     claim = ("todo", "claim", "--goal-id", "demo", "--todo-id", "t1", "--agent-id", "a")
     modules = loaded(goal, *claim, "--session-id", "s")
     assert "loopx.engine.commands" in modules  # the sanity check: this is the write path
-    assert not modules & (NEVER | {"jinja2"})
+    assert not modules & (NEVER | {"jinja2", "_strptime"})  # times are read without strptime
 
 
 def test_review_renders_without_markdown_html_rules_or_the_build_pipeline(goal: Path) -> None:
     modules = loaded(goal, "review", "--goal-id", "demo")
     assert "jinja2" in modules  # the packet is a template
     assert not modules & NEVER
+
+
+def test_review_reuses_its_markdown_without_the_template_engine(goal: Path) -> None:
+    """Asked again with nothing changed, the packet's Markdown comes from the render cache:
+    no Jinja2, no projection registry, no git (no `--head`)."""
+    loaded(goal, "review", "--goal-id", "demo")
+    again = loaded(goal, "review", "--goal-id", "demo")
+    assert not again & (NEVER | {"jinja2", "loopx.build.registry", "subprocess"})
 
 
 def test_help_opens_no_store(goal: Path) -> None:
@@ -106,3 +116,14 @@ def test_a_quick_exit_loses_no_output_exit_code_or_write(goal: Path) -> None:
     assert done.returncode == 0 and '"applied"' in done.stdout, done.stderr
     listed = run_cli(["log", "--goal-id", "demo", "--root", str(goal), "--format", "json"])
     assert "todo.claimed" in listed.stdout
+
+
+def test_handoff_inspect_imports_no_write_command(goal: Path) -> None:
+    """`handoff inspect` reads: its group's writes (prepare, adopt) are declared, and the
+    write commands imported, only when one of them is used (`cli.write.Declared`)."""
+    actor = ["--goal-id", "demo", "--todo-id", "t1", "--agent-id", "a", "--session-id", "s"]
+    for write in (["todo", "claim"], ["handoff", "prepare", "--work-summary", "w"]):
+        assert run_cli([*write, *actor, "--root", str(goal)]).exit_code == 0
+    inspect = ("handoff", "inspect", "--goal-id", "demo", "--todo-id", "t1")
+    modules = loaded(goal, *inspect, "--workspace", str(goal))
+    assert "loopx.engine.commands" not in modules and not modules & NEVER

@@ -88,6 +88,39 @@ def test_a_write_that_takes_no_options_gets_the_command_its_engine_path_takes(
     assert _names(declared)[:2] == ["goal_id", "todo_id"]
 
 
+def test_a_write_is_declared_when_first_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A group lists its writes by name and help without declaring them; a write's options
+    and callback are made when it is parsed, invoked or shown (issue 19)."""
+    made: list[str] = []
+    real = write_module._declare
+
+    def counting(callback: Any, build: Any, *, guarded: bool) -> None:
+        made.append(build.__name__)
+        real(callback, build, guarded=guarded)
+
+    monkeypatch.setattr(write_module, "_declare", counting)
+    group = click.Group("todo")
+
+    def renew(ctx: Context, command: commands.RenewTodo) -> Result:
+        raise AssertionError("not run")
+
+    for name in ("first", "second"):
+
+        @write(group, name, renew, "lease on")
+        @click.option("--todo-id", required=True)
+        def declared() -> None:
+            """Renew a lease."""
+
+    listed = CliRunner().invoke(group, ["--help"])
+    assert listed.exit_code == 0 and "first" in listed.output and "second" in listed.output
+    assert made == []
+    shown = CliRunner().invoke(group, ["second", "--help"])
+    assert shown.exit_code == 0 and "--todo-id" in shown.output and "--goal-id" in shown.output
+    assert made == ["declared"]  # the second only
+    assert _names(group.commands["first"])[:2] == ["goal_id", "todo_id"]
+    assert made == ["declared", "declared"]
+
+
 @pytest.mark.parametrize("option", ["lease_seconds", "root", "max_chars", "visibility"])
 def test_an_option_several_commands_take_is_the_same_option_in_each(option: str) -> None:
     kinds = {

@@ -22,6 +22,7 @@ from loopx.engine import (
     todos,
     turns,
 )
+from loopx.engine import commands as command_types
 from loopx.engine.commands import (
     AddEvidence,
     Backoff,
@@ -44,6 +45,10 @@ def _concrete(cls: type[Command]) -> list[type[Command]]:
     return found
 
 
+def _hints(fn: Any) -> dict[str, Any]:
+    return get_type_hints(fn, localns=vars(command_types))
+
+
 def _write_paths() -> dict[type[Command], list[Any]]:
     """Every public engine function of the shape (ctx, command), by the command it takes."""
     paths: dict[type[Command], list[Any]] = {}
@@ -54,7 +59,9 @@ def _write_paths() -> dict[type[Command], list[Any]]:
             names = list(inspect.signature(fn).parameters)
             if fn.__name__.startswith("_") or names[:1] != ["ctx"] or len(names) != 2:
                 continue
-            kind = get_type_hints(fn)[names[1]]
+            # As `cli.write.command_type` resolves it: a path may name its command type under
+            # TYPE_CHECKING only (`engine.handoff`, so that `handoff inspect` imports none).
+            kind = _hints(fn)[names[1]]
             if isinstance(kind, type) and issubclass(kind, Command):
                 paths.setdefault(kind, []).append(fn)
     return paths
@@ -68,7 +75,7 @@ def test_every_write_has_one_command_and_one_engine_path() -> None:
     assert sorted(paths, key=lambda c: c.cmd) == sorted(commands, key=lambda c: c.cmd)
     assert all(len(fns) == 1 for fns in paths.values())
     for [fn] in paths.values():
-        assert get_type_hints(fn)["ctx"] is Context, fn
+        assert _hints(fn)["ctx"] is Context, fn
 
 
 def _sample(annotation: str, other: bool) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from loopx import __version__
+from loopx.build import rendercache
 from loopx.engine import lookup
 from loopx.engine.core import require_goal
 from loopx.engine.goals_all import health_of, load_all
@@ -25,7 +26,6 @@ from loopx.projections.handoff import handoff_digest, pending_handoffs
 from loopx.projections.handoff_budget import fit_digest
 from loopx.render.handoff import TEMPLATES, render_digest_json, render_digest_markdown
 from loopx.resources import resource_dir
-from loopx.store import fsio
 
 
 def inspect_handoff(
@@ -81,10 +81,10 @@ def render_inspected(store: Any, digest: dict[str, Any], fmt: str, max_chars: in
 
 def escaping_code() -> bytes:
     """The source of the Markdown escaping, part of the render cache's key: output rendered
-    by older escaping code is not reused."""
-    from loopx.render import md_context, md_escape
-
-    return b"".join(Path(str(m.__file__)).read_bytes() for m in (md_escape, md_context))
+    by older escaping code is not reused. Read from the files, not the imported modules: a
+    call that reuses the cache imports no renderer."""
+    folder = Path(__file__).resolve().parent.parent / "render"
+    return b"".join((folder / name).read_bytes() for name in ("md_escape.py", "md_context.py"))
 
 
 def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
@@ -99,22 +99,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     """
     key = _cache_key(digest, template, max_chars)
     path = _cache_path(store, digest, template, max_chars)
-    if path is not None:
-        # Through the store's file rules: a linked or special cache file is `unsafe_path`.
-        try:
-            cached = fsio.current().read_file(path, limit=fsio.MAX_READ).decode("utf-8")
-            if cached.startswith(key + "\n"):
-                return cached[len(key) + 1 :]
-        except (OSError, UnicodeDecodeError):
-            pass
-    out = render_digest_markdown(digest, max_chars, template=template)
-    if path is not None:
-        try:
-            fsio.current().makedirs(path.parent)
-            fsio.current().write_atomic(path, (key + "\n" + out).encode("utf-8"))
-        except OSError:
-            pass  # the cache is an optimisation; failing to write it is never an error
-    return out
+    return rendercache.reuse(
+        path, key, lambda: render_digest_markdown(digest, max_chars, template=template)
+    )
 
 
 def _cache_key(digest: dict[str, Any], template: str, max_chars: int | None) -> str:
@@ -132,13 +119,9 @@ def _cache_path(
 ) -> Path | None:
     """Where the rendering is cached (None for a store without a state folder). A
     private-audience digest may hold private text: it is kept in the private partition."""
-    state_dir = getattr(store, "state_dir", None)
-    if state_dir is None:
-        return None
-    base = state_dir / "private" if digest["audience"] == "private" else state_dir
     name = f"{digest['todo']['todo_id']}.{template}.{max_chars or 'full'}.md"
-    path: Path = base / "cache" / "handoff" / digest["source"]["goal_id"] / name
-    return path
+    goal_id = digest["source"]["goal_id"]
+    return rendercache.location(store, digest["audience"], "handoff", goal_id, name)
 
 
 def list_pending(store: Any, goal_id: str | None, now: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 from loopx.build.registry import GoalContext
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
-from loopx.model.ids import visible_to
+from loopx.model.ids import visible_goals as visible_goals
 from loopx.projections.review import review_packet
 from loopx.state.entities import GoalState
 
@@ -20,11 +20,6 @@ GRAPH_FILES = {
     "mermaid": "graph.mmd",
     "text": "graph.mmd",
 }
-
-
-def visible_goals(goals: dict[str, str], audience: str) -> set[str]:
-    """Goal ids (with their visibility) this audience may see."""
-    return {g for g, vis in goals.items() if visible_to(vis, audience)}
 
 
 def _context(

@@ -47,7 +47,11 @@ def adapt(cmd: click.Command, path: str = "") -> click.Command:
     here = f"{path} {cmd.name}".strip() if path else str(cmd.name)
     if isinstance(cmd, click.Group):
         for sub in cmd.commands.values():
-            adapt(sub, here)
+            later = getattr(sub, "when_declared", None)  # a write declared on first use
+            if later is not None:
+                later(functools.partial(adapt, path=here))
+            else:
+                adapt(sub, here)
         return cmd
     defaults_goal = False
     json_alias = False

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,9 +23,11 @@ from loopx.cli.common import (
     workspace_option,
 )
 from loopx.cli.write import write
-from loopx.engine import commands
 from loopx.engine import handoff as handoffs
 from loopx.engine.core import Context, Result
+
+if TYPE_CHECKING:  # the write commands are imported when a write is declared (cli.write)
+    from loopx.engine import commands
 
 
 @click.group()
@@ -126,7 +128,9 @@ def prepare(from_context: str | None, **fields: Any) -> commands.PrepareHandoff:
         )
     else:
         note = handoffs.read_context(from_context)
-    return commands.PrepareHandoff(note=note, **fields)
+    from loopx.engine.commands import PrepareHandoff
+
+    return PrepareHandoff(note=note, **fields)
 
 
 # -- inspect ------------------------------------------------------------------------------

@@ -153,9 +153,10 @@ def review_cmd(
 ) -> None:
     """A review packet: the question, what changed, the evidence and its freshness, open gates
     and the exact commands to resolve them."""
-    from loopx.build.single import review, visible_goals
+    from loopx.build import review
     from loopx.engine import lookup
     from loopx.model.errors import InvalidInput
+    from loopx.model.ids import visible_goals
     from loopx.state.fold import replay
 
     store, state, goals = _load(root, goal_id, audience)
@@ -166,19 +167,19 @@ def review_cmd(
         if since > state.revision:
             raise InvalidInput(f"--since must be at most {state.revision}", code="invalid_revision")
         before = replay(store.read(goal_id).events[:since])
-    rp, markdown = review(
-        state,
-        head=_resolved_head(store, head),
-        visible=visible_goals(goals, audience),
-        audience=audience,
-        read_blob=store.get_blob if audience == "private" else None,
-        todo_id=todo_id,
-        since=before,
-    )
+    how: dict[str, Any] = {
+        "head": _resolved_head(store, head),
+        "visible": visible_goals(goals, audience),
+        "audience": audience,
+        "read_blob": store.get_blob if audience == "private" else None,
+        "todo_id": todo_id,
+        "since": before,
+    }
+    rp = review.packet(state, **how)
     if fmt == "json":
         emit(fmt, rp)
     else:
-        echo(markdown, nl=False)
+        echo(review.markdown(store, state, rp, **how), nl=False)
 
 
 @click.command("graph")

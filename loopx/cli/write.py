@@ -24,16 +24,69 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_type_hints
 
 import click
 
 from loopx.cli.common import actor, common, context, emit, expected_revision, operation
-from loopx.engine.commands import Command, Guarded
 from loopx.engine.core import Context, Result
 
-C = TypeVar("C", bound=Command)
+if TYPE_CHECKING:  # imported when a write is declared, not by every call of its group
+    from loopx.engine.commands import Command
+
+C = TypeVar("C", bound="Command")
 Report = Callable[[C, Result, Context], tuple[dict[str, Any], Callable[[], str]]]
+
+
+class Declared(click.Command):
+    """A write command of a group, declared when it is first used: its options (the shared
+    ones `_declare` adds) and its callback are made when click first reads `params` or
+    `callback` (to parse, invoke, or show help), so a call of one command of a group does
+    not declare all of them (issue 19: `todo claim` declared every todo write, and
+    `handoff inspect` imported the write commands). Its name and help are known at once;
+    `when_declared` runs a step (the CLI's conventions, `ergonomics.adapt`) once it is."""
+
+    def __init__(self, name: str, help: str | None, declare: Callable[[], click.Command]):
+        self._declare: Callable[[], click.Command] | None = None
+        self._hooks: list[Callable[[click.Command], None]] = []
+        super().__init__(name, help=help)
+        self.__doc__ = help  # as click's `command` decorator sets it
+        self._declare = declare
+
+    def _ready(self) -> None:
+        declare, self._declare = self._declare, None
+        if declare is None:
+            return
+        made = declare()
+        self._params, self._callback = made.params, made.callback
+        for hook in self._hooks:
+            hook(self)
+
+    def when_declared(self, hook: Callable[[click.Command], None]) -> None:
+        if self._declare is None:
+            hook(self)
+        else:
+            self._hooks.append(hook)
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        self._ready()
+        return self._params
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._ready()
+        self._params = value
+
+    @property
+    def callback(self) -> Callable[..., Any] | None:
+        self._ready()
+        return self._callback
+
+    @callback.setter
+    def callback(self, value: Callable[..., Any] | None) -> None:
+        self._ready()
+        self._callback = value
 
 
 def write(
@@ -49,24 +102,31 @@ def write(
     as `what` names its subject, or as `report` says (data and text)."""
 
     def decorate(build: Callable[..., C | None]) -> click.Command:
-        kind = command_type(run)
-        converts = bool(inspect.signature(build).parameters)
+        def declare() -> click.Command:
+            from loopx.engine.commands import Guarded
 
-        def callback(
-            root: Path | None, fmt: str, agent_id: str, session_id: str, **fields: Any
-        ) -> None:
-            command = cast(C, build(**fields) if converts else kind(**fields))
-            ctx = context(root, agent_id, session_id)
-            result = run(ctx, command)
-            if report is not None:
-                emit(fmt, *report(command, result, ctx))
-            else:
-                emit_result(fmt, result, what if isinstance(what, str) else what(command))
+            kind = command_type(run)
+            converts = bool(inspect.signature(build).parameters)
 
-        callback.__doc__ = build.__doc__
-        callback.__name__ = build.__name__
-        _declare(callback, build, guarded=issubclass(kind, Guarded))
-        return group.command(name)(callback)
+            def callback(
+                root: Path | None, fmt: str, agent_id: str, session_id: str, **fields: Any
+            ) -> None:
+                command = cast(C, build(**fields) if converts else kind(**fields))
+                ctx = context(root, agent_id, session_id)
+                result = run(ctx, command)
+                if report is not None:
+                    emit(fmt, *report(command, result, ctx))
+                else:
+                    emit_result(fmt, result, what if isinstance(what, str) else what(command))
+
+            callback.__doc__ = build.__doc__
+            callback.__name__ = build.__name__
+            _declare(callback, build, guarded=issubclass(kind, Guarded))
+            return click.command(name)(callback)
+
+        command = Declared(name, build.__doc__, declare)
+        group.add_command(command)
+        return command
 
     return decorate
 
@@ -96,8 +156,11 @@ def emit_result(fmt: str, result: Result, what: str) -> None:
 
 def command_type(run: Callable[..., Result]) -> type[Command]:
     """The command an engine write path takes: its second parameter's type."""
+    from loopx.engine import commands
+
     name = list(inspect.signature(run).parameters)[1]
-    found: type[Command] = get_type_hints(run)[name]
+    # The engine paths name their command type under TYPE_CHECKING too: resolved here.
+    found: type[Command] = get_type_hints(run, localns=vars(commands))[name]
     return found
 
 

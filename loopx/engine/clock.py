@@ -7,8 +7,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
 from loopx.model.errors import InvalidInput
+from loopx.model.times import FORMAT as FORMAT
+from loopx.model.times import parse_utc
 
-FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 # The times loopx accepts: four-digit years, with room above for a lease, a backoff or a
 # time-zone shift to be added without leaving what `datetime` holds (it stops at 9999).
 EARLIEST = datetime(1000, 1, 1, tzinfo=timezone.utc)
@@ -41,7 +42,7 @@ class FixedClock:
 
 def parse(value: str) -> datetime:
     try:
-        dt = datetime.strptime(value, FORMAT).replace(tzinfo=timezone.utc)
+        dt = parse_utc(value)
     except ValueError:
         raise InvalidInput(
             "time must look like 2026-01-31T12:00:00Z", code="invalid_time", field="time"

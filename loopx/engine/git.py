@@ -1,12 +1,16 @@
-"""What the engine asks of git: the checkout's HEAD and whether it is dirty."""
+"""What the engine asks of git: the checkout's HEAD and whether it is dirty.
+
+`subprocess` is imported when git is first run: a call that resolves no HEAD (`loopx review`
+without `--head`) does not pay its import (issue 19)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 
 def _git(workspace: Path, *args: str) -> str | None:
+    import subprocess
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(workspace), *args],
@@ -37,6 +41,8 @@ def resolve_head(root: Path, head: str | None) -> str | None:
 
 def _exit_code(workspace: Path, *args: str) -> int | None:
     """How `git -C workspace ARGS` exited (None when git could not run)."""
+    import subprocess
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(workspace), *args], capture_output=True, timeout=10, check=False

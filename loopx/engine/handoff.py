@@ -17,13 +17,12 @@ import sys
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from loopx.engine import lookup
 from loopx.engine.clock import add_seconds
-from loopx.engine.commands import AdoptHandoff, PrepareHandoff
 from loopx.engine.core import Change, Context, Result, execute
 from loopx.engine.git import head_and_dirty, is_ancestor
 from loopx.model.errors import Conflict, InvalidInput, NotFound
@@ -33,6 +32,9 @@ from loopx.state.entities import GoalState, Handoff, Todo
 from loopx.state.handoff import PENDING, SUPERSEDED, adopt_refusal, latest_handoff
 from loopx.store import fsio
 from loopx.store.ledger import canonical
+
+if TYPE_CHECKING:  # `handoff inspect` reads notes: it needs no write command
+    from loopx.engine.commands import AdoptHandoff, PrepareHandoff
 
 CONTEXT_SCHEMA = "handoff-context.schema.json"
 CONTEXT_FORMAT = "loopx.handoff-context/v1"

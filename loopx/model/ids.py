@@ -22,6 +22,11 @@ def visible_to(visibility: str, audience: str) -> bool:
     return _RANK[visibility] <= _RANK[audience]
 
 
+def visible_goals(goals: dict[str, str], audience: str) -> set[str]:
+    """The goal ids of `goals` (id → visibility) this audience may see."""
+    return {g for g, vis in goals.items() if visible_to(vis, audience)}
+
+
 def check_id(value: str, what: str) -> str:
     """Return `value` when it is a valid slug id, else raise `invalid_id` naming `what`."""
     if not isinstance(value, str) or not _ID_RE.fullmatch(value):

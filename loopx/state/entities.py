@@ -86,6 +86,20 @@ def _pair(spec: str) -> tuple[str, str]:
     return name, kind
 
 
+class _Factory:
+    """The default of a field made by a factory (a fresh list or dict per record)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+# The `__init__` of each entity record (todo, gate, evidence, run, note, handoff) is written
+# out, as `dataclass` would generate it: generating them compiled one per record on every
+# import (~15 M instructions, 5% of a `loopx status`; issue 19). tests/test_entity_inits.py
+# holds each to the one `dataclass` would write. `GoalState`'s is still generated.
+_FACTORY: Any = _Factory()
+
+
 class _Record:
     """Equality and repr over a record's fields, written once: `dataclass` would compile both
     for every record class, and every CLI call imports them all (issue 19)."""
@@ -106,7 +120,7 @@ class _Record:
         return f"{type(self).__qualname__}({shown})"
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(slots=True, repr=False, eq=False, init=False)
 class Todo(_Record):
     """A unit of work: its lifecycle, dependencies, claim and lease, and what closed it."""
 
@@ -141,12 +155,58 @@ class Todo(_Record):
     # A monitor's watch, backoff, next wake and observation record (see loopx.state.monitors).
     monitor: dict[str, Any] | None = None
 
+    def __init__(
+        self,
+        todo_id: str,
+        title: Any,
+        role: str = "agent",
+        kind: str = "task",
+        priority: int = 2,
+        depends_on: list[str] = _FACTORY,
+        acceptance: Any = None,
+        visibility: str = "team",
+        status: str = "open",
+        claim: dict[str, Any] | None = None,
+        predecessor: str | None = None,
+        successor: str | None = None,
+        reason: Any = None,
+        summary: Any = None,
+        evidence_ids: list[str] = _FACTORY,
+        created_seq: int = 0,
+        created_at: str = "",
+        updated_at: str = "",
+        closed_at: str | None = None,
+        revision: int = 0,
+        monitor: dict[str, Any] | None = None,
+    ) -> None:
+        self.todo_id = todo_id
+        self.title = title
+        self.role = role
+        self.kind = kind
+        self.priority = priority
+        self.depends_on = list() if depends_on is _FACTORY else depends_on
+        self.acceptance = acceptance
+        self.visibility = visibility
+        self.status = status
+        self.claim = claim
+        self.predecessor = predecessor
+        self.successor = successor
+        self.reason = reason
+        self.summary = summary
+        self.evidence_ids = list() if evidence_ids is _FACTORY else evidence_ids
+        self.created_seq = created_seq
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.closed_at = closed_at
+        self.revision = revision
+        self.monitor = monitor
+
     @property
     def is_open(self) -> bool:
         return self.status in OPEN_STATUSES
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(slots=True, repr=False, eq=False, init=False)
 class Gate(_Record):
     """A question for a named authority and what it holds until it is resolved."""
 
@@ -172,12 +232,44 @@ class Gate(_Record):
     revision: int = 0
     ask_again_at: str | None = None  # when to ask the authority again, while undecided
 
+    def __init__(
+        self,
+        gate_id: str,
+        question: Any,
+        authority: str,
+        blocks: list[str] = _FACTORY,
+        blocks_goal: bool = False,
+        visibility: str = "team",
+        status: str = "pending",
+        resolved_by: str | None = None,
+        rationale: Any = None,
+        opened_at: str = "",
+        resolved_at: str | None = None,
+        created_seq: int = 0,
+        revision: int = 0,
+        ask_again_at: str | None = None,
+    ) -> None:
+        self.gate_id = gate_id
+        self.question = question
+        self.authority = authority
+        self.blocks = list() if blocks is _FACTORY else blocks
+        self.blocks_goal = blocks_goal
+        self.visibility = visibility
+        self.status = status
+        self.resolved_by = resolved_by
+        self.rationale = rationale
+        self.opened_at = opened_at
+        self.resolved_at = resolved_at
+        self.created_seq = created_seq
+        self.revision = revision
+        self.ask_again_at = ask_again_at
+
     @property
     def is_blocking(self) -> bool:
         return self.status in BLOCKING_GATE_STATUSES
 
 
-@dataclass(slots=True, repr=False, eq=False)
+@dataclass(slots=True, repr=False, eq=False, init=False)
 class Evidence(_Record):
     """An observation (test, CI, review, …) bound to the revision it was made at."""
 
@@ -201,8 +293,36 @@ class Evidence(_Record):
     agent_id: str = ""
     created_seq: int = 0
 
+    def __init__(
+        self,
+        evidence_id: str,
+        kind: str,
+        summary: Any,
+        refs: list[str] = _FACTORY,
+        revision: str | None = None,
+        todo_id: str | None = None,
+        body: PrivateText | None = None,
+        body_bytes: int | None = None,
+        visibility: str = "private",
+        recorded_at: str = "",
+        agent_id: str = "",
+        created_seq: int = 0,
+    ) -> None:
+        self.evidence_id = evidence_id
+        self.kind = kind
+        self.summary = summary
+        self.refs = list() if refs is _FACTORY else refs
+        self.revision = revision
+        self.todo_id = todo_id
+        self.body = body
+        self.body_bytes = body_bytes
+        self.visibility = visibility
+        self.recorded_at = recorded_at
+        self.agent_id = agent_id
+        self.created_seq = created_seq
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(slots=True, repr=False, eq=False, init=False)
 class Run(_Record):
     """One bounded agent turn: who ran it, on what, its outcome and the quota it spent."""
 
@@ -227,8 +347,38 @@ class Run(_Record):
     recorded_at: str = ""
     created_seq: int = 0
 
+    def __init__(
+        self,
+        run_id: str,
+        agent_id: str,
+        session_id: str,
+        outcome: str,
+        todo_id: str | None = None,
+        summary: Any = None,
+        evidence_ids: list[str] = _FACTORY,
+        successor: str | None = None,
+        wait: Any = None,
+        quota_spent: int = 0,
+        visibility: str = "team",
+        recorded_at: str = "",
+        created_seq: int = 0,
+    ) -> None:
+        self.run_id = run_id
+        self.agent_id = agent_id
+        self.session_id = session_id
+        self.outcome = outcome
+        self.todo_id = todo_id
+        self.summary = summary
+        self.evidence_ids = list() if evidence_ids is _FACTORY else evidence_ids
+        self.successor = successor
+        self.wait = wait
+        self.quota_spent = quota_spent
+        self.visibility = visibility
+        self.recorded_at = recorded_at
+        self.created_seq = created_seq
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(slots=True, repr=False, eq=False, init=False)
 class Note(_Record):
     """A lesson, decision or note recorded on the goal (or one of its todos)."""
 
@@ -247,8 +397,28 @@ class Note(_Record):
     recorded_at: str = ""
     created_seq: int = 0
 
+    def __init__(
+        self,
+        note_id: str,
+        kind: str,
+        text: Any,
+        todo_id: str | None = None,
+        visibility: str = "private",
+        agent_id: str = "",
+        recorded_at: str = "",
+        created_seq: int = 0,
+    ) -> None:
+        self.note_id = note_id
+        self.kind = kind
+        self.text = text
+        self.todo_id = todo_id
+        self.visibility = visibility
+        self.agent_id = agent_id
+        self.recorded_at = recorded_at
+        self.created_seq = created_seq
 
-@dataclass(slots=True, repr=False, eq=False)
+
+@dataclass(slots=True, repr=False, eq=False, init=False)
 class Handoff(_Record):
     """A continuation note for a todo (see loopx.state.handoff), bound to the todo's revision
     it was written against and to the writer's git HEAD; `note` is the note's dict, or
@@ -282,6 +452,46 @@ class Handoff(_Record):
     adopted_at: str | None = None
     grant: dict[str, Any] | None = None
     adopted_git_revision: str | None = None
+
+    def __init__(
+        self,
+        handoff_id: str,
+        todo_id: str,
+        todo_revision: int,
+        source_agent_id: str,
+        source_session_id: str,
+        note: Any,
+        target_agent_id: str | None = None,
+        git_revision: str | None = None,
+        workspace_dirty: bool | None = None,
+        visibility: str = "team",
+        status: str = "pending",
+        prepared_seq: int = 0,
+        prepared_at: str = "",
+        superseded_by: str | None = None,
+        adopted_seq: int | None = None,
+        adopted_at: str | None = None,
+        grant: dict[str, Any] | None = None,
+        adopted_git_revision: str | None = None,
+    ) -> None:
+        self.handoff_id = handoff_id
+        self.todo_id = todo_id
+        self.todo_revision = todo_revision
+        self.source_agent_id = source_agent_id
+        self.source_session_id = source_session_id
+        self.note = note
+        self.target_agent_id = target_agent_id
+        self.git_revision = git_revision
+        self.workspace_dirty = workspace_dirty
+        self.visibility = visibility
+        self.status = status
+        self.prepared_seq = prepared_seq
+        self.prepared_at = prepared_at
+        self.superseded_by = superseded_by
+        self.adopted_seq = adopted_seq
+        self.adopted_at = adopted_at
+        self.grant = grant
+        self.adopted_git_revision = adopted_git_revision
 
 
 HANDOFF = Handoff.FIELDS

@@ -124,11 +124,10 @@ def monitor_view(todo: Todo, text: TextFn, now: str | None = None) -> dict[str, 
 
 
 def _seconds_between(earlier: str, later: str) -> int:
-    from datetime import datetime
+    from loopx.model.times import parse_utc
 
-    fmt = "%Y-%m-%dT%H:%M:%SZ"
     try:
-        gap = datetime.strptime(later, fmt) - datetime.strptime(earlier, fmt)
+        gap = parse_utc(later) - parse_utc(earlier)
     except ValueError:
         return 0
     return max(int(gap.total_seconds()), 0)

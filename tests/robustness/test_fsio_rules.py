@@ -14,9 +14,11 @@ from loopx.store import fsio
 
 @pytest.fixture(params=["openat2", "walk"])
 def root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
-    saved = list(fsio._SYSCALL)
+    saved, walks = list(fsio._SYSCALL), fsio.WALKS_BEFORE_OPENAT2
     if request.param == "walk":
         fsio._SYSCALL[:] = [None]
+    else:  # openat2 from the first path on (a process otherwise walks its first few)
+        fsio.WALKS_BEFORE_OPENAT2 = 0
     project = tmp_path / "proj"
     (project / "real" / "deep").mkdir(parents=True)
     (project / "real" / "deep" / "file.txt").write_bytes(b"inside\n")
@@ -29,12 +31,37 @@ def root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
     fsio.confine(project)
     yield project
     fsio._SYSCALL[:] = saved
+    fsio.WALKS_BEFORE_OPENAT2 = walks
 
 
 def _refused(call: object, *args: object) -> None:
     with pytest.raises(fsio.UnsafePath) as err:
         call(*args)  # type: ignore[operator]
     assert err.value.code == "unsafe_path" and err.value.exit_code == 2
+
+
+def test_a_process_walks_its_first_paths_then_takes_openat2(tmp_path: Path) -> None:
+    """A short call reaches its few paths without loading ctypes (issue 19); from the
+    WALKS_BEFORE_OPENAT2-th path on, openat2 is used where the kernel has it."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "f").write_bytes(b"x")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from loopx.store import fsio\n"
+        f"root = Path({str(tmp_path)!r})\n"
+        "fsio.confine(root)\n"
+        "for _ in range(fsio.WALKS_BEFORE_OPENAT2):\n"
+        "    assert fsio.current().read_file(root / 'a' / 'b' / 'f') == b'x'\n"
+        "assert 'ctypes' not in sys.modules\n"
+        "assert fsio.current().read_file(root / 'a' / 'b' / 'f') == b'x'\n"
+        "assert 'ctypes' in sys.modules\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_reads_follow_no_link_and_take_regular_files_only(root: Path) -> None:
