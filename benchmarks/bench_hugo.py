@@ -4,9 +4,9 @@
     python -m benchmarks.bench_hugo     # a few minutes on 2 cores; writes benchmarks/RESULTS.md
 
 On the root of `benchmarks/gen_root.py` (50 goals, 10,000 todos, 100,000 events), loopx
-builds the public and team partitions into an empty folder with no snapshot or build cache
-(as a fresh checkout's CI does), and Hugo builds the same pages from Markdown: per audience
-one page per visible goal and one per visible todo, with the same titles, statuses,
+builds the public and team partitions into an empty folder with no snapshot, build memo or
+scan memo (as a fresh checkout's CI does), and Hugo builds the same pages from Markdown: per
+audience one page per visible goal and one per visible todo, with the same titles, statuses,
 dependencies, gates and evidence (`gen_root.write_markdown`, turned into a Hugo site with
 minimal layouts). Each round runs both, one after the other, in alternating order, so both
 see the same load; the report gives medians of wall and CPU time (user + system, children
@@ -114,7 +114,7 @@ def bench(work: Path, *, size: tuple[int, int, int], rounds: int, hugo: str) -> 
         order = ("loopx", "hugo") if i % 2 == 0 else ("hugo", "loopx")
         for tool in order:
             if tool == "loopx":
-                _clear_caches(root)
+                _cold(root)
                 out = work / f"loopx-{i}"
                 loopx_runs.append(_must(run(_build_cmd(root, out)), "loopx build"))
                 r["loopx_files"] = _files(out)
@@ -131,6 +131,14 @@ def bench(work: Path, *, size: tuple[int, int, int], rounds: int, hugo: str) -> 
     r["cpu_ratio"] = r["loopx"]["cpu"] / r["hugo_run"]["cpu"]
     r["load_end"] = os.getloadavg()
     return r
+
+
+def _cold(root: Path) -> None:
+    """No snapshot, no build memo, and no scan memo (`.loopx/private/cache/scan/`, where the
+    previous round's build left the public files it found clean): a fresh checkout has
+    none of them."""
+    _clear_caches(root)
+    shutil.rmtree(root / ".loopx" / "private" / "cache" / "scan", ignore_errors=True)
 
 
 def _summary(runs: list[Any]) -> dict[str, Any]:

@@ -362,3 +362,45 @@ def test_a_memo_that_is_not_json_or_has_the_wrong_shapes_is_ignored(tmp_path: Pa
         assert scancache.load_build(root, frozenset()).scan is None
     path.write_bytes(orjson.dumps(good)[:-10])
     assert scancache.load_build(root, frozenset()).scan is None
+
+
+_SECRETS = ("The vendor asked us to keep the price private", "Negotiate the quiet discount")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_SECRETS + ("nothing to see", "password: hunter22")),
+            st.sampled_from(["plain", "base64", "base64+anchor", "html", "json", "url"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_a_narrowed_scanner_finds_what_the_whole_set_finds(pieces: list[Any]) -> None:
+    """A rebuild scans its changed files with a scanner of just the strings that occur in
+    the decodings a scanner reads (base64 only where an encoded rule anchor occurs): its
+    findings are those of the scanner of the whole set, whatever the encoding."""
+    import base64
+    import html
+    import json
+    from urllib.parse import quote
+
+    def encode(text: str, how: str) -> str:
+        if how.startswith("base64"):
+            lead = "password=hunter22 " if how.endswith("anchor") else ""
+            return base64.b64encode((lead + text).encode()).decode()
+        if how == "html":
+            return html.escape(text).replace(" ", "&#32;")
+        if how == "json":
+            return json.dumps(text).replace(" ", "\\u0020")
+        return quote(text) if how == "url" else text
+
+    page = "<p>" + "</p>\n<p>".join(encode(t, how) for t, how in pieces) + "</p>\n"
+    forbidden = boundary.Forbidden(
+        frozenset(_SECRETS) | {f"filler text number {n}" for n in range(50)}, frozenset()
+    )
+    whole = [f.to_dict() for f in forbidden.scanner().scan_text(page)]
+    narrowed = boundary.Forbidden(forbidden.texts, frozenset()).within([page])
+    assert [f.to_dict() for f in narrowed.scanner().scan_text(page)] == whole

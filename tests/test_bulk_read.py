@@ -375,3 +375,15 @@ def check_same(data: bytes) -> None:
     expected = orjson.loads(body)["data"]
     assert repr(typed.data) == repr(expected)
     assert isinstance(typed, TypedEnvelope) and typed.prev == GENESIS
+
+
+def test_a_ledger_over_the_read_cap_is_refused_as_before(tmp_path: Path) -> None:
+    from loopx.store.fsio import MAX_READ
+
+    store = FileStore(tmp_path)
+    ledger = store.ledger_path(G)
+    ledger.parent.mkdir(parents=True)
+    with ledger.open("wb") as out:  # sparse: no disk is used
+        out.truncate(MAX_READ + 1)
+    outcome = loaded(store)
+    assert outcome == careful(store) and outcome[:2] == ("error", "file_too_large")

@@ -7,6 +7,7 @@ stages and compares with what is on disk instead of writing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from loopx.build.folderscan import record_build
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
-from loopx.build.work import BuildCache, Unit, UnitEntry, run_units
+from loopx.build.work import BuildCache, Unit, UnitEntry, fold_ahead, run_units
 from loopx.build.writer import Entry, WriteReport, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
@@ -85,20 +86,23 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
 def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
     """Fold every goal. With a cache, a goal whose change token is the same (the ledger
     file's size, mtime and inode; the database's head) keeps the state folded last time."""
-    goals: dict[str, GoalState] = {}
-    for goal_id in store.goal_ids():
-        key: tuple[Any, ...] | None = None
+    ids = store.goal_ids()
+    keys: dict[str, tuple[Any, ...]] = {}
+    kept: dict[str, GoalState] = {}
+    for goal_id in ids:
         if cache is not None:
-            key = change_token(store, goal_id)
+            keys[goal_id] = change_token(store, goal_id)
             hit = cache.states.get(goal_id)
-            if hit is not None and hit[0] == key:
-                goals[goal_id] = hit[1]
-                continue
-        state = load_state(store, goal_id).state
+            if hit is not None and hit[0] == keys[goal_id]:
+                kept[goal_id] = hit[1]
+    fold_ahead(store, [g for g in ids if g not in kept])  # cold reads in workers when large
+    goals: dict[str, GoalState] = {}
+    for goal_id in ids:
+        state = kept[goal_id] if goal_id in kept else load_state(store, goal_id).state
         if state is not None:
             goals[goal_id] = state
-            if cache is not None and key is not None:
-                cache.states[goal_id] = (key, state)
+            if cache is not None and goal_id not in kept:
+                cache.states[goal_id] = (keys[goal_id], state)
     return goals
 
 
@@ -110,10 +114,12 @@ def make_site(
     validate: bool = False,
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
+    meanwhile: Callable[[dict[str, GoalState]], None] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
-    `project`: the configuration's titles and links (default: read from `root`)."""
+    `project`: the configuration's titles and links (default: read from `root`).
+    `meanwhile(every goal)`: work of this process done while workers render."""
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
@@ -132,6 +138,7 @@ def make_site(
         validate=validate,
         cache=cache,
         project=project,
+        meanwhile=(lambda: meanwhile(every)) if meanwhile is not None else None,
     )
     for audience in audiences:
         visible, hidden = split[audience]
@@ -263,14 +270,29 @@ def build(
             pass  # a linked or misplaced folder is refused before any work; nothing is created
         if reuse and cache is None:
             cache = reuse_mod.load(root, out)
+        prepared: list[Forbidden] = []
+
+        def prepare(goals: dict[str, GoalState]) -> None:
+            """The forbidden set, and, when no earlier scan vouches for any file (a cold
+            build), its scanner: made while the units render."""
+            if reuse and cache is not None:
+                _carry_scan(root, names, cache)
+            prepared.append(_forbidden(goals, cache).with_names(names))
+            if cache is None or cache.scan.covered is None:
+                prepared[0].scanner()
+
         site, (goals, store) = make_site(
-            root, audiences, head, validate=validate, cache=cache, project=project
+            root,
+            audiences,
+            head,
+            validate=validate,
+            cache=cache,
+            project=project,
+            meanwhile=prepare if "public" in audiences else None,
         )
         result = BuildResult(site)
         if "public" in audiences:
-            if reuse and cache is not None:
-                _carry_scan(root, names, cache)
-            forbidden = _forbidden(goals, cache).with_names(names)
+            forbidden = prepared[0]
             scan_cache = cache.scan if cache is not None else None
             result.findings = scan_public(site, forbidden, scan_cache)
             enforce(result.findings, goals, forbidden)

@@ -1,5 +1,6 @@
-"""Run the per-goal units of a build: from the cache when a goal has not changed, in a pool
-of worker processes when there is a lot to do, serially otherwise.
+"""Run the per-goal work of a build: folding the ledgers (`fold_ahead`) and rendering the
+units (`run_units`): from the cache when a goal has not changed, in a pool of worker
+processes when there is a lot to do, serially otherwise.
 
 Results are assembled in (audience, goal) order, so the output never depends on which
 worker finished first. `LOOPX_BUILD_WORKERS` overrides the worker count (1 = serial).
@@ -7,6 +8,7 @@ worker finished first. `LOOPX_BUILD_WORKERS` overrides the worker count (1 = ser
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable
@@ -19,14 +21,18 @@ from loopx.build import layouts
 from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
+from loopx.engine.core import load_state
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
 from loopx.state.entities import GoalState
+from loopx.store import fsio
+from loopx.store.base import Store
 
 Unit = tuple[str, str]  # (audience, goal_id)
 Result = tuple[list[AnyArtifact], dict[str, Any]]  # a goal's files, and its index row
 UnitEntry = tuple[str, Result]  # (key, result): the key names everything the result depends on
 PARALLEL_MIN_TODOS = 2000  # below this, starting workers costs more than it saves
+PARALLEL_MIN_BYTES = 8 << 20  # of ledger to fold: below, starting workers costs more
 
 
 @dataclass
@@ -99,19 +105,77 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def workers_for(goals: dict[str, GoalState], units: list[Unit]) -> int:
+def _configured() -> int | None:
     configured = os.environ.get("LOOPX_BUILD_WORKERS")
-    if configured:
-        try:
-            return max(1, int(configured))
-        except ValueError:
-            raise InvalidInput(
-                "LOOPX_BUILD_WORKERS must be a whole number", code="invalid_workers"
-            ) from None
+    if not configured:
+        return None
+    try:
+        return max(1, int(configured))
+    except ValueError:
+        raise InvalidInput(
+            "LOOPX_BUILD_WORKERS must be a whole number", code="invalid_workers"
+        ) from None
+
+
+def workers_for(goals: dict[str, GoalState], units: list[Unit]) -> int:
+    configured = _configured()
+    if configured is not None:
+        return configured
     todos = sum(len(goals[g].todos) for _, g in units)
     if todos < PARALLEL_MIN_TODOS or len(units) < 2 or not hasattr(os, "fork"):
         return 1
     return max(1, min(os.cpu_count() or 1, 4, len(units)))
+
+
+def _fold(goal_id: str) -> None:
+    with contextlib.suppress(Exception):  # the parent folds it again and reports the error
+        load_state(_SHARED["store"], goal_id)
+
+
+def fold_ahead(store: Store, goal_ids: list[str]) -> None:
+    """Read and fold the ledgers of `goal_ids` in worker processes when there are megabytes
+    of them, each leaving its goal's snapshot in the cache (as the same `load_state` in this
+    process would); the caller's own `load_state` then starts from that snapshot, which it
+    checks against the ledger head as always, and reads only what was appended since.
+
+    Every line is still checked, by the worker that reads it. A goal a worker could not
+    fold (damage, a refused file) has no fresh snapshot: the caller reads it cold and
+    reports what it finds. A database store, whose connection a forked process may not
+    share, is not folded ahead."""
+    sizes = _ledger_sizes(store, goal_ids)
+    configured = _configured()
+    workers = configured if configured is not None else min(os.cpu_count() or 1, 4)
+    if (
+        sizes is None
+        or workers <= 1
+        or len(goal_ids) < 2
+        or not hasattr(os, "fork")
+        or (configured is None and sum(sizes.values()) < PARALLEL_MIN_BYTES)
+    ):
+        return
+    order = sorted(goal_ids, key=lambda g: -sizes[g])  # largest first: no long tail
+    import multiprocessing  # only here, as in `_render`
+
+    _SHARED["store"] = store
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(goal_ids))) as pool:
+            pending = pool.map_async(_fold, order, chunksize=1)
+            warm_renderer()  # while the workers fold
+            pending.get()
+    finally:
+        _SHARED.clear()
+
+
+def _ledger_sizes(store: Store, goal_ids: list[str]) -> dict[str, int] | None:
+    """Each goal's ledger size in bytes, for a file store (None for any other store)."""
+    from loopx.store.filestore import FileStore
+
+    if not isinstance(store, FileStore):
+        return None
+    fs = fsio.current()
+    with fsio.guard("read the ledger"):
+        stats = {g: fs.lstat(store.ledger_path(g)) for g in goal_ids}
+    return {g: st.st_size if st is not None else 0 for g, st in stats.items()}
 
 
 def run_units(
@@ -124,10 +188,12 @@ def run_units(
     validate: bool,
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> dict[Unit, UnitEntry]:
     """Every unit's (key, result): from `cache` when its key is unchanged, else rendered.
     With a cache, a unit rendered again still carries over each file its last build made
-    of the same inputs (`site.goal_artifacts`)."""
+    of the same inputs (`site.goal_artifacts`). `meanwhile` is this process's own work,
+    done while workers render (or after, serially)."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
     results: dict[Unit, UnitEntry] = {}
@@ -155,7 +221,7 @@ def run_units(
         layouts=cache.layouts if cache is not None else None,
     )
     try:
-        fresh = _render(todo, goals)
+        fresh = _render(todo, goals, meanwhile)
     finally:
         _SHARED.clear()
     for unit, (result, laid) in fresh.items():
@@ -169,15 +235,39 @@ def run_units(
 
 
 def _render(
-    todo: list[Unit], goals: dict[str, GoalState]
+    todo: list[Unit], goals: dict[str, GoalState], meanwhile: Callable[[], None] | None
 ) -> dict[Unit, tuple[Result, list[Any] | None]]:
     workers = workers_for(goals, todo)
     if workers <= 1:
-        return {unit: _run(unit) for unit in todo}
+        serial = {unit: _run(unit) for unit in todo}
+        if meanwhile is not None:
+            meanwhile()
+        return serial
     # Largest goals first, so one big goal does not finish last on its own.
     order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
     import multiprocessing  # only here: a rebuild of a few goals never starts a worker
 
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        done = pool.map(_run, order, chunksize=1)
+        pending = pool.map_async(_run, order, chunksize=1)
+        if meanwhile is not None:
+            meanwhile()  # the workers are forked already: this process is otherwise idle
+        done = pending.get()
     return dict(zip(order, done, strict=True))
+
+
+def warm_renderer() -> None:
+    """Import the layout library and load the page templates, so that render workers forked
+    after this inherit them instead of each loading its own."""
+    from loopx.render.env import environment
+    from loopx.render.svg import warm
+
+    env = environment()
+    for name in env.list_templates(filter_func=_page_template):
+        env.get_template(name)
+    warm()
+
+
+def _page_template(name: str) -> bool:
+    """The templates a build renders per goal (not the handoff's or prime's, nor the style
+    sheet and script, which are copied)."""
+    return name.startswith(("html/", "markdown/")) or name in ("badge.svg", "feed.xml")

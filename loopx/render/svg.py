@@ -90,6 +90,11 @@ def _grandalf() -> tuple[Any, Any, Any, Any]:
     return Edge, Vertex, graph_core, SugiyamaLayout
 
 
+def warm() -> None:
+    """Import grandalf now (see `loopx.build.work.warm_renderer`)."""
+    _grandalf()
+
+
 def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
     """Node id → centre (x, y) and edge index → routed points, or None when too large.
 

@@ -1,0 +1,80 @@
+"""A build in worker processes (`loopx.build.work`): the same bytes as a serial one.
+
+`LOOPX_BUILD_WORKERS=2` forces the pools on a small project: the ledgers are read and folded
+ahead in workers (each leaving its goal's snapshot), and the units rendered in workers.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from loopx.build import work
+from loopx.build.pipeline import build
+from loopx.engine.core import load_state
+from loopx.engine.demo import REV_NEW
+from loopx.state.entities import encode_state
+from loopx.store.filestore import FileStore
+from tests.conftest import run_cli
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _cold(root: Path) -> None:
+    shutil.rmtree(root / ".loopx" / "cache", ignore_errors=True)
+
+
+def test_a_build_in_workers_writes_the_bytes_of_a_serial_build(
+    demo: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "1")
+    _cold(demo)
+    build(demo, tmp_path / "serial", head=REV_NEW)
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    _cold(demo)
+    build(demo, tmp_path / "workers", head=REV_NEW)
+    serial, parallel = _tree(tmp_path / "serial"), _tree(tmp_path / "workers")
+    assert len(serial) > 20 and parallel == serial
+
+
+def test_folding_ahead_leaves_each_goal_the_snapshot_a_cold_fold_gives(
+    demo: Path, monkeypatch: Any
+) -> None:
+    _cold(demo)
+    store = FileStore(demo)
+    ids = store.goal_ids()
+    assert len(ids) >= 2
+    cold = {g: orjson.dumps(encode_state(load_state(store, g, cache=False).state)) for g in ids}
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    work.fold_ahead(store, ids)
+    assert all(store.load_snapshot(g) is not None for g in ids)  # written by the workers
+    warm = {g: orjson.dumps(encode_state(load_state(store, g).state)) for g in ids}
+    assert warm == cold
+
+
+def test_a_damaged_ledger_is_reported_alike_with_or_without_workers(
+    demo: Path, tmp_path: Path
+) -> None:
+    store = FileStore(demo)
+    ledger = store.ledger_path(store.goal_ids()[0])
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"', b"'", 2)  # a line that no longer parses
+    ledger.write_bytes(b"".join(lines))
+    results = []
+    for workers in ("1", "2"):
+        _cold(demo)
+        out = tmp_path / f"site-{workers}"
+        args = ["build", "--root", str(demo), "--out", str(out), "--head", REV_NEW]
+        results.append(run_cli(args, env={"LOOPX_BUILD_WORKERS": workers}))
+    serial, parallel = results
+    assert serial.exit_code != 0 and "Traceback" not in serial.stderr
+    assert (parallel.exit_code, parallel.stderr) == (serial.exit_code, serial.stderr)
