@@ -395,3 +395,30 @@ def test_a_planted_private_record_never_hides_a_leak(tmp_path: Path) -> None:
     ):
         path.write_bytes(planted)
         assert [f.kind for f in _scan(root, page)] == ["non-public-text"]
+
+
+def test_a_ledger_rewritten_in_place_with_its_mtime_set_back_changes_its_token(
+    tmp_path: Path,
+) -> None:
+    """The change token the scan records (and the build's folded states) are keyed by moves
+    with any write to the ledger: same size, same inode and an mtime set back (`cp -p`,
+    `rsync -t`, `touch -d`) still move its ctime, which no one can set back."""
+    from loopx.store.select import change_token
+
+    root, _ = _project(tmp_path)
+    store = FileStore(root)
+    before = change_token(store, "g")
+    ledger = store.ledger_path("g")
+    st = ledger.stat()
+    data = bytearray(ledger.read_bytes())
+    data[-3] = ord("0") if data[-3] != ord("0") else ord("1")
+    with open(ledger, "r+b") as f:  # in place: the same inode
+        f.write(bytes(data))
+    os.utime(ledger, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = ledger.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        st.st_size,
+        st.st_mtime_ns,
+        st.st_ino,
+    )
+    assert change_token(store, "g") != before

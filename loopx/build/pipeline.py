@@ -85,7 +85,7 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
 
 def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
     """Fold every goal. With a cache, a goal whose change token is the same (the ledger
-    file's size, mtime and inode; the database's head) keeps the state folded last time."""
+    file's size, mtime, ctime and inode; the database's head) keeps the state folded last time."""
     ids = store.goal_ids()
     keys: dict[str, tuple[Any, ...]] = {}
     kept: dict[str, GoalState] = {}

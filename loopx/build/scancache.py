@@ -6,7 +6,7 @@ again costs more. So `.loopx/private/cache/scan/` keeps:
 
 - ``goal-<digest of its id>.json``, one a goal: its strings (`GoalStrings`, blob text
   included), keyed by the goal's head and its ledger's change token (a file's size,
-  modification time and inode, or a database head): after a ledger change only the goals that
+  modification time, ctime and inode, or a database head): after a ledger change only the goals that
   changed are folded, read and written;
 - ``forbidden.json``: those strings merged (`Forbidden`), keyed by every goal's;
 - ``private.json``: the private text a scan looks for in files a build vouched for, keyed

@@ -137,11 +137,12 @@ def close(store: Store | Any) -> None:
 
 def change_token(store: Any, goal_id: str) -> tuple[Any, ...]:
     """A cheap value that changes whenever the goal's ledger does (for build caches): the
-    ledger file's size, mtime and inode, or the database's head (seq, sum, offset)."""
+    ledger file's size, mtime, ctime and inode (an mtime can be set back, a ctime cannot),
+    or the database's head (seq, sum, offset)."""
     head = getattr(store, "head", None)
     if callable(head):
         cursor = head(goal_id)
         return ("head",) if cursor is None else ("head", cursor.seq, cursor.head, cursor.offset)
     with fsio.guard("read the ledger"):
         st = store.ledger_path(goal_id).stat()
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
