@@ -127,3 +127,13 @@ def test_handoff_inspect_imports_no_write_command(goal: Path) -> None:
     inspect = ("handoff", "inspect", "--goal-id", "demo", "--todo-id", "t1")
     modules = loaded(goal, *inspect, "--workspace", str(goal))
     assert "loopx.engine.commands" not in modules and not modules & NEVER
+
+
+def test_a_scan_imports_no_write_command(goal: Path) -> None:
+    """`loopx scan` reads allow entries, never writes one: the write side of `loopx allow
+    finding` (`loopx.build.allowances.confirm`) is imported only when a confirm runs."""
+    out = goal / "site"
+    assert run_cli(["build", "--root", str(goal), "--out", str(out)]).exit_code == 0
+    modules = loaded(goal, "scan", str(out / "public"))
+    assert "loopx.build.allowances" in modules  # the scan did look at the allow entries
+    assert "loopx.engine.commands" not in modules

@@ -11,10 +11,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from loopx.engine.allowances import checked, named_id
-from loopx.engine.commands import AllowFinding
-from loopx.engine.core import require_goal
 from loopx.model.errors import InvalidInput
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.rules import NON_PUBLIC_ID, NON_PUBLIC_TEXT
@@ -23,6 +21,9 @@ from loopx.state.allowances import created_seq, entries
 from loopx.state.entities import GoalState
 from loopx.state.tables import entity_tables
 from loopx.store.base import Store
+
+if TYPE_CHECKING:  # the write side is imported by `confirm` only: a scan never runs it
+    from loopx.engine.commands import AllowFinding
 
 
 def allowances_of(state: GoalState) -> frozenset[Allowance]:
@@ -80,6 +81,9 @@ def confirm(store: Store, cmd: AllowFinding) -> None:
     """Refuse `cmd` (`no_such_finding`) unless the boundary scan finds its kind in the id it
     names: an entry that covers nothing is a typo. Ids and the seq that created an entity
     never change, so what this says still holds when the entry is written."""
+    from loopx.engine.allowances import checked, named_id
+    from loopx.engine.core import require_goal
+
     cmd = checked(cmd)
     entity_id = named_id(require_goal(store, cmd.goal_id), cmd)
     project = getattr(store, "root", None)
