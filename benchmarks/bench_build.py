@@ -433,6 +433,14 @@ def _fresh_rebuilds(root: Path, out: Path, probes: list[dict[str, Any]]) -> dict
     }
 
 
+def git_out(repo: Path, *args: str) -> str:
+    """What `git -C REPO ARGS` prints, stripped (empty if git fails: a label, not a check)."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip()
+
+
 def _machine() -> dict[str, Any]:
     cpu = ""
     with contextlib.suppress(OSError):
@@ -440,12 +448,7 @@ def _machine() -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    rev = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
+    rev = git_out(REPO, "rev-parse", "--short", "HEAD")
     return {
         "cores": os.cpu_count(),
         "cpu": cpu,

@@ -35,6 +35,7 @@ from benchmarks.bench_build import (
     _must,
     _tree,
     complete,
+    git_out,
     run,
     workdir,
 )
@@ -43,18 +44,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _label(checkout: Path) -> str:
-    rev = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
+    rev = git_out(checkout, "rev-parse", "--short", "HEAD")
+    dirty = git_out(checkout, "status", "--porcelain", "--untracked-files=no")
     return (rev or checkout.name) + ("+changes" if dirty else "")
 
 

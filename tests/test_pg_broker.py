@@ -143,19 +143,26 @@ def test_a_client_killed_mid_write_releases_the_goal(project: Path, pg_empty: st
         proc.communicate()
 
 
-def test_a_broker_that_dies_is_store_unavailable_and_the_next_call_starts_another(
-    project: Path, pg_empty: str
-) -> None:
+def _broker_killed_under(project: Path, url: str) -> tuple[broker_client.BrokeredStore, int]:
+    """A brokered store that has made a call, its broker SIGKILLed: the next call on it is
+    store_unavailable (checked here). Returns the store and the dead broker's pid."""
     store = open_store(project)
     assert isinstance(store, broker_client.BrokeredStore)
     assert store.goal_ids() == []
-    first = broker(pg_empty)["pid"]
+    first = broker(url)["pid"]
     assert isinstance(first, int)
     os.kill(first, signal.SIGKILL)
     assert wait_for(lambda: not pg.alive(first))
     with pytest.raises(StoreUnavailable) as caught:
         store.goal_ids()
     assert caught.value.code == "store_unavailable"
+    return store, first
+
+
+def test_a_broker_that_dies_is_store_unavailable_and_the_next_call_starts_another(
+    project: Path, pg_empty: str
+) -> None:
+    store, first = _broker_killed_under(project, pg_empty)
     done = cli(project, "goal", "create", "--goal-id", G, "--title", "T", "--objective", "O")
     assert done.returncode == 0, done.stderr
     second = broker(pg_empty)["pid"]
@@ -359,15 +366,7 @@ def test_a_long_running_process_outlives_its_broker(project: Path, pg_empty: str
     goes (killed, or `loopx store broker --stop`), the call in flight is store_unavailable,
     and the next call reaches a broker again (started if need be) instead of failing for as
     long as the process lives."""
-    store = open_store(project)
-    assert isinstance(store, broker_client.BrokeredStore)
-    assert store.goal_ids() == []
-    first = broker(pg_empty)["pid"]
-    assert isinstance(first, int)
-    os.kill(first, signal.SIGKILL)
-    assert wait_for(lambda: not pg.alive(first))
-    with pytest.raises(StoreUnavailable):
-        store.goal_ids()
+    store, first = _broker_killed_under(project, pg_empty)
     assert store.goal_ids() == []
     second = broker(pg_empty)["pid"]
     assert isinstance(second, int) and second != first
