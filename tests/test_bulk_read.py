@@ -225,6 +225,20 @@ def test_a_repeated_operation_id_keeps_its_place_with_the_latest_record() -> Non
     )
 
 
+def test_a_renewal_with_a_null_todo_id_indexes_the_subject_the_careful_fold_does() -> None:
+    """The bulk fold takes a renewal's subject inline (`data["todo_id"]`); `subject_of` would
+    look further only when `todo_id` is absent, which the inline read refuses (careful path)."""
+    envelopes = [envelope(t, copy.deepcopy(SAMPLES[t]), i) for i, t in enumerate(ORDER)]
+    renewal = envelopes[ORDER.index("todo.renewed", 7)]
+    renewal["data"].update(todo_id=None, gate_id="gate-x")
+    buf = stamp(envelopes, Cursor())[0]
+    assert bulk_vouches(buf)
+    state, _, _ = same_as_careful(buf)
+    assert (
+        state.operations.dump() == replay(scan(buf, Cursor(), goal_id=G).events).operations.dump()
+    )
+
+
 # -- the careful path decides ----------------------------------------------------------------
 
 
