@@ -575,13 +575,13 @@ def test_demo_has_a_pending_handoff(tmp_path: Path) -> None:
 
 @pytest.mark.files_only("input checks and rendering: the same whatever the store")
 def test_changed_escaping_code_renders_afresh(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import loopx.build.handoff as handoff_build
+    from loopx.build import rendercache
 
     assert prepare(repo, "--work-summary", "w", "--next-step", "first step").exit_code == 0
     path = repo / ".loopx" / "private" / "cache" / "handoff" / "demo" / "todo_a.text.full.md"
     first = inspect(repo, "--format", "text").stdout
     key = path.read_text().split("\n", 1)[0]
-    monkeypatch.setattr(handoff_build, "escaping_code", lambda: b"an upgraded escaper")
+    monkeypatch.setattr(rendercache, "code_sources", lambda modules: b"an upgraded escaper")
     assert inspect(repo, "--format", "text").stdout == first
     assert path.read_text().split("\n", 1)[0] != key  # rendered again, under a new key
 
@@ -645,3 +645,22 @@ def test_inspect_refuses_a_note_of_another_todo(repo: Path) -> None:
         assert other.exit_code == 3 and error_code(other) == "handoff_not_found", other
     mine = inspect(repo, "--handoff-id", handoff_id, "--format", "json")
     assert mine.exit_code == 0 and mine.json()["handoff"]["handoff_id"] == handoff_id
+
+
+def test_the_digest_cache_key_covers_every_module_the_markdown_is_rendered_by() -> None:
+    """What `render_digest_markdown` imports from loopx to make the text is in the key
+    (`build.handoff.CODE`), as the review cache's key holds its code (`build.review.CODE`)."""
+    import ast
+
+    import loopx.build.handoff as handoff_build
+
+    package = Path(handoff_build.__file__).resolve().parent.parent
+    tree = ast.parse((package / "render" / "handoff.py").read_text("utf-8"))
+    used = {
+        node.module.removeprefix("loopx.").replace(".", "/") + ".py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("loopx.")
+    }
+    used -= {"render/jsonout.py"}  # the JSON digest, never cached
+    assert used and used <= set(handoff_build.CODE), sorted(used - set(handoff_build.CODE))
+    assert all((package / name).is_file() for name in handoff_build.CODE)

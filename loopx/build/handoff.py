@@ -8,13 +8,9 @@ module reads the store, the checkout and its own cache, and nothing else.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from loopx import __version__
 from loopx.build import rendercache
 from loopx.engine import lookup
 from loopx.engine.core import require_goal
@@ -25,7 +21,6 @@ from loopx.privacy.audience import BlobReader, BlobText, note_body
 from loopx.projections.handoff import handoff_digest, pending_handoffs
 from loopx.projections.handoff_budget import fit_digest
 from loopx.render.handoff import TEMPLATES, render_digest_json, render_digest_markdown
-from loopx.resources import resource_dir
 
 
 def inspect_handoff(
@@ -79,12 +74,16 @@ def render_inspected(store: Any, digest: dict[str, Any], fmt: str, max_chars: in
     return render_digest_json(digest)
 
 
-def escaping_code() -> bytes:
-    """The source of the Markdown escaping, part of the render cache's key: output rendered
-    by older escaping code is not reused. Read from the files, not the imported modules: a
-    call that reuses the cache imports no renderer."""
-    folder = Path(__file__).resolve().parent.parent / "render"
-    return b"".join((folder / name).read_bytes() for name in ("md_escape.py", "md_context.py"))
+# The code a digest's Markdown is rendered with besides its template (`build.rendercache`:
+# read from the files, so a call that reuses the cache imports no renderer): the renderer,
+# the budget fitting it renders through, the environment and its filters, the escaping.
+CODE = (
+    "render/handoff.py",
+    "projections/handoff_budget.py",
+    "render/env.py",
+    "render/md_escape.py",
+    "render/md_context.py",
+)
 
 
 def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: int | None) -> str:
@@ -93,7 +92,8 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     Rendering imports Jinja2, about a fifth of an inspect call; an agent that inspects the same
     note on every turn gets the stored text instead. One cache file per goal, todo, template
     and budget, holding its key: the digest (all but `now`, which no template shows; a test
-    holds them to that), the template's source, the escaping code and the loopx version.
+    holds them to that), the budget, the template's source, the code that renders it (`CODE`,
+    Jinja2 and markupsafe) and the loopx version.
     Private-audience output is cached under `.loopx/private/`, the partition that never
     leaves this host.
     """
@@ -105,13 +105,9 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
 
 
 def _cache_key(digest: dict[str, Any], template: str, max_chars: int | None) -> str:
-    source = (resource_dir("templates") / TEMPLATES[template]).read_bytes() + escaping_code()
     keyed = {k: v for k, v in digest.items() if k != "now"}
-    return hashlib.sha256(
-        orjson.dumps([__version__, template, max_chars], option=orjson.OPT_SORT_KEYS)
-        + source
-        + orjson.dumps(keyed, option=orjson.OPT_SORT_KEYS)
-    ).hexdigest()
+    code = rendercache.code_sources(CODE)
+    return rendercache.key("handoff", TEMPLATES[template], code, [max_chars, keyed])
 
 
 def _cache_path(
