@@ -276,7 +276,7 @@ def build(
             """The forbidden set, and, when no earlier scan vouches for any file (a cold
             build), its scanner: made while the units render."""
             if reuse and cache is not None:
-                _carry_scan(root, names, cache)
+                _carry_scan(root, names, cache, goals)
             prepared.append(_forbidden(goals, cache).with_names(names))
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
@@ -325,10 +325,13 @@ def build(
     return result
 
 
-def _carry_scan(root: Path, names: frozenset[str], cache: BuildCache) -> None:
+def _carry_scan(
+    root: Path, names: frozenset[str], cache: BuildCache, goals: dict[str, GoalState]
+) -> None:
     """What the last build on this host left for the boundary scan (`scancache.load_build`):
-    each goal's strings, the merged set, and the public files found clean."""
-    memo = scancache.load_build(root, names)
+    the merged set, the strings the goals changed since had then, and the public files
+    found clean."""
+    memo = scancache.load_build(root, names, {g: s.head for g, s in goals.items()})
     cache.strings.update(memo.strings)
     cache.merged = memo.merged
     if memo.scan is not None:
