@@ -415,3 +415,144 @@ def test_a_changed_goal_takes_its_graph_layouts_from_the_memo(
     assert laid  # laid out again
     build(demo, full, head=REV_NEW)
     assert _files(out) == _files(full)
+
+
+def _folds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The goals the build folds (each `load_state` of the pipeline), as they happen."""
+    from loopx.build import pipeline
+
+    folded: list[str] = []
+    real = pipeline.load_state
+    monkeypatch.setattr(pipeline, "load_state", lambda s, g: folded.append(g) or real(s, g))
+    return folded
+
+
+def test_a_rebuild_after_one_event_folds_only_that_goal(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other goals' ledgers have the change token the memo recorded with their fields:
+    they are not folded (nor read) at all, and the rebuild still writes byte for byte what
+    a full build writes."""
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    added = ["todo", "add", "--root", str(demo), "--goal-id", "launch", "--title", "One"]
+    assert run_cli([*added, "--visibility", "public"]).exit_code == 0
+    folded = _folds(monkeypatch)
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert folded == ["launch"]
+    folded.clear()
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert folded == []  # nothing new: nothing folded
+    build(demo, full, head=REV_NEW)
+    assert len(folded) > 1
+    assert _files(out) == _files(full)
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_a_ledger_changed_under_the_same_size_and_mtime_is_folded_again(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same ledger file (same inode), the same size and modification time, other events:
+    its ctime moved, so the goal is folded again and the rebuild is the full build."""
+    out, full = tmp_path / "site", tmp_path / "full"
+    ledger = demo / ".loopx/goals/launch/ledger.jsonl"
+    before = ledger.read_bytes()
+    r = ["--root", str(demo), "--goal-id", "launch", "--todo-id", "same-size"]
+
+    def add(title: str) -> None:
+        result = run_cli(["todo", "add", *r, "--title", title, "--visibility", "public"])
+        assert result.exit_code == 0
+
+    monkeypatch.setenv("LOOPX_NOW", "2026-03-02T12:00:00Z")
+    add("Alpha")
+    build(demo, out, head=REV_NEW, reuse=True)
+    first = ledger.stat()
+    with ledger.open("r+b") as f:  # back to before, in place: the same inode
+        f.truncate(len(before))
+    add("Omega")
+    os.utime(ledger, ns=(first.st_atime_ns, first.st_mtime_ns))
+    now = ledger.stat()
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (
+        first.st_size,
+        first.st_mtime_ns,
+        first.st_ino,
+    )
+    folded = _folds(monkeypatch)
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert folded == ["launch"]
+    search = _files(out)["public/search.json"]
+    assert "Omega" in search and "Alpha" not in search
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full)
+
+
+def test_a_forged_or_damaged_goal_record_costs_folding_it(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A goal record of the memo of another shape is not used (the goal is folded); one
+    whose fields are not the ledger's (a head, a visibility) is found out when the goal is
+    folded, and the build starts again folding every goal: either way it writes what a full
+    build writes."""
+    from loopx.build import reuse
+
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    build(demo, full, head=REV_NEW)
+    memo_file = reuse.memo_path(demo, out)
+    clean = memo_file.read_bytes()
+    goals = json.loads(clean)["goals"]
+    assert {"launch", "docs"} <= set(goals)
+    folded = _folds(monkeypatch)
+    forgeries: list[tuple[str, str, Any]] = [
+        ("launch", "head", "0" * 64),
+        ("launch", "truth_revision", 1),
+        (
+            "docs",
+            "visibility",
+            "public" if goals["docs"]["facts"]["visibility"] != "public" else "team",
+        ),
+        ("launch", "goal_id", "docs"),
+        ("docs", "revision", "7"),
+    ]
+    for goal_id, name, value in forgeries:
+        memo = json.loads(clean)
+        memo["goals"][goal_id]["facts"][name] = value
+        memo_file.write_text(json.dumps(memo))
+        folded.clear()
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert goal_id in folded, (goal_id, name)
+        assert _files(out) == _files(full), (goal_id, name)
+    for damaged in ([], {"token": "x"}, {"token": [1], "facts": None}):
+        memo = json.loads(clean)
+        memo["goals"]["launch"] = damaged
+        memo_file.write_text(json.dumps(memo))
+        assert "launch" not in reuse.load(demo, out).facts
+        folded.clear()
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert folded == ["launch"]
+        assert _files(out) == _files(full)
+
+
+def test_a_carried_goal_is_folded_only_when_needed_and_must_match() -> None:
+    from loopx.build import facts
+    from loopx.state.entities import GoalState
+
+    state = GoalState(goal_id="g", visibility="public", revision=4, head="h4")
+    state.truth_revision, state.truth_head, state.truth_at = 3, "h3", "t3"
+    fields = facts.of(state)
+    calls: list[int] = []
+
+    def fold() -> GoalState:
+        calls.append(1)
+        return state
+
+    carried = facts.Carried(fields, fold).as_state()
+    truth = facts.truth(carried)
+    assert (carried.head, carried.revision, truth.head, truth.revision) == ("h4", 4, "h3", 3)
+    assert carried.visibility == "public" and calls == []
+    assert carried.todos == {} and truth.turns == {} and calls == [1]
+    moved = GoalState(goal_id="g", visibility="public", revision=5, head="h5")
+    with pytest.raises(facts.Stale):
+        _ = facts.Carried(fields, lambda: moved).as_state().todos
+    with pytest.raises(facts.Stale):
+        _ = facts.truth(facts.Carried(fields, lambda: moved).as_state()).todos

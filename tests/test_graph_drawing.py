@@ -128,3 +128,25 @@ def test_a_layout_is_remembered_by_the_graphs_shape_alone() -> None:
     grown["edges"].append({"from": "t_a", "to": "t_b", "kind": "depends_on"})
     to_svg(grown)
     assert svg._laid_out.cache_info().misses == 2
+
+
+def test_parts_shaped_alike_under_other_ids_are_laid_out_once() -> None:
+    """The layout never looks at an id's text: a graph whose ids are all renamed takes the
+    layout made for the first (one Sugiyama layout), placed under its own ids, and it is
+    the very layout a direct run of the layout gives."""
+    from loopx.render import svg
+
+    svg._laid_out.cache_clear()
+    first = _graph()
+    renamed = _graph()
+    rename = {n["id"]: f"x{i}_{n['id']}" for i, n in enumerate(renamed["nodes"])}
+    for n in renamed["nodes"]:
+        n["id"] = rename[n["id"]]
+    for e in renamed["edges"]:
+        e["from"], e["to"] = rename[e["from"]], rename[e["to"]]
+    a, b = svg.layout(first), svg.layout(renamed)
+    assert svg._laid_out.cache_info().misses == 1 and svg._laid_out.cache_info().hits == 1
+    assert a is not None and b is not None
+    assert b[0] == {rename[n]: p for n, p in a[0].items()} and b[1] == a[1]
+    assert list(b[0]) == [rename[n] for n in a[0]]
+    assert a == svg._layout(first) and b == svg._layout(renamed)

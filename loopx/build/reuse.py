@@ -14,6 +14,10 @@ made of the same inputs as before (a todo page whose todo and neighbours did not
 templates, schemas and the version are the memo's fingerprint (`loopx.build.fingerprint`):
 a memo of another loopx is ignored. `loopx build --check` never carries anything: it
 compares every byte.
+
+Per goal the memo also holds the change token its ledger had before it was folded, and the
+few fields of its state the build reads of every goal (`loopx.build.facts`): a goal whose
+ledger still has that token is not folded at all.
 """
 
 from __future__ import annotations
@@ -25,16 +29,17 @@ from typing import Any
 
 import orjson
 
-from loopx.build import outdir
+from loopx.build import facts, outdir
 from loopx.build.artifacts import AnyArtifact, DiskArtifact, Site
 from loopx.build.fingerprint import digest as digest
 from loopx.build.fingerprint import fingerprint, remember
 from loopx.build.fingerprint import sources as sources
 from loopx.build.work import BuildCache, UnitEntry
 from loopx.model.errors import LoopxError
+from loopx.state.entities import GoalState
 from loopx.store import fsio
 
-MEMO_FORMAT = 4
+MEMO_FORMAT = 5
 AUDIENCES = ("public", "team", "private")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -76,7 +81,25 @@ def load(root: Path, out: Path) -> BuildCache:
             if isinstance(record.get("layouts"), list):
                 cache.layouts[unit] = record["layouts"]  # checked when used (`layouts`)
             cache.written.update((a.path, a.sha256) for a in entry[1][0])
+    cache.facts.update(_facts(memo.get("goals")))
     return cache
+
+
+def _facts(goals: Any) -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Each goal's change token and fields (`loopx.build.facts`), where they are of the
+    shape `save` writes."""
+    found: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    for goal_id, record in goals.items() if isinstance(goals, dict) else ():
+        token = record.get("token") if isinstance(record, dict) else None
+        fields = facts.parse(record.get("facts")) if isinstance(record, dict) else None
+        if (
+            isinstance(token, list)
+            and all(isinstance(t, (int, str)) for t in token)
+            and fields is not None
+            and fields["goal_id"] == goal_id
+        ):
+            found[goal_id] = (tuple(token), fields)
+    return found
 
 
 def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str], UnitEntry]:
@@ -150,11 +173,24 @@ def _identity(folder: outdir.Folder, path: str) -> list[int] | None:
     return None if st is None else [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
-def save(root: Path, out: Path, site: Site, cache: BuildCache | None = None) -> None:
+def save(
+    root: Path,
+    out: Path,
+    site: Site,
+    cache: BuildCache | None = None,
+    goals: dict[str, GoalState] | None = None,
+) -> None:
     """Record every unit of the build just written, with the task-graph layouts `cache`
-    holds for it (best effort: the memo is a cache, and without it the next build simply
-    renders everything)."""
+    holds for it, and each of `goals` with the change token its ledger had before it was
+    folded (`cache.states`; best effort: the memo is a cache, and without it the next build
+    simply folds and renders everything)."""
     kept = cache.layouts if cache is not None else {}
+    states = cache.states if cache is not None else {}
+    known = {
+        g: {"token": list(states[g][0]), "facts": facts.of(state)}
+        for g, state in sorted((goals or {}).items())
+        if g in states and states[g][1] is state
+    }
     files: dict[tuple[str, str], list[AnyArtifact]] = {}
     for artifact in site.artifacts.values():
         if artifact.audience is not None and artifact.goal_id is not None:
@@ -170,7 +206,12 @@ def save(root: Path, out: Path, site: Site, cache: BuildCache | None = None) -> 
         outdir.cache_dir(root)  # each part a real folder, never a planted link
         if fsio.kind(target) not in ("missing", "file"):
             return
-        memo = {"format": MEMO_FORMAT, "fingerprint": fingerprint(target.parent), "units": units}
+        memo = {
+            "format": MEMO_FORMAT,
+            "fingerprint": fingerprint(target.parent),
+            "units": units,
+            "goals": known,
+        }
         fsio.write_atomic_nofollow(target, orjson.dumps(memo))
         remember(target.parent)
     except (OSError, LoopxError):

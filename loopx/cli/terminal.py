@@ -15,8 +15,9 @@ its own. So text output goes through two functions:
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+from typing import IO, Any
 
 # C0 (but for the two a document keeps), DEL, C1, the bidi embeddings, overrides and
 # isolates, the marks that steer them, and the Unicode line and paragraph separators.
@@ -63,3 +64,19 @@ def fields_in_place(data: Any) -> None:
                     item[key] = safe
             elif isinstance(value, dict | list):
                 stack.append(value)
+
+
+def paint(text: str, stream: IO[str] | None = None, **style: Any) -> str:
+    """`text` styled (click.style) when `stream` is a terminal and NO_COLOR is unset."""
+    if os.environ.get("NO_COLOR") is not None:
+        return text
+    isatty = getattr(stream, "isatty", None)
+    try:
+        tty = bool(isatty()) if isatty is not None else False
+    except ValueError:  # a closed stream
+        tty = False
+    if not tty:
+        return text
+    import click  # only on a terminal
+
+    return click.style(text, **style)

@@ -6,7 +6,7 @@ by key, never by value."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import orjson
@@ -85,6 +85,7 @@ def _is_hash(value: str) -> bool:
     return 7 <= len(value) <= 64 and not value.strip("0123456789abcdef")
 
 
+@lru_cache(maxsize=1024)  # asked per page and per commit link of a build, of a few addresses
 def _is_web_url(value: str | None) -> bool:
     if not value or not value.startswith(("https://", "http://")):
         return False

@@ -45,6 +45,9 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # The templates are the installed package's: a build asks for one per page, and
+        # checking its file's time on every ask costs a build ~25,000 stat calls.
+        auto_reload=False,
         # Compiled templates are cached per user (keyed by source checksum): compiling
         # costs a CLI process ~50 ms per template, loading the cached code ~1 ms.
         bytecode_cache=jinja2.FileSystemBytecodeCache(),

@@ -39,6 +39,7 @@ class _EdgeView:
 
 Layout = tuple[dict[str, tuple[float, float]], dict[int, list[tuple[float, float]]]]
 Shape = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]  # node ids, edge ends
+Numbered = tuple[tuple[int, ...], tuple[tuple[Any, Any], ...]]  # a shape, its ids numbered
 # Layouts by shape a caller keeps (a build memo): consulted first, and given every layout a
 # drawing uses.
 Known = MutableMapping[Shape, "Layout | None"]
@@ -100,7 +101,10 @@ def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
 
     The layout depends on the nodes' ids and the edges' ends only, so it is remembered by
     those (`loopx serve` lays out a goal's graph again after every event; most events change
-    a status, not the graph's shape), in this process and in `known` when given."""
+    a status, not the graph's shape), in this process and in `known` when given. In this
+    process it is remembered by the shape with its ids numbered in order of appearance
+    (`_laid_out`): the layout never looks at an id's text, so the many parts of one build
+    that are shaped alike (a lone todo, a pair) are laid out once."""
     shape = (
         tuple(n["id"] for n in g["nodes"]),
         tuple((e["from"], e["to"]) for e in g["edges"]),
@@ -108,7 +112,7 @@ def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
     if known is not None and shape in known:
         laid = known[shape]
     else:
-        laid = _laid_out(shape)
+        laid = _numbered_layout(shape)
         if known is not None:
             known[shape] = laid
     if laid is None:
@@ -117,8 +121,26 @@ def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
     return dict(positions), {i: list(points) for i, points in routes.items()}
 
 
-@lru_cache(maxsize=64)
-def _laid_out(shape: Shape) -> Layout | None:
+def _numbered_layout(shape: Shape) -> Layout | None:
+    """The layout of `shape`, made (or remembered) with each id replaced by its number in
+    order of first appearance, then named again with the ids."""
+    number: dict[str, int] = {}
+    for node in shape[0]:
+        number.setdefault(node, len(number))
+    numbered = (
+        tuple(number[n] for n in shape[0]),
+        tuple((number.get(a, a), number.get(b, b)) for a, b in shape[1]),
+    )
+    laid = _laid_out(numbered)
+    if laid is None:
+        return None
+    named: dict[Any, str] = {i: node for node, i in number.items()}
+    positions, routes = laid
+    return {named[i]: p for i, p in positions.items()}, routes
+
+
+@lru_cache(maxsize=512)
+def _laid_out(shape: Numbered) -> Layout | None:
     nodes = [{"id": node} for node in shape[0]]
     edges = [{"from": a, "to": b} for a, b in shape[1]]
     return _layout({"nodes": nodes, "edges": edges})
