@@ -17,6 +17,7 @@ from typing import Any
 
 from loopx.build.allowances import allowances_of
 from loopx.build.artifacts import Site
+from loopx.build.facts import folded
 from loopx.model.errors import BoundaryViolation, InvalidInput
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
@@ -187,6 +188,7 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
     `read_blob` is given (`loopx scan`); the build relies on layer 1 never giving a public
     projection a blob reader, and matches the blob hashes instead.
     """
+    state = folded(state)  # a goal carried over from the build memo is read in full here
     found: set[str] = set()
     ids: set[str] = set()
     public: set[str] = set()

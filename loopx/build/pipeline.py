@@ -371,14 +371,10 @@ def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidd
         return non_public_strings(goals)
     key = scancache.heads_key({g: s.head for g, s in goals.items()})
     if cache.merged is None or cache.merged[0] != key:
-        held = cache.strings
-        # The strings of a goal carried over from the memo (`facts.Carried`) that the
-        # boundary's memo does not hold at its head are walked from its folded state.
-        walked = {
-            g: s if g in held and held[g][0] == s.head else facts.folded(s)
-            for g, s in goals.items()
-        }
-        merged = non_public_strings(walked, cache=held, previous=cache.merged)
+        # Only the goals whose strings are made again are read past the fields a goal
+        # carried over from the memo holds (`facts.Carried` folds it then): after one
+        # event, the changed goal's (see `non_public_strings`).
+        merged = non_public_strings(goals, cache=cache.strings, previous=cache.merged)
         cache.merged = (key, merged)
     return cache.merged[1]
 
