@@ -289,7 +289,7 @@ def build(
             """The forbidden set, and, when no earlier scan vouches for any file (a cold
             build), its scanner: made while the units render."""
             if reuse and cache is not None:
-                _carry_scan(root, names, cache)
+                _carry_scan(root, names, cache, goals)
             prepared.append(_forbidden(goals, cache).with_names(names))
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
@@ -352,10 +352,13 @@ def build(
     return result
 
 
-def _carry_scan(root: Path, names: frozenset[str], cache: BuildCache) -> None:
+def _carry_scan(
+    root: Path, names: frozenset[str], cache: BuildCache, goals: dict[str, GoalState]
+) -> None:
     """What the last build on this host left for the boundary scan (`scancache.load_build`):
-    each goal's strings, the merged set, and the public files found clean."""
-    memo = scancache.load_build(root, names)
+    the merged set, the strings the goals changed since had then, and the public files
+    found clean."""
+    memo = scancache.load_build(root, names, {g: s.head for g, s in goals.items()})
     cache.strings.update(memo.strings)
     cache.merged = memo.merged
     if memo.scan is not None:
@@ -368,14 +371,10 @@ def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidd
         return non_public_strings(goals)
     key = scancache.heads_key({g: s.head for g, s in goals.items()})
     if cache.merged is None or cache.merged[0] != key:
-        held = cache.strings
-        # The strings of a goal carried over from the memo (`facts.Carried`) that the
-        # boundary's memo does not hold at its head are walked from its folded state.
-        walked = {
-            g: s if g in held and held[g][0] == s.head else facts.folded(s)
-            for g, s in goals.items()
-        }
-        merged = non_public_strings(walked, cache=held, previous=cache.merged)
+        # Only the goals whose strings are made again are read past the fields a goal
+        # carried over from the memo holds (`facts.Carried` folds it then): after one
+        # event, the changed goal's (see `non_public_strings`).
+        merged = non_public_strings(goals, cache=cache.strings, previous=cache.merged)
         cache.merged = (key, merged)
     return cache.merged[1]
 
