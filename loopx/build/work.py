@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +48,8 @@ class BuildCache:
     states: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, state)
     facts: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, `facts.of`)
     parts: dict[Unit, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # unit → (key, …)
-    layouts: dict[Unit, list[Any]] = field(default_factory=dict)  # unit → its graphs' layouts
+    layouts: MutableMapping[Unit, list[Any]] = field(default_factory=dict)  # its graphs' layouts
+    memo: Any = None  # what `reuse.load` read (`reuse.Memo`), for `reuse.save`
     hits: int = 0
     misses: int = 0
 

@@ -22,8 +22,6 @@ from typing import IO, Any
 # C0 (but for the two a document keeps), DEL, C1, the bidi embeddings, overrides and
 # isolates, the marks that steer them, and the Unicode line and paragraph separators.
 _UNSAFE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-_IN_DOCUMENT = re.compile(f"[{_UNSAFE}]")
-_IN_FIELD = re.compile(f"[{_UNSAFE}\t\n]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b"}
 
 
@@ -36,14 +34,32 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+# The two patterns, compiled on first use: most values are printable text, which holds none
+# of these characters (every one of them is unprintable), and a JSON call compiles neither.
+_PATTERNS: dict[bool, re.Pattern[str]] = {}
+
+
+def _unsafe(in_field: bool) -> re.Pattern[str]:
+    found = _PATTERNS.get(in_field)
+    if found is None:
+        found = _PATTERNS[in_field] = re.compile(f"[{_UNSAFE}\t\n]" if in_field else f"[{_UNSAFE}]")
+    return found
+
+
 def field(value: str) -> str:
     """`value` on one line with nothing a terminal would act on."""
-    return _IN_FIELD.sub(_escape, value) if _IN_FIELD.search(value) else value
+    if value.isprintable():
+        return value
+    pattern = _unsafe(True)
+    return pattern.sub(_escape, value) if pattern.search(value) else value
 
 
 def document(text: str) -> str:
     """`text` with its lines kept and nothing else a terminal would act on."""
-    return _IN_DOCUMENT.sub(_escape, text) if _IN_DOCUMENT.search(text) else text
+    if text.isprintable():
+        return text
+    pattern = _unsafe(False)
+    return pattern.sub(_escape, text) if pattern.search(text) else text
 
 
 def fields_in_place(data: Any) -> None:
