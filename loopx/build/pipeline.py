@@ -29,7 +29,7 @@ from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, Unit, UnitEntry, fold_ahead, run_units
-from loopx.build.writer import Entry, WriteReport, recover, write_tree
+from loopx.build.writer import Entry, Staging, WriteReport, first_write, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
 from loopx.engine.git import resolve_head as resolve_head
@@ -115,11 +115,13 @@ def make_site(
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
     meanwhile: Callable[[dict[str, GoalState]], None] | None = None,
+    made: Callable[[Unit, Any], None] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
     `project`: the configuration's titles and links (default: read from `root`).
-    `meanwhile(every goal)`: work of this process done while workers render."""
+    `meanwhile(every goal)`: work of this process done while workers render; `made(unit,
+    (files, row))`: each unit rendered, as soon as it is (`work.run_units`)."""
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
@@ -139,6 +141,7 @@ def make_site(
         cache=cache,
         project=project,
         meanwhile=(lambda: meanwhile(every)) if meanwhile is not None else None,
+        made=made,
     )
     for audience in audiences:
         visible, hidden = split[audience]
@@ -281,37 +284,43 @@ def build(
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
 
-        site, (goals, store) = make_site(
-            root,
-            audiences,
-            head,
-            validate=validate,
-            cache=cache,
-            project=project,
-            meanwhile=prepare if "public" in audiences else None,
-        )
-        result = BuildResult(site)
-        if "public" in audiences:
-            forbidden = prepared[0]
-            scan_cache = cache.scan if cache is not None else None
-            result.findings = scan_public(site, forbidden, scan_cache)
-            enforce(result.findings, goals, forbidden)
-        trusted: set[str] = set()
-        checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
-        if cache is not None:
-            trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
-            checked = {p for p in trusted if getattr(site.artifacts[p], "seen", None) is not None}
-        # Created only now: a build the boundary refused leaves no folder behind.
-        with outdir.open_folder(out, root) as folder:
-            result.report = write_tree(
-                folder,
-                site.artifacts,
-                manifest_entries(folder),
-                trusted=trusted,
-                checked=checked,
-                overwrite=overwrite,
-                layout=outdir.BUILD,
+        # A first build into the folder stages each goal's files as they are made, but for
+        # the public ones, which the boundary scans first; one it refuses leaves no folder.
+        with first_write(out, root, outdir.BUILD, MANIFEST) as staging:
+            site, (goals, store) = make_site(
+                root,
+                audiences,
+                head,
+                validate=validate,
+                cache=cache,
+                project=project,
+                meanwhile=prepare if "public" in audiences else None,
+                made=_stage_unscanned(staging) if staging is not None else None,
             )
+            result = BuildResult(site)
+            if "public" in audiences:
+                forbidden = prepared[0]
+                scan_cache = cache.scan if cache is not None else None
+                result.findings = scan_public(site, forbidden, scan_cache)
+                enforce(result.findings, goals, forbidden)
+            trusted: set[str] = set()
+            checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
+            if cache is not None:
+                made = site.artifacts
+                trusted = {p for p, a in made.items() if cache.written.get(p) == a.sha256}
+                checked = {p for p in trusted if getattr(made[p], "seen", None) is not None}
+            # Created only now (unless staged): a build the boundary refused leaves no folder.
+            with outdir.open_folder(out, root) as folder:
+                result.report = write_tree(
+                    folder if staging is None else staging.folder,
+                    site.artifacts,
+                    manifest_entries(folder),
+                    trusted=trusted,
+                    checked=checked,
+                    overwrite=overwrite,
+                    layout=outdir.BUILD,
+                    staging=staging,
+                )
         if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
             clean = {a.sha256 for _, a in public_items(site)}
             record_build(root, store, goals, names, clean)
@@ -323,6 +332,16 @@ def build(
         if reuse:
             reuse_mod.save(root, out, site, cache)
     return result
+
+
+def _stage_unscanned(staging: Staging) -> Callable[[Unit, Any], None]:
+    """Stage a rendered unit's files unless the boundary has yet to scan them (public)."""
+
+    def made(unit: Unit, result: Any) -> None:
+        if unit[0] != "public":
+            staging.stage(result[0])
+
+    return made
 
 
 def _carry_scan(root: Path, names: frozenset[str], cache: BuildCache) -> None:
