@@ -100,6 +100,26 @@ def test_a_changed_module_template_or_version_changes_the_fingerprint() -> None:
     assert reuse.digest(files, version="loopx 9.9.9") != reuse.fingerprint()
 
 
+def _units(folder: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every unit record of a memo folder, by (audience, goal)."""
+    return {
+        (audience, f.name.removesuffix(".json")): record
+        for f in sorted(folder.glob("*.json"))
+        if f.name != "index.json" and not f.name.endswith(".layouts.json")
+        for audience, record in json.loads(f.read_text())["units"].items()
+    }
+
+
+def _edit_units(folder: Path, edit: Any) -> None:
+    """Apply `edit(audience, goal, record)` to every unit record of a memo folder."""
+    for f in sorted(folder.glob("*.json")):
+        if f.name != "index.json" and not f.name.endswith(".layouts.json"):
+            memo = json.loads(f.read_text())
+            for audience, record in memo["units"].items():
+                edit(audience, memo["goal_id"], record)
+            f.write_text(json.dumps(memo))
+
+
 def test_a_forged_or_damaged_memo_only_costs_a_full_render(
     demo: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -109,46 +129,58 @@ def test_a_forged_or_damaged_memo_only_costs_a_full_render(
     out = tmp_path / "site"
     build(demo, out, head=REV_NEW, reuse=True)
     clean = _files(out)
-    memo_file = reuse.memo_path(demo, out)
-    memo = json.loads(memo_file.read_text())
-    units = memo["units"]
-    assert {(u["audience"], u["goal_id"]) for u in units} >= {("public", "launch")}
-    launch = next(u for u in units if u["audience"] == "public" and u["goal_id"] == "launch")
-    launch["row"]["title"] = "Forged title"
-    launch["files"] = []  # nothing on disk to vouch for it
-    team = next(u for u in units if u["audience"] == "team" and u["goal_id"] == "launch")
-    team["files"][0][0] = "../../outside.json"
-    docs = next(u for u in units if u["audience"] == "team" and u["goal_id"] == "docs")
-    docs["files"][0][4][2] += 1  # another ctime: not the file that was written
-    memo_file.write_text(json.dumps(memo))
+    folder = reuse.memo_dir(demo, out)
+    units = _units(folder)
+    assert ("public", "launch") in units and ("team", "docs") in units
+
+    def forge(audience: str, goal_id: str, record: dict[str, Any]) -> None:
+        if (audience, goal_id) == ("public", "launch"):
+            record["row"]["title"] = "Forged title"
+            record["files"] = []  # nothing on disk to vouch for it
+        elif (audience, goal_id) == ("team", "launch"):
+            record["files"][0][0] = "../../outside.json"
+        elif (audience, goal_id) == ("team", "docs"):
+            record["files"][0][6] += 1  # another ctime: not the file that was written
+
+    _edit_units(folder, forge)
     rendered: list[tuple[str, str]] = []
     real = work._run
     monkeypatch.setattr(work, "_run", lambda unit: rendered.append(unit) or real(unit))
     build(demo, out, head=REV_NEW, reuse=True)
-    assert ("public", "launch") in rendered and ("team", team["goal_id"]) in rendered
-    assert ("team", "docs") in rendered
+    assert {("public", "launch"), ("team", "launch"), ("team", "docs")} <= set(rendered)
     assert len(rendered) < len(units)  # the untouched units are still carried over
     assert _files(out) == clean
-    memo = json.loads(memo_file.read_text())
     broken = {
         ("public", "launch"): {"feed": {"entries": 5, "count": 1, "hidden": 0}},
         ("public", "prototype"): {"search": [None]},
         ("team", "launch"): {"feed": {"entries": [{"order": [1]}], "count": 1, "hidden": 0}},
         ("team", "docs"): {"search": "x", "feed": []},
     }
-    for u in memo["units"]:
-        u["parts"] = broken.get((u["audience"], u["goal_id"]), u["parts"])
-    memo_file.write_text(json.dumps(memo))
-    assert set(reuse.load(demo, out).parts) == {
-        (u["audience"], u["goal_id"]) for u in memo["units"] if u["audience"] != "private"
-    } - set(broken)
+
+    def damage(audience: str, goal_id: str, record: dict[str, Any]) -> None:
+        record["parts"] = broken.get((audience, goal_id), record["parts"])
+
+    _edit_units(folder, damage)
+    assert set(reuse.load(demo, out).parts) == {u for u in units if u[0] != "private"} - set(broken)
     build(demo, out, head=REV_NEW, reuse=True)  # those goals projected again, no failure
     assert _files(out) == clean
+    docs = folder / "docs.json"
     for damaged in (b"{", b"[]", b'{"format": 2, "fingerprint": "x", "units": []}'):
-        memo_file.write_bytes(damaged)
+        docs.write_bytes(damaged)
+        assert ("team", "docs") not in reuse.load(demo, out).entries
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert _files(out) == clean
+    index = folder / "index.json"
+    for damaged in (b"{", b"[]", b'{"format": 2, "fingerprint": "x", "goals": {}}'):
+        index.write_bytes(damaged)
         assert reuse.load(demo, out).entries == {}
         build(demo, out, head=REV_NEW, reuse=True)
         assert _files(out) == clean
+    index.unlink()
+    assert reuse.load(demo, out).entries == {}
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert _files(out) == clean
+    assert set(_units(folder)) == set(units)
 
 
 def test_a_carried_file_swapped_during_the_build_is_never_read_in_its_place(
@@ -386,11 +418,11 @@ def test_a_changed_goal_takes_its_graph_layouts_from_the_memo(
 
     out, full = tmp_path / "site", tmp_path / "full"
     build(demo, out, head=REV_NEW, reuse=True)
-    memo = json.loads(reuse.memo_path(demo, out).read_text())
-    kept = {(u["audience"], u["goal_id"]): u["layouts"] for u in memo["units"]}
-    assert kept[("public", "launch")] and kept[("team", "launch")]
-    again = layouts.to_json(layouts.from_json(kept[("team", "launch")]))
-    assert json.loads(json.dumps(again)) == kept[("team", "launch")]
+    memo_file = reuse.memo_dir(demo, out) / "launch.layouts.json"
+    kept = json.loads(memo_file.read_text())["units"]
+    assert kept["public"] and kept["team"]
+    again = layouts.to_json(layouts.from_json(kept["team"]))
+    assert json.loads(json.dumps(again)) == kept["team"]
     blocked = ["todo", "block", "--root", str(demo), "--goal-id", "launch"]
     assert run_cli([*blocked, "--todo-id", "status-page", "--reason", "Waiting."]).exit_code == 0
     laid: list[Any] = []
@@ -402,12 +434,12 @@ def test_a_changed_goal_takes_its_graph_layouts_from_the_memo(
     assert laid == []
     build(demo, full, head=REV_NEW)
     assert _files(out) == _files(full) and laid
-    memo = json.loads(reuse.memo_path(demo, out).read_text())
-    for unit in memo["units"]:
-        for item in unit["layouts"]:
+    memo = json.loads(memo_file.read_text())
+    for laid in memo["units"].values():
+        for item in laid:
             item[2][item[0][0]] = ["x", 1]  # a node placed nowhere: not a layout of it
-    reuse.memo_path(demo, out).write_text(json.dumps(memo))
-    assert layouts.from_json(memo["units"][0]["layouts"]) == {}
+    memo_file.write_text(json.dumps(memo))
+    assert layouts.from_json(memo["units"]["public"]) == {}
     assert run_cli([*blocked, "--todo-id", "workbench", "--reason", "Waiting too."]).exit_code == 0
     laid.clear()
     svg._laid_out.cache_clear()
@@ -415,3 +447,203 @@ def test_a_changed_goal_takes_its_graph_layouts_from_the_memo(
     assert laid  # laid out again
     build(demo, full, head=REV_NEW)
     assert _files(out) == _files(full)
+
+
+def _folds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The goals the build folds (each `load_state` of the pipeline), as they happen."""
+    from loopx.build import pipeline
+
+    folded: list[str] = []
+    real = pipeline.load_state
+    monkeypatch.setattr(pipeline, "load_state", lambda s, g: folded.append(g) or real(s, g))
+    return folded
+
+
+def test_a_rebuild_after_one_event_folds_only_that_goal(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other goals' ledgers have the change token the memo recorded with their fields:
+    they are not folded (nor read) at all, and the rebuild still writes byte for byte what
+    a full build writes."""
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    added = ["todo", "add", "--root", str(demo), "--goal-id", "launch", "--title", "One"]
+    assert run_cli([*added, "--visibility", "public"]).exit_code == 0
+    folded = _folds(monkeypatch)
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert folded == ["launch"]
+    folded.clear()
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert folded == []  # nothing new: nothing folded
+    build(demo, full, head=REV_NEW)
+    assert len(folded) > 1
+    assert _files(out) == _files(full)
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_a_ledger_changed_under_the_same_size_and_mtime_is_folded_again(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same ledger file (same inode), the same size and modification time, other events:
+    its ctime moved, so the goal is folded again and the rebuild is the full build."""
+    out, full = tmp_path / "site", tmp_path / "full"
+    ledger = demo / ".loopx/goals/launch/ledger.jsonl"
+    before = ledger.read_bytes()
+    r = ["--root", str(demo), "--goal-id", "launch", "--todo-id", "same-size"]
+
+    def add(title: str) -> None:
+        result = run_cli(["todo", "add", *r, "--title", title, "--visibility", "public"])
+        assert result.exit_code == 0
+
+    monkeypatch.setenv("LOOPX_NOW", "2026-03-02T12:00:00Z")
+    add("Alpha")
+    build(demo, out, head=REV_NEW, reuse=True)
+    first = ledger.stat()
+    with ledger.open("r+b") as f:  # back to before, in place: the same inode
+        f.truncate(len(before))
+    add("Omega")
+    os.utime(ledger, ns=(first.st_atime_ns, first.st_mtime_ns))
+    now = ledger.stat()
+    assert (now.st_size, now.st_mtime_ns, now.st_ino) == (
+        first.st_size,
+        first.st_mtime_ns,
+        first.st_ino,
+    )
+    folded = _folds(monkeypatch)
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert folded == ["launch"]
+    search = _files(out)["public/search.json"]
+    assert "Omega" in search and "Alpha" not in search
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full)
+
+
+def test_a_forged_or_damaged_goal_record_costs_folding_it(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A goal record of the memo of another shape is not used (the goal is folded); one
+    whose fields are not the ledger's (a head, a visibility) is found out when the goal is
+    folded, and the build starts again folding every goal: either way it writes what a full
+    build writes."""
+    from loopx.build import reuse
+
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    build(demo, full, head=REV_NEW)
+    memo_file = reuse.memo_dir(demo, out) / "index.json"
+    clean = memo_file.read_bytes()
+    goals = json.loads(clean)["goals"]
+    assert {"launch", "docs"} <= set(goals)
+    folded = _folds(monkeypatch)
+    forgeries: list[tuple[str, str, Any]] = [
+        ("launch", "head", "0" * 64),
+        ("launch", "truth_revision", 1),
+        (
+            "docs",
+            "visibility",
+            "public" if goals["docs"]["facts"]["visibility"] != "public" else "team",
+        ),
+        ("launch", "goal_id", "docs"),
+        ("docs", "revision", "7"),
+    ]
+    for goal_id, name, value in forgeries:
+        memo = json.loads(clean)
+        memo["goals"][goal_id]["facts"][name] = value
+        memo_file.write_text(json.dumps(memo))
+        folded.clear()
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert goal_id in folded, (goal_id, name)
+        assert _files(out) == _files(full), (goal_id, name)
+    for damaged in ([], {"token": "x"}, {"token": [1], "facts": None}):
+        memo = json.loads(clean)
+        memo["goals"]["launch"] = damaged
+        memo_file.write_text(json.dumps(memo))
+        assert "launch" not in reuse.load(demo, out).facts
+        folded.clear()
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert folded == ["launch"]
+        assert _files(out) == _files(full)
+
+
+def test_a_carried_goal_is_folded_only_when_needed_and_must_match() -> None:
+    from loopx.build import facts
+    from loopx.state.entities import GoalState
+
+    state = GoalState(goal_id="g", visibility="public", revision=4, head="h4")
+    state.truth_revision, state.truth_head, state.truth_at = 3, "h3", "t3"
+    fields = facts.of(state)
+    calls: list[int] = []
+
+    def fold() -> GoalState:
+        calls.append(1)
+        return state
+
+    carried = facts.Carried(fields, fold).as_state()
+    truth = facts.truth(carried)
+    assert (carried.head, carried.revision, truth.head, truth.revision) == ("h4", 4, "h3", 3)
+    assert carried.visibility == "public" and calls == []
+    assert carried.todos == {} and truth.turns == {} and calls == [1]
+    moved = GoalState(goal_id="g", visibility="public", revision=5, head="h5")
+    with pytest.raises(facts.Stale):
+        _ = facts.Carried(fields, lambda: moved).as_state().todos
+    with pytest.raises(facts.Stale):
+        _ = facts.truth(facts.Carried(fields, lambda: moved).as_state()).todos
+
+
+def _stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    return {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in sorted(folder.iterdir())}
+
+
+def test_a_rebuild_rewrites_the_memo_files_of_the_changed_goal_only(
+    demo: Path, tmp_path: Path
+) -> None:
+    """One file per goal: after one event, the rebuild writes that goal's files of the memo
+    and the index, and leaves the others as they were; with nothing new, it writes none."""
+    from loopx.build import reuse
+
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    folder = reuse.memo_dir(demo, out)
+    before = _stamps(folder)
+    assert {"index.json", "launch.json", "launch.layouts.json", "docs.json"} <= set(before)
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert _stamps(folder) == before
+    added = ["todo", "add", "--root", str(demo), "--goal-id", "launch", "--title", "One"]
+    assert run_cli([*added, "--visibility", "public"]).exit_code == 0
+    build(demo, out, head=REV_NEW, reuse=True)
+    now = _stamps(folder)
+    assert {n for n in now if now[n] != before.get(n)} == {
+        "index.json",
+        "launch.json",
+        "launch.layouts.json",
+    }
+
+
+def test_a_stale_or_missing_goal_file_of_the_memo_costs_rendering_that_goal(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each goal file stands on its own: one left from an earlier build (a build interrupted
+    after the index, a copy put back) records keys of older heads, so its units are rendered
+    again, as are those of a goal whose file is gone."""
+    import loopx.build.work as work
+    from loopx.build import reuse
+
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    folder = reuse.memo_dir(demo, out)
+    old = (folder / "launch.json").read_bytes()
+    added = ["todo", "add", "--root", str(demo), "--goal-id", "launch", "--title", "One"]
+    assert run_cli([*added, "--visibility", "public"]).exit_code == 0
+    build(demo, out, head=REV_NEW, reuse=True)
+    (folder / "launch.json").write_bytes(old)
+    (folder / "docs.json").unlink()
+    rendered: list[tuple[str, str]] = []
+    real = work._run
+    monkeypatch.setattr(work, "_run", lambda unit: rendered.append(unit) or real(unit))
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert sorted(rendered) == [("public", "launch"), ("team", "docs"), ("team", "launch")]
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full)
+    rendered.clear()
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert rendered == []

@@ -323,9 +323,9 @@ def test_a_memo_that_takes_a_text_for_a_blob_hash_is_ignored(
     root, out = tmp_path / "p", tmp_path / "site"
     _project(root)
     build(root, out, audiences=AUDIENCES, reuse=True)
-    path = root / ".loopx/private/cache/scan/build.json"
+    path = root / ".loopx/private/cache/scan/build-covered.json"
     memo = orjson.loads(path.read_bytes())
-    texts = memo["covered"]["texts"]
+    texts = memo["texts"]
     texts["refs" if forged.startswith("sha256:") else "digests"].append(
         forged.removeprefix("sha256:")
     )
@@ -347,7 +347,7 @@ def test_a_memo_that_is_not_json_or_has_the_wrong_shapes_is_ignored(tmp_path: Pa
     root, out = tmp_path / "p", tmp_path / "site"
     _project(root)
     build(root, out, audiences=AUDIENCES, reuse=True)
-    path = root / ".loopx/private/cache/scan/build.json"
+    path = root / ".loopx/private/cache/scan/build-covered.json"
     good = orjson.loads(path.read_bytes())
     shapes = [
         "a string",
@@ -357,7 +357,7 @@ def test_a_memo_that_is_not_json_or_has_the_wrong_shapes_is_ignored(tmp_path: Pa
     ]
     for shape in shapes:
         memo = orjson.loads(orjson.dumps(good))
-        memo["covered"]["texts"] = shape
+        memo["texts"] = shape
         path.write_bytes(orjson.dumps(memo))
         assert scancache.load_build(root, frozenset()).scan is None
     path.write_bytes(orjson.dumps(good)[:-10])
@@ -404,3 +404,113 @@ def test_a_narrowed_scanner_finds_what_the_whole_set_finds(pieces: list[Any]) ->
     whole = [f.to_dict() for f in forbidden.scanner().scan_text(page)]
     narrowed = boundary.Forbidden(forbidden.texts, frozenset()).within([page])
     assert [f.to_dict() for f in narrowed.scanner().scan_text(page)] == whole
+
+
+def _walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The goals whose strings a build makes (walks their state for)."""
+    walked: list[str] = []
+    goal_strings = boundary.goal_strings
+
+    def walking(state: Any, read_blob: Any = None) -> Any:
+        walked.append(state.goal_id)
+        return goal_strings(state, read_blob)
+
+    monkeypatch.setattr(boundary, "goal_strings", walking)
+    return walked
+
+
+def _goal_file(root: Path, goal_id: str) -> Path:
+    return root / ".loopx/private/cache/scan" / scancache._build_goal_file(goal_id)
+
+
+def _merged_now(root: Path) -> Any:
+    from loopx.build.pipeline import gather
+
+    return boundary.non_public_strings(gather(FileStore(root)))
+
+
+def test_a_rebuild_merges_the_strings_of_the_changed_goal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    assert _goal_file(root, "inner").is_file() and _goal_file(root, "launch-site-2026").is_file()
+    walked = _walks(monkeypatch)
+    inner = _goal_file(root, "inner").read_bytes()
+    todos.add_todo(
+        ctx, AddTodo(goal_id="launch-site-2026", title="A quiet team matter", todo_id="q")
+    )
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    assert walked == ["launch-site-2026"]
+    assert _goal_file(root, "inner").read_bytes() == inner  # not written again
+    memo = scancache.load_build(root, frozenset())
+    assert memo.merged is not None and memo.merged[1] == _merged_now(root)
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "stale", "another host", "wrong goal"])
+def test_a_goal_file_missing_corrupt_or_stale_merges_every_goal_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """The strings a changed goal had are taken only from its own file at the head the memo
+    names, written on this host: else every goal's strings are made again, the set is the
+    full merge, and a leak of the new text is still refused."""
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    path = _goal_file(root, "launch-site-2026")
+    record = orjson.loads(path.read_bytes())
+    if damage == "missing":
+        path.unlink()
+    elif damage == "corrupt":
+        path.write_bytes(path.read_bytes()[:-20])
+    elif damage == "stale":
+        path.write_bytes(orjson.dumps({**record, "head": "0" * 64, "texts": []}))
+    elif damage == "another host":
+        path.write_bytes(orjson.dumps({**record, "host": [0, 0, 0], "texts": []}))
+    else:
+        path.write_bytes(orjson.dumps({**record, "goal": "inner"}))
+    walked = _walks(monkeypatch)
+    secret = "Renegotiate the freight rates quietly"
+    todos.add_todo(ctx, AddTodo(goal_id="launch-site-2026", title=secret, todo_id="freight"))
+
+    def leak(ctx: Any) -> str:
+        return "\n".join(str(t.title) for t in ctx.state.todos.values()) + "\n"
+
+    titles = Projection(
+        "leak", "goal", lambda ctx: None, (Output("leak.txt", lambda ctx, _: leak(ctx)),)
+    )
+    with registry.registered(titles), pytest.raises(BoundaryViolation):
+        build(root, out, audiences=AUDIENCES, reuse=True)
+    assert sorted(walked) == ["inner", "launch-site-2026"]
+    walked.clear()
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    memo = scancache.load_build(root, frozenset())
+    assert memo.merged is not None and memo.merged[1] == _merged_now(root)
+    assert secret in memo.merged[1].texts
+    assert orjson.loads(path.read_bytes())["goal"] == "launch-site-2026"  # written again
+
+
+@pytest.mark.parametrize("damage", ["missing", "another id", "another host", "tally"])
+def test_a_covered_file_or_tally_that_does_not_fit_vouches_for_nothing(
+    tmp_path: Path, damage: str
+) -> None:
+    root, out = tmp_path / "p", tmp_path / "site"
+    _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    folder = root / ".loopx/private/cache/scan"
+    covered, memo = folder / scancache.COVERED, folder / scancache.BUILD
+    if damage == "missing":
+        covered.unlink()
+    elif damage == "another id":
+        record = orjson.loads(covered.read_bytes())
+        covered.write_bytes(orjson.dumps({**record, "id": "0" * 32}))
+    elif damage == "another host":
+        record = orjson.loads(covered.read_bytes())
+        covered.write_bytes(orjson.dumps({**record, "host": [0, 0, 0]}))
+    else:
+        record = orjson.loads(memo.read_bytes())
+        record["tally"]["hidden"] = [[s, 1] for s in record["dropped"]["texts"]] + [[7, 1]]
+        memo.write_bytes(orjson.dumps(record))
+    loaded = scancache.load_build(root, frozenset())
+    assert loaded.scan is None and loaded.merged is None

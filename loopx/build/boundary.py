@@ -17,6 +17,7 @@ from typing import Any
 
 from loopx.build.allowances import allowances_of
 from loopx.build.artifacts import Site
+from loopx.build.facts import folded
 from loopx.model.errors import BoundaryViolation, InvalidInput
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
@@ -61,6 +62,9 @@ class Forbidden:
     name_hashes: frozenset[str] = frozenset()  # from .loopx/names (see `project_names`)
     allowed: frozenset[Allowance] = frozenset()  # reviewed allow entries (`loopx allow`)
     private: frozenset[str] = frozenset()  # the texts read from the blob store, when read
+    # The counts it was merged from (`loopx.build.tally`), when a build keeps them: not part
+    # of the set.
+    tally: Any = field(default=None, compare=False, repr=False)
 
     def scanner(self) -> Any:
         """Built once per set: an automaton over tens of thousands of strings costs a second."""
@@ -184,6 +188,7 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
     `read_blob` is given (`loopx scan`); the build relies on layer 1 never giving a public
     projection a blob reader, and matches the blob hashes instead.
     """
+    state = folded(state)  # a goal carried over from the build memo is read in full here
     found: set[str] = set()
     ids: set[str] = set()
     public: set[str] = set()
@@ -222,9 +227,16 @@ def non_public_strings(
     """The exact strings the ledger marks non-public: must never appear in public output.
 
     `cache` (goal id → (head, strings)) spares unchanged goals the walk. `previous`: the
-    last merge's goal heads ([[goal, head], …]) and result; with the strings `cache` held for
-    those heads, only what changed is merged again (see `merge`).
+    last merge's goal heads ([[goal, head], …]) and result. When that result holds its tally
+    and `cache` the strings the changed goals had at those heads, only the changed goals'
+    strings are merged again (`loopx.build.tally`); else, when `cache` holds every goal's
+    strings at those heads, the merge is worked out from the last (see `merge`). With a
+    `cache`, the result holds its tally.
     """
+    if previous is not None and previous[1].tally is not None and cache is not None:
+        advanced = _advanced(goals, read_blob, cache, previous)
+        if advanced is not None:
+            return advanced
     before = _parts_at(previous[0], cache) if previous is not None and cache else None
     parts: list[GoalStrings] = []
     for goal_id, state in sorted(goals.items()):
@@ -237,7 +249,48 @@ def non_public_strings(
             cache[goal_id] = (state.head, strings)
         parts.append(strings)
     since = (before, previous[1]) if before is not None and previous is not None else None
-    return merge(parts, since)
+    merged = merge(parts, since)
+    if cache is None:
+        return merged
+    from loopx.build.tally import Tally  # the tally builds on this module
+
+    return Tally.of(parts, merged).forbidden()
+
+
+def _advanced(
+    goals: dict[str, GoalState],
+    read_blob: BlobReader | None,
+    cache: dict[str, tuple[str, GoalStrings]],
+    previous: tuple[list[Any], Forbidden],
+) -> Forbidden | None:
+    """The merge after the goals whose head moved since `previous`, from its tally and the
+    strings `cache` holds for them at its heads; None when some are not at hand or the tally
+    does not fit them (then it is left as it was)."""
+    from loopx.build.tally import Inconsistent
+
+    was = {goal_id: head for goal_id, head in previous[0]}
+    moved = [g for g, state in goals.items() if was.get(g) != state.head]
+    olds: dict[str, GoalStrings | None] = {}
+    for goal_id in [*moved, *(g for g in was if g not in goals)]:
+        if goal_id in was:
+            hit = cache.get(goal_id)
+            if hit is None or hit[0] != was[goal_id]:
+                return None
+            olds[goal_id] = hit[1]
+        else:
+            olds[goal_id] = None
+    news = {g: goal_strings(goals[g], read_blob) for g in moved}
+    tally = previous[1].tally
+    try:
+        merged = tally.advance([(olds[g], news.get(g)) for g in sorted(olds)])
+    except Inconsistent:
+        return None
+    object.__setattr__(previous[1], "tally", None)  # it counts for the new set now
+    for goal_id, strings in news.items():
+        cache[goal_id] = (goals[goal_id].head, strings)
+    for goal_id in olds.keys() - goals.keys():
+        cache.pop(goal_id, None)
+    return merged
 
 
 def _parts_at(
@@ -333,6 +386,9 @@ def _pieces(texts: list[str], longest: int) -> set[str] | None:
     return out
 
 
+_FEW_BOILERPLATE = 64  # strings looked up in the text itself before its pieces are made
+
+
 class _Boilerplate:
     """The static text of the templates, with a word index that answers "is this string in
     there?" without a substring search for strings whose inner words it has never seen."""
@@ -341,18 +397,26 @@ class _Boilerplate:
 
     def __init__(self, text: str, keys: frozenset[str] = frozenset()):
         self.text = text
-        tokens = frozenset(text.split())
-        self.words = tokens | keys
-        # Every piece (of forbidden length) of a long token: a string without whitespace is
-        # in the text exactly when it is one of these.
-        self._pieces = frozenset(
-            t[i:j]
-            for t in tokens
-            if len(t) >= MIN_TEXT
-            for i in range(len(t))
-            for j in range(i + MIN_TEXT, len(t) + 1)
-        )
+        self._tokens = frozenset(text.split())
+        self.words = self._tokens | keys
+        self._pieces: frozenset[str] | None = None  # built once many strings are asked about
         self._seen: dict[str, bool] = {}  # answers are remembered: the same strings recur
+
+    def _piece(self, s: str) -> bool:
+        """Whether `s`, a string without whitespace, is a piece (of forbidden length) of a
+        token: exactly when it is in the text and that long. For many strings, every such
+        piece of every long token is made once and looked up."""
+        if self._pieces is None and len(self._seen) < _FEW_BOILERPLATE:
+            return len(s) >= MIN_TEXT and s in self.text
+        if self._pieces is None:
+            self._pieces = frozenset(
+                t[i:j]
+                for t in self._tokens
+                if len(t) >= MIN_TEXT
+                for i in range(len(t))
+                for j in range(i + MIN_TEXT, len(t) + 1)
+            )
+        return s in self._pieces
 
     @classmethod
     def get(cls) -> _Boilerplate:
@@ -367,7 +431,7 @@ class _Boilerplate:
             # token of the text too (its first and last may be cut inside a longer one).
             tokens = s.split()
             if len(tokens) == 1 and tokens[0] == s:
-                known = s in self._pieces
+                known = self._piece(s)
             else:
                 known = self.words.issuperset(tokens[1:-1]) and s in self.text
             if len(self._seen) < 1_000_000:
@@ -415,6 +479,9 @@ class ScanCache:
     covered: Forbidden | None = None  # every string the clean artifacts were checked against
     scanners: list[Any] = field(default_factory=list)
     clean: set[str] = field(default_factory=set)
+    # What the build memo on disk holds (`loopx.build.scancache`): its covered set's id and
+    # that set, and the head of each goal whose strings it holds.
+    saved: tuple[str, Forbidden | None, dict[str, str]] | None = None
 
     @classmethod
     def carried(cls, covered: Forbidden, clean: set[str]) -> ScanCache:

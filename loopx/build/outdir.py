@@ -228,6 +228,26 @@ class Folder:
             raise _unsafe(self.label + rel, kind)
         return st
 
+    def identities(self, rel_dir: str, names: list[str]) -> list[tuple[int, int, int, int] | None]:
+        """What tells each regular file `name` of the folder `rel_dir` from any other: its
+        size, mtime, ctime and inode (`lstat` through the folder's checked descriptor, as
+        `stat`); None for one that is missing, or a link, folder or special file. `names`
+        are plain names (no `/`), checked by the caller."""
+        if rel_dir:
+            parts_of(rel_dir)
+        fd = self._open_dir(rel_dir, False)
+        found: list[tuple[int, int, int, int] | None] = []
+        for name in names:
+            try:
+                st = os.lstat(name, dir_fd=fd) if fd is not None else None
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode):
+                found.append(None)
+            else:
+                found.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        return found
+
     def read(self, rel: str, cap: int = READ_CAP) -> bytes | None:
         """The bytes of the regular file at `rel` (None when missing or over `cap`)."""
         if self.stat(rel) is None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from loopx.build import outdir, scancache
+from loopx.build import facts, outdir, scancache
 from loopx.build.artifacts import Artifact, Site
 from loopx.build.boundary import (
     Forbidden,
@@ -38,7 +39,6 @@ from loopx.model.errors import InvalidInput
 from loopx.projections.base import GENERATOR
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
-from loopx.state.turns import goal_truth
 from loopx.store import fsio
 from loopx.store.base import Store
 from loopx.store.select import change_token, open_store
@@ -85,7 +85,9 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
 
 def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
     """Fold every goal. With a cache, a goal whose change token is the same (the ledger
-    file's size, mtime, ctime and inode; the database's head) keeps the state folded last time."""
+    file's size, mtime, ctime and inode; the database's head) keeps the state folded last
+    time, or, from the build memo, is not folded at all (`facts.Carried`: folded only if
+    something needs more of it than the memo holds)."""
     ids = store.goal_ids()
     keys: dict[str, tuple[Any, ...]] = {}
     kept: dict[str, GoalState] = {}
@@ -93,8 +95,12 @@ def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState
         if cache is not None:
             keys[goal_id] = change_token(store, goal_id)
             hit = cache.states.get(goal_id)
+            known = cache.facts.get(goal_id)
             if hit is not None and hit[0] == keys[goal_id]:
                 kept[goal_id] = hit[1]
+            elif known is not None and known[0] == keys[goal_id]:
+                kept[goal_id] = facts.Carried(known[1], partial(_fold, store, goal_id)).as_state()
+                cache.states[goal_id] = (keys[goal_id], kept[goal_id])
     fold_ahead(store, [g for g in ids if g not in kept])  # cold reads in workers when large
     goals: dict[str, GoalState] = {}
     for goal_id in ids:
@@ -104,6 +110,13 @@ def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState
             if cache is not None and goal_id not in kept:
                 cache.states[goal_id] = (keys[goal_id], state)
     return goals
+
+
+def _fold(store: Store, goal_id: str) -> GoalState:
+    state = load_state(store, goal_id).state
+    if state is None:
+        raise facts.Stale(goal_id)
+    return state
 
 
 def make_site(
@@ -127,7 +140,7 @@ def make_site(
     project = project if project is not None else load_config(root)
     store = open_store(root)  # files or PostgreSQL; its connection closes with the object
     every = gather(store, cache)  # whole: the boundary forbids every non-public string in it
-    goals = {g: goal_truth(s) for g, s in every.items()}  # what artifacts are made of
+    goals = {g: facts.truth(s) for g, s in every.items()}  # what artifacts are made of
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}
     units = [(audience, g) for audience in audiences for g in sorted(split[audience][0])]
@@ -279,14 +292,15 @@ def build(
             """The forbidden set, and, when no earlier scan vouches for any file (a cold
             build), its scanner: made while the units render."""
             if reuse and cache is not None:
-                _carry_scan(root, names, cache)
+                _carry_scan(root, names, cache, goals)
             prepared.append(_forbidden(goals, cache).with_names(names))
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
 
-        # A first build into the folder stages each goal's files as they are made, but for
-        # the public ones, which the boundary scans first; one it refuses leaves no folder.
-        with first_write(out, root, outdir.BUILD, MANIFEST) as staging:
+        def made(staging: Staging | None) -> tuple[BuildResult, dict[str, GoalState], Store]:
+            """Everything in memory, scanned (nothing is written yet, but what `staging`
+            stages as it is made)."""
+            prepared.clear()
             site, (goals, store) = make_site(
                 root,
                 audiences,
@@ -302,13 +316,27 @@ def build(
                 forbidden = prepared[0]
                 scan_cache = cache.scan if cache is not None else None
                 result.findings = scan_public(site, forbidden, scan_cache)
+                if result.findings:  # the commands that clear them read the whole state
+                    goals = {g: facts.folded(s) for g, s in goals.items()}
                 enforce(result.findings, goals, forbidden)
+            return result, goals, store
+
+        # A first build into the folder stages each goal's files as they are made, but for
+        # the public ones, which the boundary scans first; one it refuses leaves no folder.
+        with first_write(out, root, outdir.BUILD, MANIFEST) as staging:
+            try:
+                result, goals, store = made(staging)
+            except facts.Stale:  # a goal carried over from the memo is not what it said
+                assert cache is not None
+                facts.forget(cache.states, cache.facts)
+                result, goals, store = made(staging)
+            site = result.site
             trusted: set[str] = set()
             checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
             if cache is not None:
-                made = site.artifacts
-                trusted = {p for p, a in made.items() if cache.written.get(p) == a.sha256}
-                checked = {p for p in trusted if getattr(made[p], "seen", None) is not None}
+                files = site.artifacts
+                trusted = {p for p, a in files.items() if cache.written.get(p) == a.sha256}
+                checked = {p for p in trusted if getattr(files[p], "seen", None) is not None}
             # Created only now (unless staged): a build the boundary refused leaves no folder.
             with outdir.open_folder(out, root) as folder:
                 result.report = write_tree(
@@ -330,7 +358,7 @@ def build(
         if cache is not None:
             cache.written = {p: a.sha256 for p, a in site.artifacts.items()}
         if reuse:
-            reuse_mod.save(root, out, site, cache)
+            reuse_mod.save(root, out, site, cache, goals)
     return result
 
 
@@ -344,10 +372,13 @@ def _stage_unscanned(staging: Staging) -> Callable[[Unit, Any], None]:
     return made
 
 
-def _carry_scan(root: Path, names: frozenset[str], cache: BuildCache) -> None:
+def _carry_scan(
+    root: Path, names: frozenset[str], cache: BuildCache, goals: dict[str, GoalState]
+) -> None:
     """What the last build on this host left for the boundary scan (`scancache.load_build`):
-    each goal's strings, the merged set, and the public files found clean."""
-    memo = scancache.load_build(root, names)
+    the merged set, the strings the goals changed since had then, and the public files
+    found clean."""
+    memo = scancache.load_build(root, names, {g: s.head for g, s in goals.items()})
     cache.strings.update(memo.strings)
     cache.merged = memo.merged
     if memo.scan is not None:
@@ -360,6 +391,9 @@ def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidd
         return non_public_strings(goals)
     key = scancache.heads_key({g: s.head for g, s in goals.items()})
     if cache.merged is None or cache.merged[0] != key:
+        # Only the goals whose strings are made again are read past the fields a goal
+        # carried over from the memo holds (`facts.Carried` folds it then): after one
+        # event, the changed goal's (see `non_public_strings`).
         merged = non_public_strings(goals, cache=cache.strings, previous=cache.merged)
         cache.merged = (key, merged)
     return cache.merged[1]

@@ -1,11 +1,12 @@
 """Carry over what an earlier `loopx build` made, so a fresh process re-renders only the goals
 whose ledger changed.
 
-Everything carried over comes from the build memo in `.loopx/cache/build/`, never from the
-output folder: the ledger is the only authority, and a hand-edited `index.json` or page is
-not a fact. Per (audience, goal) the memo holds the key of its files (`work.unit_keys`), its
-index row, and each file's hash, size, schema, identity on disk (size, mtime, ctime, inode)
-right after it was written and, for a file whose output declares its inputs, their digest
+Everything carried over comes from the build memo in `.loopx/cache/build/<out>/`, never from
+the output folder: the ledger is the only authority, and a hand-edited `index.json` or page
+is not a fact. Per (audience, goal) the memo holds the key of its files (`work.unit_keys`),
+its index row, what the audience's own files take from the goal (`BuildCache.parts`), and
+each file's hash, schema, identity on disk (size, mtime, ctime, inode) right after it was
+written and, for a file whose output declares its inputs, their digest
 (`registry.input_key`). A unit is carried over (not rendered, not read back, not rewritten)
 only when its key is unchanged and every one of its files is still that same file; an edit
 on disk changes its ctime, which no one can set back, so it is rendered again. A unit whose
@@ -14,34 +15,52 @@ made of the same inputs as before (a todo page whose todo and neighbours did not
 templates, schemas and the version are the memo's fingerprint (`loopx.build.fingerprint`):
 a memo of another loopx is ignored. `loopx build --check` never carries anything: it
 compares every byte.
+
+The memo is one file per goal (`<goal>.json`: its units; `<goal>.layouts.json`: the
+task-graph layouts its drawings used, read only for a unit rendered again) and an index
+(`index.json`): per goal the change token its ledger had before it was folded, and the few
+fields of its state the build reads of every goal (`loopx.build.facts`): a goal whose ledger
+still has that token is not folded at all. A build rewrites only the files of the goals it
+changed, and the index. Each file stands on its own (format, fingerprint, goal; every
+record in it checked against the ledger's heads and the disk as above), so a build
+interrupted between two of them leaves nothing that can be carried wrongly.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from loopx.build import outdir
+from loopx.build import facts, outdir
 from loopx.build.artifacts import AnyArtifact, DiskArtifact, Site
 from loopx.build.fingerprint import digest as digest
 from loopx.build.fingerprint import fingerprint, remember
 from loopx.build.fingerprint import sources as sources
-from loopx.build.work import BuildCache, UnitEntry
+from loopx.build.work import BuildCache, Unit, UnitEntry
 from loopx.model.errors import LoopxError
+from loopx.state.entities import GoalState
 from loopx.store import fsio
 
-MEMO_FORMAT = 4
+MEMO_FORMAT = 6
 AUDIENCES = ("public", "team", "private")
+INDEX = "index.json"
+_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")  # a goal id (`model.ids`): a safe file name
+_NAME = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"  # no part may be `.`, `..` or a reserved name
+_REL = re.compile(rf"(?:{_NAME}/)*{_NAME}")  # a file of a unit, relative to its folder
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_HEXES = re.compile(r"(?:[0-9a-f]{64})*")
 
 
-def memo_path(root: Path, out: Path) -> Path:
+def memo_dir(root: Path, out: Path) -> Path:
+    """The memo of the build folder `out`."""
     key = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16]
-    return root / ".loopx" / "cache" / "build" / f"{key}.json"
+    return root / ".loopx" / "cache" / "build" / key
 
 
 def _read(path: Path) -> Any:
@@ -52,55 +71,168 @@ def _read(path: Path) -> Any:
         return None
 
 
+def _goal_file(goal_id: str, what: str = "") -> str:
+    return f"{goal_id}{what}.json"
+
+
+class Layouts(MutableMapping[Unit, list[Any]]):
+    """unit → the task-graph layouts its last build used (`loopx.build.layouts`), read from
+    the memo goal by goal when a unit of it asks (only a unit rendered again does); `updated`
+    names the units whose layouts this build set."""
+
+    def __init__(self, folder: Path | None = None, fingerprint: str = "") -> None:
+        self._folder, self._fingerprint = folder, fingerprint
+        self._held: dict[Unit, list[Any]] = {}
+        self._read: set[str] = set()
+        self.updated: set[Unit] = set()
+
+    def _load(self, goal_id: str) -> None:
+        if goal_id in self._read or self._folder is None:
+            return
+        self._read.add(goal_id)
+        memo = _read(self._folder / _goal_file(goal_id, ".layouts"))
+        if not _of(memo, self._fingerprint, goal_id) or not isinstance(memo["units"], dict):
+            return
+        for audience, laid in memo["units"].items():
+            if audience in AUDIENCES and isinstance(laid, list):
+                self._held.setdefault((audience, goal_id), laid)  # checked when used
+
+    def __getitem__(self, unit: Unit) -> list[Any]:
+        self._load(unit[1])
+        return self._held[unit]
+
+    def __setitem__(self, unit: Unit, laid: list[Any]) -> None:
+        self._load(unit[1])  # the goal's other units keep theirs
+        self._held[unit] = laid
+        self.updated.add(unit)
+
+    def __delitem__(self, unit: Unit) -> None:
+        self._load(unit[1])
+        del self._held[unit]
+        self.updated.add(unit)
+
+    def __iter__(self) -> Iterator[Unit]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+def _of(memo: Any, fingerprint: str, goal_id: str) -> bool:
+    """Whether `memo` is a goal file of this format, this loopx and that goal."""
+    return (
+        isinstance(memo, dict)
+        and memo.get("format") == MEMO_FORMAT
+        and memo.get("fingerprint") == fingerprint
+        and memo.get("goal_id") == goal_id
+        and "units" in memo
+    )
+
+
+class Memo:
+    """What `load` read: the fingerprint, the index's bytes and, per goal, each unit's entry
+    and parts as carried and its record as read (`save` keeps the file of a goal none of
+    whose units changed, and writes the record of a unit carried whole as it was read)."""
+
+    def __init__(self, folder: Path, fingerprint: str, index: bytes | None) -> None:
+        self.folder = folder
+        self.fingerprint = fingerprint
+        self.index = index
+        self.units: dict[str, dict[Unit, tuple[UnitEntry, dict[str, Any] | None, Any]]] = {}
+
+
 def load(root: Path, out: Path) -> BuildCache:
     """A build cache of the units the memo of `out` records whose files are still as written
     (empty when there is no memo, or one of another loopx or of the wrong shape: a forged or
     damaged memo only costs a full render)."""
     cache = BuildCache()
-    memo = _read(memo_path(root, out))
-    if not isinstance(memo, dict) or memo.get("format") != MEMO_FORMAT:
+    folder = memo_dir(root, out)
+    try:
+        raw = fsio.read_regular(folder / INDEX, outdir.READ_CAP)
+        index = orjson.loads(raw) if raw is not None else None
+    except (OSError, orjson.JSONDecodeError):
         return cache
-    current = fingerprint(memo_path(root, out).parent)
-    if memo.get("fingerprint") != current or not isinstance(memo.get("units"), list):
+    if not isinstance(index, dict) or index.get("format") != MEMO_FORMAT:
         return cache
-    with outdir.Folder(out) as folder:
-        for record in memo["units"]:
-            try:
-                unit, entry = _unit(folder, out, record)
-            except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
+    current = fingerprint(folder.parent)
+    goals = index.get("goals")
+    if index.get("fingerprint") != current or not isinstance(goals, dict):
+        return cache
+    memo = cache.memo = Memo(folder, current, raw)
+    cache.layouts = Layouts(folder, current)
+    cache.facts.update(_facts(goals))
+    with outdir.Folder(out) as target:
+        for goal_id in sorted(g for g in goals if isinstance(g, str) and _ID.fullmatch(g)):
+            record = _read(folder / _goal_file(goal_id))
+            if not _of(record, current, goal_id) or not isinstance(record["units"], dict):
                 continue
-            cache.entries[unit] = entry
-            parts = record.get("parts")
-            if isinstance(parts, dict) and _parts_ok(parts):
-                cache.parts[unit] = (entry[0], parts)
-            if isinstance(record.get("layouts"), list):
-                cache.layouts[unit] = record["layouts"]  # checked when used (`layouts`)
-            cache.written.update((a.path, a.sha256) for a in entry[1][0])
+            for audience, unit_record in sorted(record["units"].items()):
+                try:
+                    unit, entry = _unit(target, out, audience, goal_id, unit_record)
+                except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
+                    continue
+                cache.entries[unit] = entry
+                parts = unit_record.get("parts")
+                if isinstance(parts, dict) and _parts_ok(parts):
+                    cache.parts[unit] = (entry[0], parts)
+                else:
+                    parts = None
+                memo.units.setdefault(goal_id, {})[unit] = (entry, parts, unit_record)
+                cache.written.update((a.path, a.sha256) for a in entry[1][0])
     return cache
 
 
-def _unit(folder: outdir.Folder, out: Path, record: Any) -> tuple[tuple[str, str], UnitEntry]:
+def _facts(goals: dict[str, Any]) -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Each goal's change token and fields (`loopx.build.facts`), where they are of the
+    shape `save` writes."""
+    found: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    for goal_id, record in goals.items():
+        token = record.get("token") if isinstance(record, dict) else None
+        fields = facts.parse(record.get("facts")) if isinstance(record, dict) else None
+        if (
+            isinstance(token, list)
+            and all(isinstance(t, (int, str)) for t in token)
+            and fields is not None
+            and fields["goal_id"] == goal_id
+        ):
+            found[goal_id] = (tuple(token), fields)
+    return found
+
+
+def _unit(
+    target: outdir.Folder, out: Path, audience: str, goal_id: str, record: Any
+) -> tuple[Unit, UnitEntry]:
     """One recorded unit, when every file of it is still the file that was written; raises
-    ValueError (or a lookup error) otherwise."""
-    audience, goal_id, key, row = (record[k] for k in ("audience", "goal_id", "key", "row"))
+    ValueError (or a lookup or type error) otherwise."""
+    key, row, files = record["key"], record["row"], record["files"]
     if audience not in AUDIENCES or not isinstance(key, str) or row.get("goal_id") != goal_id:
         raise ValueError("not a unit")
+    if not isinstance(files, list) or not files:
+        raise ValueError("a unit without files")
+    shas = [f[1] for f in files]
+    if not (all(len(s) == 64 for s in shas) and _HEXES.fullmatch("".join(shas))):
+        raise ValueError("not a hash")
     within = f"{audience}/goals/{goal_id}/"
-    artifacts: list[AnyArtifact] = []
-    for path, sha, size, schema, seen, item_key in record["files"]:
-        if not (path.startswith(within) and _SHA256.fullmatch(sha)):
+    folders: dict[str, list[int]] = {}
+    for i, (name, _, schema, item_key, *_seen) in enumerate(files):
+        if not _REL.fullmatch(name) or not isinstance(schema, (str, type(None))):
             raise ValueError("not a file of this unit")
         if item_key is not None and not _SHA256.fullmatch(item_key):
             raise ValueError("not a key")
-        if not isinstance(schema, (str, type(None))) or seen != _identity(folder, path):
-            raise ValueError("changed on disk")
-        if seen[0] != size:
+        folders.setdefault(name.rpartition("/")[0], []).append(i)
+    seen: list[tuple[int, int, int, int] | None] = [None] * len(files)
+    for rel_dir, at in folders.items():
+        names = [files[i][0].rpartition("/")[2] for i in at]
+        where = within + rel_dir if rel_dir else within[:-1]
+        for i, identity in zip(at, target.identities(where, names), strict=True):
+            seen[i] = identity
+    artifacts: list[AnyArtifact] = []
+    for (name, sha, schema, item_key, *recorded), now in zip(files, seen, strict=True):
+        if now is None or tuple(recorded) != now:
             raise ValueError("changed on disk")
         artifacts.append(
-            DiskArtifact(path, out, sha, size, audience, schema, goal_id, seen, item_key)
+            DiskArtifact(within + name, out, sha, now[0], audience, schema, goal_id, now, item_key)
         )
-    if not artifacts:
-        raise ValueError("a unit without files")
     return (audience, goal_id), (key, (artifacts, row))
 
 
@@ -143,66 +275,147 @@ def _entry_ok(entry: Any) -> bool:
     )
 
 
-def _identity(folder: outdir.Folder, path: str) -> list[int] | None:
-    """What tells the file at `path` from any other: size, mtime, ctime and inode (a link on
-    the way is refused by `Folder.stat`)."""
-    st = folder.stat(path)
-    return None if st is None else [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-
-
-def save(root: Path, out: Path, site: Site, cache: BuildCache | None = None) -> None:
+def save(
+    root: Path,
+    out: Path,
+    site: Site,
+    cache: BuildCache | None = None,
+    goals: dict[str, GoalState] | None = None,
+) -> None:
     """Record every unit of the build just written, with the task-graph layouts `cache`
-    holds for it (best effort: the memo is a cache, and without it the next build simply
-    renders everything)."""
-    kept = cache.layouts if cache is not None else {}
-    files: dict[tuple[str, str], list[AnyArtifact]] = {}
-    for artifact in site.artifacts.values():
-        if artifact.audience is not None and artifact.goal_id is not None:
-            files.setdefault((artifact.audience, artifact.goal_id), []).append(artifact)
-    target = memo_path(root, out)
+    holds for it, and each of `goals` with the change token its ledger had before it was
+    folded (`cache.states`). Only the files of goals with a unit this build did not carry
+    whole are written, and the index (best effort: the memo is a cache, and without it the
+    next build simply folds and renders everything)."""
+    memo = cache.memo if cache is not None and isinstance(cache.memo, Memo) else None
+    states = cache.states if cache is not None else {}
+    known = {
+        g: {"token": list(states[g][0]), "facts": facts.of(state)}
+        for g, state in sorted((goals or {}).items())
+        if g in states and states[g][1] is state
+    }
+    by_goal: dict[str, list[Unit]] = {}
+    for unit in sorted(site.units):
+        by_goal.setdefault(unit[1], []).append(unit)
     try:
-        with outdir.Folder(out) as folder:
-            units = [
-                _record(folder, unit, key, row, files.get(unit, []), site.parts.get(unit, {}))
-                | {"layouts": kept.get(unit, [])}
-                for unit, (key, row) in sorted(site.units.items())
-            ]
-        outdir.cache_dir(root)  # each part a real folder, never a planted link
-        if fsio.kind(target) not in ("missing", "file"):
-            return
-        memo = {"format": MEMO_FORMAT, "fingerprint": fingerprint(target.parent), "units": units}
-        fsio.write_atomic_nofollow(target, orjson.dumps(memo))
-        remember(target.parent)
+        folder = memo_dir(root, out)
+        base = outdir.cache_dir(root)  # each part a real folder, never a planted link
+        with outdir.Folder(base) as cached:
+            cached.check_dirs([folder.name], create=True)
+        current = fingerprint(folder.parent)
+        same = memo is not None and memo.folder == folder and memo.fingerprint == current
+        changed = [
+            g
+            for g, units in by_goal.items()
+            if not (same and memo is not None and _carried_whole(memo, g, units, site, cache))
+        ]
+        files: dict[Unit, list[AnyArtifact]] = {}
+        wanted = set(changed)
+        for artifact in site.artifacts.values():
+            if artifact.goal_id in wanted and artifact.audience is not None:
+                files.setdefault((artifact.audience, artifact.goal_id), []).append(artifact)
+        with outdir.Folder(out) as target:
+            for goal_id in changed:
+                units = by_goal[goal_id]
+                made = {
+                    u[0]: _record(target, memo, u, site, cache, files.get(u, [])) for u in units
+                }
+                records = {audience: r for audience, r in made.items() if r is not None}
+                _write(folder / _goal_file(goal_id), current, goal_id, records)
+                laid = cache.layouts if cache is not None else {}
+                kept = {unit[0]: laid.get(unit, []) for unit in units}
+                _write(folder / _goal_file(goal_id, ".layouts"), current, goal_id, kept)
+        index = orjson.dumps({"format": MEMO_FORMAT, "fingerprint": current, "goals": known})
+        if not (same and memo is not None and memo.index == index):
+            _write_file(folder / INDEX, index)
+        _prune(folder, set(by_goal))
+        remember(folder.parent)
     except (OSError, LoopxError):
         pass
 
 
-def _seen(folder: outdir.Folder, artifact: AnyArtifact) -> list[int] | None:
+def _carried_whole(
+    memo: Memo, goal_id: str, units: list[Unit], site: Site, cache: BuildCache | None
+) -> bool:
+    """Whether every unit of the goal is one `load` read, carried as it was, with the same
+    layouts: its file in the memo is still right."""
+    loaded = memo.units.get(goal_id)
+    if cache is None or loaded is None or set(loaded) != set(units):
+        return False
+    updated = cache.layouts.updated if isinstance(cache.layouts, Layouts) else set(units)
+    return all(unit not in updated and _as_read(memo, unit, site, cache) for unit in units)
+
+
+def _as_read(memo: Memo | None, unit: Unit, site: Site, cache: BuildCache | None) -> Any:
+    """The unit's record as `load` read it, when this build carried the unit whole: the
+    same entry (not rendered again) and the same parts (none projected again); else None."""
+    held = memo.units.get(unit[1], {}).get(unit) if memo is not None else None
+    if held is None or cache is None or cache.entries.get(unit) is not held[0]:
+        return None
+    entry, parts, record = held
+    if site.units[unit][0] != entry[0]:
+        return None
+    now = site.parts.get(unit, {})
+    if unit[0] == "private":
+        return record if not now else None
+    if parts is None or now.keys() != parts.keys() or any(now[k] is not parts[k] for k in now):
+        return None
+    return record
+
+
+def _record(
+    target: outdir.Folder,
+    memo: Memo | None,
+    unit: Unit,
+    site: Site,
+    cache: BuildCache | None,
+    artifacts: list[AnyArtifact],
+) -> Any:
+    """A unit's record: as it was read when the unit was carried whole, else made of its
+    files (each with its identity now) and parts; None when a file is not on disk."""
+    record = _as_read(memo, unit, site, cache)
+    if record is not None:
+        return record
+    key, row = site.units[unit]
+    within = len(f"{unit[0]}/goals/{unit[1]}/")
+    files = []
+    for a in sorted(artifacts, key=lambda a: a.path):
+        seen = _seen(target, a)
+        if seen is None:
+            return None
+        files.append([a.path[within:], a.sha256, a.schema, a.key, *seen])
+    return {"key": key, "row": row, "files": files, "parts": site.parts.get(unit, {})}
+
+
+def _seen(target: outdir.Folder, artifact: AnyArtifact) -> tuple[int, ...] | list[int] | None:
     """A file's identity now: a carried file's is the one checked when the memo was read
     (nothing rewrites it; if anything did, the next build finds it changed and renders its
     unit again)."""
     if isinstance(artifact, DiskArtifact) and artifact.seen is not None:
-        return list(artifact.seen)
-    return _identity(folder, artifact.path)
+        return artifact.seen
+    st = target.stat(artifact.path)
+    return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-def _record(
-    folder: outdir.Folder,
-    unit: tuple[str, str],
-    key: str,
-    row: dict[str, Any],
-    artifacts: list[AnyArtifact],
-    parts: dict[str, Any],
-) -> dict[str, Any]:
-    files = [
-        [a.path, a.sha256, a.size, a.schema, _seen(folder, a), a.key]
-        for a in sorted(artifacts, key=lambda a: a.path)
-    ]
-    return {
-        "audience": unit[0],
-        "goal_id": unit[1],
-        "key": key,
-        "row": row,
-        "files": files,
-        "parts": parts,
-    }
+def _write(path: Path, current: str, goal_id: str, units: dict[str, Any]) -> None:
+    memo = {"format": MEMO_FORMAT, "fingerprint": current, "goal_id": goal_id, "units": units}
+    _write_file(path, orjson.dumps(memo))
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    if fsio.kind(path) in ("missing", "file"):
+        fsio.write_atomic_nofollow(path, data)
+
+
+def _prune(folder: Path, goals: set[str]) -> None:
+    """Remove the files of goals this build has no unit of (and the index of a memo of an
+    older format beside the folder)."""
+    with os.scandir(folder) as entries:
+        names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+    for name in names:
+        goal_id = name.removesuffix(".json").removesuffix(".layouts")
+        if name != INDEX and name.endswith(".json") and goal_id not in goals:
+            os.unlink(folder / name)
+    old = folder.with_name(folder.name + ".json")  # format 5 and before: one file
+    if fsio.kind(old) == "file":
+        os.unlink(old)

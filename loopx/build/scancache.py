@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ import orjson
 
 from loopx import __version__
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
+from loopx.build.tally import Tally
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.distinct import Needles
 from loopx.privacy.scanner import machine_names
@@ -54,7 +56,7 @@ from loopx.store.select import change_token
 
 MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
-FORMAT = 3
+FORMAT = 4
 Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
 LAYERS = ("model", "state", "privacy")  # every module of these decides a record (`version`)
 
@@ -70,7 +72,7 @@ def version_sources() -> list[Path]:
     the templates and schemas (they decide what is boilerplate)."""
     package = Path(__file__).resolve().parent.parent
     sources = [p for layer in LAYERS for p in sorted((package / layer).glob("*.py"))]
-    sources += [package / "build" / "boundary.py", package / "build" / "allowances.py"]
+    sources += [package / "build" / n for n in ("boundary.py", "tally.py", "allowances.py")]
     for kind in ("templates", "schemas"):
         sources += sorted(p for p in resource_dir(kind).rglob("*") if p.is_file())
     return sources
@@ -119,9 +121,9 @@ def _load(project: Path, name: str) -> Any:
     return loaded if isinstance(loaded, dict) and loaded.get("version") == version() else None
 
 
-def _save(project: Path, name: str, body: dict[str, Any]) -> None:
-    """Keep a record for the next scan; a cache that cannot be written is no error."""
-    _write(project, name, orjson.dumps({"version": version(), **body}))
+def _save(project: Path, name: str, body: dict[str, Any]) -> bool:
+    """Keep a record for the next scan; a cache that cannot be written is no error (False)."""
+    return _write(project, name, orjson.dumps({"version": version(), **body}))
 
 
 def _write(project: Path, name: str, data: bytes) -> bool:
@@ -265,22 +267,36 @@ def save_clean(project: Path, by: str, key: Key, print_: str, files: set[str]) -
 
 # --- the build's memo -----------------------------------------------------------------------
 #
-# ``build.json`` lets a fresh `loopx build` process scan only what changed (the same as the
-# in-process `ScanCache` of `loopx serve`): each goal's strings by the goal's head (the hash
-# of its last ledger line, so a pure function of the ledger), the merged forbidden set by
-# every goal's head, and the sha256 of the public files found clean with the set they were
-# checked against (`covered`, which holds every forbidden string: a string that left the set
-# is listed in `dropped`). A memo counts only on the host that wrote it: it names the
-# identity (device, inode, change time) of the `host` file created beside it, which a copy
-# or checkout of the folder cannot reproduce.
+# The memo lets a fresh `loopx build` process scan only what changed (the same as the
+# in-process `ScanCache` of `loopx serve`) and merge only the strings of the goals that
+# changed. Three kinds of file:
+#
+# - ``build.json`` (small): the merged forbidden set's goal heads and its counts (`Tally`:
+#   how many goals hold each string, all but the kept texts held by one goal), what left the
+#   set since the clean files were checked (`dropped`), the sha256 of the public files found
+#   clean, and the name of the covered set's file;
+# - ``build-covered.json``: every string the clean files were checked against (`covered`, as
+#   `Needles`: a fresh process need not tell 60,000 strings apart again), named by an id
+#   ``build.json`` gives; written only when that set changed;
+# - ``build-goal-<digest of its id>.json``, one a goal: its strings at the head ``build.json``
+#   names for it; a rebuild reads only those of the goals that changed (their strings before)
+#   and writes only theirs.
+#
+# A memo counts only on the host that wrote it: every file names the identity (device, inode,
+# change time) of the `host` file created beside it, which a copy or checkout of the folder
+# cannot reproduce; and only for the names and code it was written with (`version`,
+# `fingerprint`). A file that is missing, corrupt, stale or another's counts for nothing: a goal
+# file, and the goals' strings are merged again in full; ``build.json`` or the covered set, and
+# every public file is scanned for everything.
 
 BUILD = "build.json"
+COVERED = "build-covered.json"
 HOST = "host"
 
 
 @dataclass
 class BuildMemo:
-    strings: dict[str, tuple[str, GoalStrings]]  # goal → (head, strings)
+    strings: dict[str, tuple[str, GoalStrings]]  # goal → (head, strings), of the goals asked for
     merged: tuple[list[Any], Forbidden] | None  # ([[goal, head], …], the set) of the last build
     scan: ScanCache | None  # what the public files found clean were checked against
 
@@ -305,9 +321,17 @@ def heads_key(heads: dict[str, str]) -> list[Any]:
     return [[g, heads[g]] for g in sorted(heads)]
 
 
-def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
+def _build_goal_file(goal_id: str) -> str:
+    return f"build-goal-{hashlib.sha256(goal_id.encode()).hexdigest()[:32]}.json"
+
+
+def load_build(
+    project: Path, names: frozenset[str], heads: dict[str, str] | None = None
+) -> BuildMemo:
     """The memo of the last build on this host, for these code, templates and names (empty
-    when there is none, or it is another's: it only ever costs a full scan)."""
+    when there is none, or it is another's: it only ever costs a full scan). `heads`: every
+    goal's head now; the strings of each goal whose head differs from the memo's (or that is
+    gone) are read, at the memo's head, when their file holds them."""
     empty = BuildMemo({}, None, None)
     memo = _load(project, BUILD)
     host = _host(project, create=False)
@@ -315,10 +339,17 @@ def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
         return empty
     if memo.get("fingerprint") != fingerprint(names, True):
         return empty
+    covered_record = _load(project, COVERED)
     try:
-        strings = {g: (str(e["head"]), _strings(e)) for g, e in memo["goals"].items()}
         c = memo["covered"]
-        texts, ids = _needles(c["texts"]), _needles(c["ids"])
+        if (
+            covered_record is None
+            or covered_record.get("host") != host
+            or covered_record.get("id") != c["id"]
+            or not isinstance(c["id"], str)
+        ):
+            return empty
+        texts, ids = _needles(covered_record["texts"]), _needles(covered_record["ids"])
         covered = Forbidden(
             texts.strings(),
             ids.strings(),
@@ -327,14 +358,40 @@ def load_build(project: Path, names: frozenset[str]) -> BuildMemo:
         ).prepared(texts, ids)
         dropped = memo["dropped"]
         merged = Forbidden(
-            covered.texts - frozenset(dropped["texts"]),
-            covered.ids - frozenset(dropped["ids"]),
+            covered.texts - frozenset(dropped["texts"]) if dropped["texts"] else covered.texts,
+            covered.ids - frozenset(dropped["ids"]) if dropped["ids"] else covered.ids,
             allowed=_allowances(dropped["allowed"]),
+            private=frozenset(memo["private"]),
         )
+        key = [[str(g), str(h)] for g, h in memo["key"]]
+        object.__setattr__(merged, "tally", Tally.from_record(memo["tally"], merged))
         clean = {f for f in memo["clean"] if isinstance(f, str)}
     except (KeyError, TypeError, ValueError, AttributeError):
         return empty
-    return BuildMemo(strings, (list(memo["key"]), merged), ScanCache.carried(covered, clean))
+    was = dict(key)
+    asked = [g for g in was if heads is not None and heads.get(g) != was[g]]
+    strings = _goal_strings(project, host, {g: was[g] for g in asked})
+    scan = ScanCache.carried(covered, clean)
+    scan.saved = (c["id"], covered, dict(was))
+    return BuildMemo(strings, (key, merged), scan)
+
+
+def _goal_strings(
+    project: Path, host: list[int], heads: dict[str, str]
+) -> dict[str, tuple[str, GoalStrings]]:
+    """The strings the build memo holds for each goal at the head `heads` names."""
+    out = {}
+    for goal_id, head in heads.items():
+        entry = _load(project, _build_goal_file(goal_id))
+        if entry is None or entry.get("host") != host:
+            continue
+        if entry.get("goal") != goal_id or entry.get("head") != head:
+            continue
+        try:
+            out[goal_id] = (head, _strings(entry))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return out
 
 
 def _needles(record: Any) -> Needles:
@@ -363,28 +420,48 @@ def save_build(
     scan: ScanCache,
     clean: set[str],
 ) -> None:
-    """Record what a build that passed the boundary scan leaves for the next (best effort)."""
+    """Record what a build that passed the boundary scan leaves for the next (best effort):
+    the strings of the goals `strings` holds that the memo does not hold at their head, the
+    covered set when it is not the one on file, and ``build.json``, last."""
     covered = scan.covered
     host = _host(project, create=True)
-    if covered is None or host is None or not clean <= scan.clean:
-        return
     key, forbidden = merged
+    tally = forbidden.tally
+    if covered is None or host is None or tally is None or not clean <= scan.clean:
+        return
+    if not (forbidden.texts <= covered.texts and forbidden.ids <= covered.ids):
+        return
+    saved_id, saved_covered, on_file = scan.saved if scan.saved is not None else ("", None, {})
+    on_file = {} if tally.fresh else on_file
+    for goal_id, (head, goal) in sorted(strings.items()):
+        if on_file.get(goal_id) != head:
+            body = {"host": host, "goal": goal_id, "head": head, **_strings_record(goal)}
+            if not _save(project, _build_goal_file(goal_id), body):
+                return
+    if saved_covered is not covered:
+        saved_id = secrets.token_hex(16)
+        body = {
+            "host": host,
+            "id": saved_id,
+            "texts": _needles_record(covered.needles("texts")),
+            "ids": _needles_record(covered.needles("ids")),
+        }
+        if not _save(project, COVERED, body):
+            return
     body = {
         "host": host,
         "fingerprint": fingerprint(names, True),
-        "goals": {g: {"head": h, **_strings_record(s)} for g, (h, s) in sorted(strings.items())},
         "key": key,
-        "covered": {
-            "texts": _needles_record(covered.needles("texts")),
-            "ids": _needles_record(covered.needles("ids")),
-            "allowed": _rows(covered.allowed),
-        },
+        "covered": {"id": saved_id, "allowed": _rows(covered.allowed)},
         "dropped": {
             "texts": sorted(covered.texts - forbidden.texts),
             "ids": sorted(covered.ids - forbidden.ids),
             "allowed": _rows(forbidden.allowed),  # the merged set's own entries
         },
+        "private": sorted(forbidden.private),
+        "tally": tally.record(),
         "clean": sorted(clean)[:MAX_CLEAN],
     }
-    if forbidden.texts <= covered.texts and forbidden.ids <= covered.ids:
-        _save(project, BUILD, body)
+    if _save(project, BUILD, body):
+        tally.fresh = False
+        scan.saved = (saved_id, covered, {g: h for g, h in key})

@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from loopx.build import layouts
+from loopx.build import facts, layouts
 from loopx.build.artifacts import AnyArtifact
 from loopx.build.boundary import ScanCache
 from loopx.build.site import goal_artifacts
@@ -46,8 +46,10 @@ class BuildCache:
     strings: dict[str, Any] = field(default_factory=dict)  # goal → (head, GoalStrings)
     merged: tuple[list[Any], Any] | None = None  # (every goal's head, their Forbidden set)
     states: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, state)
+    facts: dict[str, Any] = field(default_factory=dict)  # goal → (ledger stat, `facts.of`)
     parts: dict[Unit, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # unit → (key, …)
-    layouts: dict[Unit, list[Any]] = field(default_factory=dict)  # unit → its graphs' layouts
+    layouts: MutableMapping[Unit, list[Any]] = field(default_factory=dict)  # its graphs' layouts
+    memo: Any = None  # what `reuse.load` read (`reuse.Memo`), for `reuse.save`
     hits: int = 0
     misses: int = 0
 
@@ -214,7 +216,7 @@ def run_units(
             held = cached[1][0] if cached is not None else []
             carried[unit] = {a.path: a for a in held if a.key is not None}
     _SHARED.update(
-        goals=goals,
+        goals={**goals, **{g: facts.folded(goals[g]) for _, g in todo}},  # before any fork
         head=head,
         visible=visible,
         read_blob=read_blob,

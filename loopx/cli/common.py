@@ -1,22 +1,28 @@
-"""What every command shares: --root/--format/--debug, the actor flags, output, text lookup."""
+"""What every command shares: --root/--format/--debug, the actor flags, output, text lookup.
+
+Output (`loopx.cli.output`) and the stores (`loopx.cli.stores`) are click-free modules of
+their own, named here too, so the every-turn calls (`loopx.cli.quick`) run without click."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import orjson
 
 from loopx.cli import terminal
+from loopx.cli.output import echo as echo
+from loopx.cli.output import emit as emit
+from loopx.cli.output import emit_rows as emit_rows
+from loopx.cli.quick import MAX_INT
+from loopx.cli.stores import close_stores as close_stores
+from loopx.cli.stores import context as context
+from loopx.cli.stores import open_store as open_store
+from loopx.cli.stores import text_resolver as text_resolver
 from loopx.model.ids import VISIBILITIES
 
 F = TypeVar("F", bound=Callable[..., Any])
-# The largest integer any option takes: every JSON reader holds it exactly (2**53 - 1), and a
-# larger one could not be written to the ledger (orjson stops at 64 bits) anyway.
-MAX_INT = 2**53 - 1
 
 
 def count(minimum: int = 0) -> click.IntRange:
@@ -133,84 +139,6 @@ def expected_revision(fn: F) -> F:
         default=None,
         help="Refuse unless the entity is at this revision (revision_conflict).",
     )(fn)
-
-
-# The stores this command opened, by project folder and store, closed by `close_stores` when
-# it ends: one per project however often a command asks (the default goal, then the write),
-# and one for the life of a long-running caller (the MCP server), which still sees every
-# other process's writes (a store reads the ledger on every call).
-_OPENED: dict[tuple[Path, str], Any] = {}
-
-
-def open_store(root: Path | None) -> Any:
-    """The project's store (files, or PostgreSQL when configured), closed when the command ends."""
-    from loopx.store.root import find_root
-    from loopx.store.select import configured
-    from loopx.store.select import open_store as select
-
-    found = find_root(root)
-    key = (found, configured(found))
-    store = _OPENED.get(key)
-    if store is None:
-        store = _OPENED[key] = select(found, key[1])
-    return store
-
-
-def close_stores() -> None:
-    if not _OPENED:  # `--help`, a usage error: nothing opened, no store module to import
-        return
-    from loopx.store.select import close
-
-    while _OPENED:
-        close(_OPENED.popitem()[1])
-
-
-def context(root: Path | None, agent_id: str, session_id: str) -> Any:
-    from loopx.engine.clock import from_env
-    from loopx.engine.core import Context
-
-    return Context(open_store(root), from_env(), agent_id=agent_id, session_id=session_id)
-
-
-def text_resolver(store: Any) -> Callable[[Any], str]:
-    """Display text for stored values as the operator reads them: the private audience's
-    lens, private text read from this host's blob store."""
-    from loopx.privacy.audience import Lens
-
-    return Lens("private", store.get_blob).text
-
-
-def emit(fmt: str, data: Any, text: Callable[[], str] | str | None = None) -> None:
-    """Print `data` as canonical JSON, or the text rendering.
-
-    Text mode never prints `data` as JSON, so its strings are first made terminal-safe in
-    place (`terminal.field`): every text renderer reads its values from `data`, so no value
-    can drive the terminal or break its record onto a second line. The rendered text is
-    printed as it is, so the colour a renderer adds on a terminal (`paint`) survives;
-    documents and other text go through `echo`.
-    """
-    if fmt == "json":
-        sys.stdout.buffer.write(
-            orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2) + b"\n"
-        )
-        sys.stdout.flush()
-        return
-    terminal.fields_in_place(data)
-    out = text() if callable(text) else text
-    if out is None:
-        out = orjson.dumps(data, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode()
-    click.echo(out)
-
-
-def emit_rows(fmt: str, data: Any, rows: list[Any], line: Callable[[Any], str], empty: str) -> None:
-    """Print `data` as JSON, or `rows` (part of `data`) one `line` each, `empty` for none."""
-    emit(fmt, data, lambda: "\n".join(line(row) for row in rows) or empty)
-
-
-def echo(text: str, *, nl: bool = True, err: bool = False) -> None:
-    """Print text (a document: its own newlines kept) with nothing a terminal would act on.
-    Every text-mode print of loopx goes through here."""
-    click.echo(terminal.document(text), nl=nl, err=err)
 
 
 def split_ids(values: tuple[str, ...]) -> list[str]:

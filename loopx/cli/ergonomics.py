@@ -15,28 +15,17 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 import click
 from click.core import ParameterSource
 
 from loopx.cli.defaults import HELP, Configured, configured, fill
+from loopx.cli.terminal import paint as paint
 
 GOAL_ENV = "LOOPX_GOAL_ID"
 MUST_NAME_GOAL = {"goal create", "goal close"}
 _ADAPTED = "_loopx_adapted"
-
-
-def paint(text: str, stream: IO[str] | None = None, **style: Any) -> str:
-    """`text` styled (click.style) when `stream` is a terminal and NO_COLOR is unset."""
-    if os.environ.get("NO_COLOR") is not None:
-        return text
-    isatty = getattr(stream, "isatty", None)
-    try:
-        tty = bool(isatty()) if isatty is not None else False
-    except ValueError:  # a closed stream
-        tty = False
-    return click.style(text, **style) if tty else text
 
 
 def adapt(cmd: click.Command, path: str = "") -> click.Command:

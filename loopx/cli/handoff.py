@@ -3,7 +3,6 @@ and list the notes still waiting for an agent."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,6 @@ from loopx.cli.common import (
     actor,
     audience_option,
     common,
-    echo,
     emit,
     lease_option,
     max_chars_option,
@@ -171,30 +169,23 @@ def inspect(
     digest as plain text (no Markdown syntax), markdown the full report, json the
     loopx.handoff/v1 document. --max-chars budgets every format.
     """
-    from loopx.build.handoff import inspect_handoff, render_inspected
-    from loopx.engine.clock import from_env
+    from loopx.cli.handoff_inspect import show_inspected
 
-    store = open_store(root)
-    # The reader is known when named (flag or LOOPX_AGENT_ID); the default `user` is not a
-    # reader, and the adopt command then says <agent-id> rather than suggesting `user`.
-    named = click.get_current_context().get_parameter_source("agent_id")
-    known = named is not click.core.ParameterSource.DEFAULT
-    digest = inspect_handoff(
-        store,
+    source = click.get_current_context().get_parameter_source("agent_id")
+    named = source is not click.core.ParameterSource.DEFAULT
+    show_inspected(
         goal_id,
         todo_id,
-        workspace=workspace,
-        audience=audience,
-        now=from_env().now(),
-        reader={"agent_id": agent_id, "session_id": session_id} if known else None,
-        handoff_id=handoff_id,
+        handoff_id,
+        workspace,
+        audience,
+        max_chars,
+        agent_id,
+        session_id,
+        root,
+        fmt,
+        named=named,
     )
-    out = render_inspected(store, digest, fmt, max_chars)
-    if fmt == "json":
-        sys.stdout.write(out)
-        sys.stdout.flush()
-    else:
-        echo(out, nl=False)
 
 
 # -- adopt --------------------------------------------------------------------------------

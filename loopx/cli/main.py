@@ -1,97 +1,31 @@
-"""The `loopx` entry point: a lazily loaded command group and the error boundary.
+"""The `loopx` entry point and the error boundary.
 
-Subcommand modules are imported only when invoked, so `loopx --help` stays fast. Every
-`LoopxError` becomes one line on stderr (or a JSON envelope with `--format json`) and its
-documented exit code; anything unexpected is exit 1 without a traceback unless `--debug`.
+The every-turn calls in the exact forms `loopx.cli.quick` parses run without click; every
+other call goes to the click group (`loopx.cli.group`), whose subcommand modules are
+imported only when invoked, so `loopx --help` stays fast. Every `LoopxError` becomes one
+line on stderr (or a JSON envelope with `--format json`) and its documented exit code;
+anything unexpected is exit 1 without a traceback unless `--debug`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import os
 import re
 import sys
 from typing import Any
 
-import click
-
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "init": ("loopx.cli.setup", "init_cmd", "Create .loopx/ in a project folder."),
-    "allow": ("loopx.cli.allow", "allow", "Allow a boundary finding in an id (an entry)."),
-    "demo": ("loopx.cli.setup", "demo_cmd", "Create a realistic demo project."),
-    "goal": ("loopx.cli.goal", "goal", "Create, show, list and close goals."),
-    "agent": ("loopx.cli.goal", "agent", "Register agents on a goal."),
-    "quota": ("loopx.cli.goal", "quota", "Set a goal's quota."),
-    "note": ("loopx.cli.goal", "note", "Record lessons, decisions and notes."),
-    "todo": ("loopx.cli.todo", "todo", "Add, claim, complete and inspect todos."),
-    "gate": ("loopx.cli.gate", "gate", "Open and resolve human decision gates."),
-    "monitor": (
-        "loopx.cli.monitor",
-        "monitor",
-        "Watch CI, a pull request or a URL, with a backoff.",
-    ),
-    "wake": ("loopx.cli.monitor", "wake_cmd", "What is due now, and the next wake."),
-    "turn": ("loopx.cli.turn", "turn", "Journal a turn's phases; resume an interrupted one."),
-    "evidence": ("loopx.cli.evidence", "evidence", "Record and list evidence."),
-    "run": ("loopx.cli.evidence", "run", "Record and list agent runs."),
-    "status": ("loopx.cli.status", "status_cmd", "Attention, frontier, gates and leases."),
-    "next": ("loopx.cli.status", "next_cmd", "The ready queue, and why the rest waits."),
-    "log": ("loopx.cli.ledger", "log_cmd", "List a goal's events."),
-    "verify": ("loopx.cli.ledger", "verify_cmd", "Walk each ledger's hash chain."),
-    "build": ("loopx.cli.build", "build_cmd", "Build every projection into a folder."),
-    "scan": ("loopx.cli.scan", "scan_cmd", "Scan files for anything that must stay private."),
-    "redact": (
-        "loopx.cli.redact",
-        "redact",
-        "Redact a field in the ledger (a correction).",
-    ),
-    "diff": ("loopx.cli.build", "diff_cmd", "Explain what changed between two builds."),
-    "publish": ("loopx.cli.build", "publish_cmd", "Ship the public partition only."),
-    "serve": ("loopx.cli.build", "serve_cmd", "Preview the build on 127.0.0.1, live."),
-    "workbench": ("loopx.cli.projection", "workbench_cmd", "Write or check a workbench."),
-    "review": ("loopx.cli.projection", "review_cmd", "A review packet for a decision."),
-    "graph": ("loopx.cli.projection", "graph_cmd", "A goal's task graph."),
-    "import": ("loopx.cli.importer", "import_group", "Import foreign state (loopy-loop sessions)."),
-    "handoff": ("loopx.cli.handoff", "handoff", "Hand a todo to the next agent, with a digest."),
-    "store": ("loopx.cli.store", "store", "Move a project between the file and PostgreSQL stores."),
-    "prime": ("loopx.cli.prime", "prime_cmd", "A briefing an agent reads at session start."),
-    "agents-md": ("loopx.cli.prime", "agents_md_cmd", "The loopx block for AGENTS.md/CLAUDE.md."),
-    "mcp": ("loopx.cli.mcp", "mcp_cmd", "Serve the loopx tools over MCP (stdio)."),
-}
+from loopx.cli.output import echo_line
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+def __getattr__(name: str) -> Any:
+    """`cli` and `COMMANDS`, the click group's, as this module named them before."""
+    if name in ("cli", "COMMANDS"):
+        from loopx.cli import group
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        spec = COMMANDS.get(name)
-        if spec is None:
-            return None
-        from loopx.cli.ergonomics import adapt
-
-        module = importlib.import_module(spec[0])
-        cmd: click.Command = getattr(module, spec[1])
-        return adapt(cmd)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="loopx", prog_name="loopx")
-def cli() -> None:
-    """loopx: canonical, verifiable state for long-running coding-agent work.
-
-    The ledger under .loopx/ is the only authority; status pages, workbenches and digests
-    are projections of it. Exit codes: 0 ok, 1 internal error, 2 invalid input, 3 not found,
-    4 conflict, 5 ledger damage, 6 check failed, 7 public boundary violation, 8 store
-    unavailable.
-    """
+        return getattr(group, name)
+    raise AttributeError(name)
 
 
 def _wants(argv: list[str], flag: str, value: str | None = None) -> bool:
@@ -117,15 +51,14 @@ def report(err: Any, as_json: bool) -> None:
         sys.stdout.buffer.write(envelope + b"\n")
         sys.stdout.flush()
     else:
-        from loopx.cli.ergonomics import paint
-        from loopx.cli.terminal import field
+        from loopx.cli.terminal import field, paint
 
         label = paint(f"loopx: error [{err.code}]", sys.stderr, fg="red", bold=True)
         from loopx.model.errors import NotFound
 
         # Ids a not-found error carries are the unknown ones typed in: input, not shown.
         details = _id_details(err.details, names=not isinstance(err, NotFound))
-        click.echo(f"{label}: {field(err.message)}{details}", err=True)
+        echo_line(f"{label}: {field(err.message)}{details}", err=True)
 
 
 _ID_VALUE = re.compile(r"[a-z0-9][a-z0-9._:-]{0,63}")
@@ -203,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _run(args, as_json, debug)
     finally:
-        from loopx.cli.common import close_stores
+        from loopx.cli.stores import close_stores
 
         close_stores()
         if collecting:
@@ -211,34 +144,32 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(args: list[str], as_json: bool, debug: bool) -> None:
-    from loopx.model.errors import InvalidInput, LoopxError
+    from loopx.cli.quick import parse
+    from loopx.model.errors import LoopxError
 
     try:
         _check_utf8(args)
-        cli.main(args=args, prog_name="loopx", standalone_mode=False)
+        call = parse(args)
+        if call is not None:
+            call()
+        else:
+            from loopx.cli.group import cli
+
+            cli.main(args=args, prog_name="loopx", standalone_mode=False)
     except LoopxError as err:
         if debug:
             raise
         report(err, as_json)
         sys.exit(err.exit_code)
-    except click.exceptions.Abort:
-        click.echo("loopx: aborted", err=True)
-        sys.exit(130)
-    except _NO_ARGS as err:  # `loopx` or `loopx todo` alone: a request for help
-        if err.ctx is not None:
-            click.echo(err.ctx.get_help())
-        sys.exit(0)
-    except click.ClickException as err:
-        if debug:
-            raise
-        usage = InvalidInput(_click_message(err), code="usage_error")
-        report(usage, as_json)
-        sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
     except Exception as err:  # the boundary: never a traceback unless asked
+        if "click" in sys.modules:  # click's own (only when click ran)
+            from loopx.cli.group import click_error
+
+            click_error(err, as_json, debug)
         if debug:
             raise
         internal = LoopxError(
@@ -274,54 +205,3 @@ def _is_utf8(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-_OPTION_NAME = re.compile(r"--?[a-z][a-z-]{0,24}")
-# click >= 8.2 raises this for a group called without a command (8.1 prints help itself).
-_NO_ARGS: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
-
-
-def _click_message(err: click.ClickException) -> str:
-    """Click's message without echoing the offending value (it may be a secret)."""
-    if isinstance(err, click.BadParameter | click.MissingParameter) and err.param is not None:
-        name = err.param.opts[0] if getattr(err.param, "opts", None) else err.param.name
-        if isinstance(err, click.MissingParameter):
-            return f"missing {name}"
-        choices = getattr(err.param.type, "choices", None)
-        if choices:
-            return f"invalid value for {name}: choose from {', '.join(map(str, choices))}"
-        return f"invalid value for {name} (expected {err.param.type.name})"
-    ctx = getattr(err, "ctx", None)
-    where = f"{ctx.command_path} --help" if ctx is not None else "--help"
-    if isinstance(err, click.NoSuchOption):
-        # Name the option only when it looks like one (a pasted token is not echoed); the
-        # suggestions are the command's own option names.
-        hint = _did_you_mean(err.possibilities or [])
-        if _OPTION_NAME.fullmatch(err.option_name or ""):
-            return f"no such option: {err.option_name}{hint} (see {where})"
-        return f"no such option{hint} (see {where})"
-    if isinstance(err, click.UsageError):
-        message = err.format_message()
-        if message.startswith("No such command"):
-            return f"no such command{_command_hint(err)} (see {where})"
-        if message.startswith("Got unexpected extra argument"):
-            return f"unexpected extra argument (see {where})"
-        return message.split("\n")[0]
-    return err.format_message()
-
-
-def _did_you_mean(names: list[str]) -> str:
-    return f"; did you mean {' or '.join(names[:3])}?" if names else ""
-
-
-def _command_hint(err: click.UsageError) -> str:
-    """`; did you mean status?` for a mistyped command: the closest of the group's own
-    command names (the typed name itself is not repeated)."""
-    import difflib
-
-    typed = getattr(err, "command_name", None)
-    ctx = err.ctx
-    if not isinstance(typed, str) or ctx is None or not isinstance(ctx.command, click.Group):
-        return ""
-    names = ctx.command.list_commands(ctx)
-    return _did_you_mean(difflib.get_close_matches(typed, names, n=3, cutoff=0.6))

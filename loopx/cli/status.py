@@ -1,13 +1,16 @@
-"""`loopx status` and `loopx next`: the reads agents make on every turn."""
+"""`loopx status` and `loopx next`: the reads agents make on every turn, without click.
+
+Their options are declared in `loopx.cli.status_cmd` (click) and parsed again, in the exact
+forms agents use, by `loopx.cli.quick`; both call `show_status` and `show_next`.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import click
-
-from loopx.cli.common import common, count, emit, open_store, text_resolver
+from loopx.cli.output import emit
+from loopx.cli.stores import open_store, text_resolver
 
 # The colour of each attention state on a terminal.
 COLOURS = dict(needs_user="yellow", ready_for_agent="green", waiting="cyan", blocked="red")
@@ -122,16 +125,29 @@ def _attention(state: str) -> str:
     """The attention state, coloured on a terminal (never in a pipe or under NO_COLOR)."""
     import sys
 
-    from loopx.cli.ergonomics import paint
+    from loopx.cli.terminal import paint
 
     colour = COLOURS.get(state)
     return paint(state, sys.stdout, fg=colour, bold=True) if colour else state
 
 
-@click.command("status")
-@click.option("--goal-id", default=None, help="One goal (default: every goal).")
-@common()
-def status_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
+# What each reason code says of a todo that is not ready (lists are joined).
+_REASONS = {
+    "dependency_open": "waits for {todo_ids}",
+    "dependency_missing": "depends on unknown {todo_ids}",
+    "gate_pending": "held by gate {gate_ids}",
+    "claimed": "claimed by {agent_id} until {lease_expires_at}",
+    "todo_blocked": "blocked",
+    "monitor_not_due": "monitor, next wake {next_at}",
+}
+
+
+def _reason(r: dict[str, Any]) -> str:
+    said = {k: ", ".join(v) if isinstance(v, list) else v for k, v in r.items()}
+    return _REASONS.get(r["code"], "{code}").format_map(said)
+
+
+def show_status(goal_id: str | None, root: Path | None, fmt: str) -> None:
     """Per goal: attention state, progress, frontier, pending gates, leases, quota, health."""
     from loopx.engine.clock import from_env
 
@@ -150,19 +166,8 @@ def status_cmd(goal_id: str | None, root: Path | None, fmt: str) -> None:
     emit(fmt, {"now": now, "goals": goals}, lambda: _status_text(goals, now))
 
 
-@click.command("next")
-@click.option("--goal-id", required=True)
-@click.option("--agent-id", default=None, help="Show what this agent may take.")
-@click.option("--explain", is_flag=True, help="Say why each other open todo is not ready.")
-@click.option("--limit", type=count(1), default=20, show_default=True)
-@common()
-def next_cmd(
-    goal_id: str,
-    agent_id: str | None,
-    explain: bool,
-    limit: int,
-    root: Path | None,
-    fmt: str,
+def show_next(
+    goal_id: str, agent_id: str | None, explain: bool, limit: int, root: Path | None, fmt: str
 ) -> None:
     """The frontier: open todos whose dependencies are done, not held by a pending gate, not
     claimed by someone else under a live lease. Highest priority first."""
@@ -189,19 +194,3 @@ def next_cmd(
         return "\n".join(lines)
 
     emit(fmt, data, text)
-
-
-# What each reason code says of a todo that is not ready (lists are joined).
-_REASONS = {
-    "dependency_open": "waits for {todo_ids}",
-    "dependency_missing": "depends on unknown {todo_ids}",
-    "gate_pending": "held by gate {gate_ids}",
-    "claimed": "claimed by {agent_id} until {lease_expires_at}",
-    "todo_blocked": "blocked",
-    "monitor_not_due": "monitor, next wake {next_at}",
-}
-
-
-def _reason(r: dict[str, Any]) -> str:
-    said = {k: ", ".join(v) if isinstance(v, list) else v for k, v in r.items()}
-    return _REASONS.get(r["code"], "{code}").format_map(said)

@@ -58,30 +58,36 @@ def found_in(strings: Iterable[str], texts: Iterable[str]) -> set[str]:
 
     Cheap filters first, so the automaton holds only strings that can occur: a string of three
     or more words occurs in a text only if its inner words are whole words of it; loopx's own
-    blob hashes are never public text (and must stay forbidden)."""
+    blob hashes are never public text (and must stay forbidden). A string holding the NUL
+    that joins the texts for the pass is looked for in each text by itself (never across two)."""
     texts = list(texts)
     words: set[str] = set()
     for text in texts:
         words.update(text.split())
     patterns = []
+    joined: set[str] = set()
     for candidate in set(strings):
         if blob_hash(candidate):
             continue
         if candidate.count(" ") >= 2 and not words.issuperset(candidate.split()[1:-1]):
             continue
+        if "\x00" in candidate:
+            if any(candidate in text for text in texts):
+                joined.add(candidate)
+            continue
         patterns.append(candidate)
     patterns.sort()
     haystack = "\x00".join(texts)
     if not patterns or not haystack:
-        return set()
+        return joined
     automaton = ahocorasick_rs.AhoCorasick(
         patterns, implementation=ahocorasick_rs.Implementation.ContiguousNFA
     )
     try:
         hits = automaton.find_matches_as_indexes(haystack, overlapping=True)
     except UnicodeEncodeError:  # a lone surrogate somewhere: fall back to plain search
-        return {p for p in patterns if p in haystack}
-    return {patterns[index] for index, _, _ in hits}
+        return joined | {p for p in patterns if p in haystack}
+    return joined | {patterns[index] for index, _, _ in hits}
 
 
 def present(strings: Iterable[str], texts: Iterable[str]) -> set[str]:

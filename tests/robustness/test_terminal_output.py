@@ -433,3 +433,15 @@ def test_plain_text_is_returned_as_is() -> None:
     text = "ünïcode, emoji 🙂, tabs\tand\nnewlines in a document"
     assert terminal.document(text) is text
     assert terminal.field("plain ünïcode 🙂") == "plain ünïcode 🙂"
+
+
+def test_printable_text_is_taken_as_it_is() -> None:
+    """`field` and `document` return printable text without a pattern: sound only while
+    every character they escape is unprintable (all of them lie below U+2100)."""
+    for code in range(0x2100):
+        char = chr(code)
+        if terminal._unsafe(True).fullmatch(char) or terminal._unsafe(False).fullmatch(char):
+            assert not char.isprintable(), hex(code)
+    assert terminal.field("plain · text") == "plain · text"
+    assert terminal.field("a\tb\u202e") == "a\\tb\\u202e"
+    assert terminal.document("a\tb\n\x1b") == "a\tb\n\\x1b"
