@@ -24,7 +24,7 @@ from loopx.engine.demo import create_demo
 from loopx.model.envelope import DATA_DEPTH, DECODER, TypedEnvelope
 from loopx.model.errors import LoopxError
 from loopx.model.upgrade import EVENT_VERSION
-from loopx.state.bulkfold import fold_stream
+from loopx.state.bulkfold import fold_stream, index_of
 from loopx.state.fold import replay
 from loopx.store.base import stamp
 from loopx.store.bulk import BulkRead, Unchecked
@@ -195,7 +195,10 @@ def test_the_demo_goals_fold_to_the_same_state(tmp_path: Path) -> None:
     for goal_id in demo.goal_ids():
         buf = demo.raw(goal_id)
         read = BulkRead(buf, goal_id)
-        assert fold_stream(read) == replay(scan(buf, Cursor(), goal_id=goal_id).events)
+        state = fold_stream(read)
+        assert state is not None and state.operations.base == read.cursor
+        state.operations.bind(lambda buf=buf, goal_id=goal_id: index_of(BulkRead(buf, goal_id)))
+        assert state == replay(scan(buf, Cursor(), goal_id=goal_id).events)
         assert read.cursor == scan(buf, Cursor(), goal_id=goal_id).cursor
 
 

@@ -335,3 +335,69 @@ def test_a_bad_config_is_one_line_exit_2_and_writes_nothing(tmp_path: Path) -> N
     as_json = run_cli(["todo", "add", "--root", str(tmp_path), "--title", "t", "--json"])
     assert as_json.exit_code == 2
     assert as_json.json()["error"]["code"] == "invalid_config"
+
+
+def _remembering(tmp_path: Path) -> Path:
+    (tmp_path / ".loopx").mkdir()
+    return tmp_path / ".loopx" / "cache" / "config.json"
+
+
+def test_a_valid_file_is_parsed_and_checked_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table found valid is remembered for exactly these bytes: the next call neither
+    parses (tomllib) nor checks (jsonschema) it, and reads the same configuration."""
+    from loopx.store import config as store_config
+
+    memo = _remembering(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL)
+    first = load_config(tmp_path)
+    assert memo.is_file()
+
+    def parsed(*args: object) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(store_config, "_parse", parsed)
+    monkeypatch.setattr(store_config, "parse_config", parsed)
+    assert load_config(tmp_path) == first and first.source == "loopx.toml"
+    (tmp_path / "loopx.toml").write_text(FULL.replace("Acme status", "Acme"))
+    with pytest.raises(AssertionError):  # other bytes: parsed and checked again
+        load_config(tmp_path)
+    monkeypatch.undo()
+    assert load_config(tmp_path).title == "Acme"
+
+
+def test_an_invalid_file_is_refused_though_a_valid_one_was_remembered(tmp_path: Path) -> None:
+    _remembering(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL)
+    load_config(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL + "\n[extra]\nkey = 1\n")
+    assert "extra" not in str(_refused(tmp_path).details)  # refused by key, as ever
+    assert _refused(tmp_path).code == "invalid_config"  # and again: never remembered
+
+
+def test_a_pyproject_without_a_loopx_table_is_remembered_as_the_defaults(tmp_path: Path) -> None:
+    memo = _remembering(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert load_config(tmp_path) == ProjectConfig() == load_config(tmp_path)
+    assert json.loads(memo.read_text())["table"] is None
+    (tmp_path / "pyproject.toml").write_text('[tool.loopx.site]\ntitle = "T"\n')
+    assert load_config(tmp_path).source == "pyproject.toml [tool.loopx]"
+
+
+def test_a_memo_of_other_bytes_or_code_is_not_read(tmp_path: Path) -> None:
+    memo = _remembering(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL)
+    load_config(tmp_path)
+    held = json.loads(memo.read_text())
+    held["table"]["site"]["title"] = "Planted"
+    memo.write_text(json.dumps({**held, "key": "0" * 64}))
+    assert load_config(tmp_path).title == "Acme status"
+    memo.write_text("not json")
+    assert load_config(tmp_path).title == "Acme status"
+
+
+def test_a_folder_without_state_gets_no_memo(tmp_path: Path) -> None:
+    (tmp_path / "loopx.toml").write_text(FULL)
+    assert load_config(tmp_path).title == "Acme status"
+    assert not (tmp_path / ".loopx").exists()

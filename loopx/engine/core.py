@@ -19,7 +19,7 @@ from loopx import __version__
 from loopx.engine.clock import Clock, SystemClock
 from loopx.model.errors import Conflict, InvalidInput, LedgerDamage, LoopxError, NotFound
 from loopx.model.ids import check_id, check_operation_id
-from loopx.state.entities import GoalState, decode_state, encode_state
+from loopx.state.entities import GoalState, OpIndex, decode_state, encode_state
 from loopx.state.fold import apply, replay
 from loopx.store.base import SnapshotStale, Store
 from loopx.store.ledger import Cursor, event_id
@@ -27,7 +27,11 @@ from loopx.store.ledger import Cursor, event_id
 if TYPE_CHECKING:  # a read folds no command: the module is imported by the writes
     from loopx.engine.commands import Command
 
-SNAPSHOT_FORMAT = f"loopx.snapshot/3+{__version__}"
+SNAPSHOT_FORMAT = f"loopx.snapshot/4+{__version__}"
+# A snapshot holds the operations index's records since its base (`OpIndex.recent`) up to
+# this size; beyond it they move to the index file (`loopx.engine.opindex`), once the base
+# is at hand, or read for it once they pass `INDEX_LOAD` bytes.
+INDEX_SPLIT, INDEX_LOAD = 64 * 1024, 1024 * 1024
 
 
 def snapshot_due(behind: int, revision: int) -> bool:
@@ -155,19 +159,24 @@ def _load_snapshot(store: Store, goal_id: str) -> tuple[GoalState | None, Cursor
     """The cached state and the cursor it is valid for, or (None, None).
 
     The snapshot is three lines: a JSON header (format, cursor, whether the goal was
-    closed), the state as JSON rows, and the operations index as raw bytes, which stay
-    unparsed until a lookup needs them.
+    closed, the operations index's base and last operation), the state as JSON rows, and
+    the index's records since its base as raw bytes, which stay unparsed until a lookup
+    needs them; the records up to the base are in the index file, read only then too.
     """
     raw = store.load_snapshot(goal_id)
     found = _split_snapshot(raw)
     if raw is None or found is None:
         return None, None
     try:
-        _, body, operations = raw.split(b"\n", 2)
+        _, body, recent = raw.split(b"\n", 2)
         with gc_paused():
-            state = decode_state(orjson.loads(body), operations)
+            state = decode_state(orjson.loads(body), recent)
         if state.goal_id != goal_id:
             return None, None
+        index = found[0]["operations"]
+        base = None if index["base"] is None else Cursor(**index["base"])
+        state.operations = OpIndex(recent, base=base, last=index["last"])
+        _bind_index(store, state)
         return state, found[1]
     except _BAD_SNAPSHOT:
         return None, None
@@ -189,16 +198,50 @@ def is_closed(store: Store, goal_id: str) -> bool:
     return state is not None and state.is_terminal
 
 
+def _bind_index(store: Store, state: GoalState) -> None:
+    """Let the state's operations index read its base's records from `store` when asked."""
+    base = state.operations.base
+    if base is not None:
+        from loopx.engine import opindex
+
+        state.operations.bind(opindex.loader(store, state.goal_id, base))
+
+
 def save_snapshot(store: Store, state: GoalState, cursor: Cursor) -> None:
+    ops = state.operations
+    recent = ops.recent()
+    if len(recent) > INDEX_SPLIT and (ops.loaded or len(recent) > INDEX_LOAD):
+        _split_index(store, state, cursor)
+        recent = ops.recent()
+    base = ops.base
     header = {
         "format": SNAPSHOT_FORMAT,
         "cursor": {"seq": cursor.seq, "head": cursor.head, "offset": cursor.offset},
         "closed": state.is_terminal,
+        "operations": {
+            "base": None
+            if base is None
+            else {"seq": base.seq, "head": base.head, "offset": base.offset},
+            "last": ops.last,
+        },
     }
     with gc_paused():
         body = orjson.dumps(encode_state(state))
-    parts = (orjson.dumps(header), body, state.operations.dump())
+    parts = (orjson.dumps(header), body, recent)
     store.save_snapshot(state.goal_id, b"\n".join(parts))  # one copy of the megabytes
+
+
+def _split_index(store: Store, state: GoalState, cursor: Cursor) -> None:
+    """Move the index's records up to `cursor` into the index file; the snapshot then holds
+    none. Left as it is when the base cannot be read (the snapshot is only a cache)."""
+    from loopx.engine import opindex
+
+    try:
+        records = state.operations.dump()
+    except LoopxError:
+        return
+    opindex.save(store, state.goal_id, cursor, records)
+    state.operations.rebase(cursor, records)
 
 
 @dataclass
@@ -245,6 +288,8 @@ def _load_whole(store: Store, goal_id: str, *, cache: bool) -> Loaded:
     bulk.buf = b""  # not kept while the careful read reads it again
     if bulk.cursor is not None:
         damage, cursor = None, bulk.cursor
+        if state is not None:  # its operations index stands on the whole ledger read
+            _bind_index(store, state)
     else:
         scan = store.read(goal_id, None)
         state = replay(scan.events)

@@ -133,6 +133,11 @@ def parse_config(data: Any, source: str) -> ProjectConfig:
             code="invalid_config",
             problems=[{"key": where, "problem": problem} for where, problem in problems],
         )
+    return typed_config(data, source)
+
+
+def typed_config(data: Any, source: str) -> ProjectConfig:
+    """`data`, a table `parse_config` found valid, as the typed value."""
     site = data.get("site", {})
     repo = data.get("repository", {})
     defaults = data.get("defaults", {})

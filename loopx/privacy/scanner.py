@@ -7,9 +7,9 @@ is decoded: in the raw bytes of a page, ``api_key = settings.api_key&#34;`` look
 of its escape, not because of its value, so a generic hit whose value still holds an escape is
 left to the view that decodes it.
 
-Speed: one Aho-Corasick pass over a view finds both the exact forbidden strings and which rules'
-anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run; very large sets of
-forbidden strings get an automaton of their own (see `_automata`). Decoded views are built only
+Speed: one Aho-Corasick pass over a view finds the exact forbidden strings, and one more which
+rules' anchors occur (see `loopx.privacy.rules`; an automaton every scanner of a process shares,
+see `_automata`), and only those rules' regexes run. Decoded views are built only
 when the text holds an escape of that kind, and their map back to the raw text only when they
 find something.
 
@@ -44,6 +44,7 @@ __all__ = [
     "ENCODINGS",
     "Finding",
     "Hit",
+    "Read",
     "Scanner",
     "decoded",
     "machine_names",
@@ -51,6 +52,7 @@ __all__ = [
     "read_scanned",
     "scan_files",
     "scan_paths",
+    "scanned_views",
 ]
 
 MAX_SCAN_BYTES = 256 * 1024 * 1024  # one scanned file
@@ -68,8 +70,6 @@ COMMON_MACHINE_NAMES = words(
     desktop laptop raspberrypi worker agent bot ci"""
 )
 
-# Forbidden strings up to this many characters share one automaton with the rule anchors.
-_COMBINED_LIMIT = 100_000
 _BOUNDED_CHARS = {
     USERNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
     HOSTNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
@@ -181,11 +181,11 @@ def _anchors_only() -> _Literals:
 
 
 def _automata(kinds: Mapping[str, Iterable[str]]) -> tuple[_Literals, ...]:
-    """One automaton for anchors and forbidden strings together while that stays small (one
-    pass); beyond, the shared anchor automaton plus one for the forbidden strings."""
-    if sum(len(k) for k in kinds) <= _COMBINED_LIMIT:
-        return (_Literals(kinds, _rule_anchors()),)
-    return (_Literals(kinds, {}), _anchors_only())
+    """An automaton for the forbidden strings (when there are any) and the rule anchors'
+    automaton, which every scanner of a process shares: built once (10,000 anchors), where
+    one automaton of both would be built again for each scanner (the redaction's, the few
+    strings of a rebuild's changed files); the second pass costs less than that."""
+    return ((_Literals(kinds, {}),) if kinds else ()) + (_anchors_only(),)
 
 
 _BASE64_ANCHOR = len(RULES)  # the tag of encoded anchors in the rule-anchor automaton
@@ -303,11 +303,20 @@ class Scanner:
         """
         return self.scan_text(decoded(data), path)
 
-    def hits(self, text: str) -> list[Hit]:
-        """Raw spans of every finding, deduplicated and sorted; what `redact` works from."""
+    def scan_read(self, read: Read, path: str) -> list[Finding]:
+        """`scan_bytes` of the bytes `read` was made of, with the views it made (a scanner
+        with rules reads those very views)."""
+        hits = self.hits(read.text, read.views() if self._rules else None)
+        return [_finding(read.text, hit, path) for hit in hits]
+
+    def hits(self, text: str, read: list[View] | None = None) -> list[Hit]:
+        """Raw spans of every finding, deduplicated and sorted; what `redact` works from.
+        `read`: the views of `text` as `scanned_views` made them, when they are at hand."""
         found: dict[tuple[str, int], Hit] = {}
         encoded = self._scan_view(View("plain", text), found)
-        for view in views(text, base64=encoded if self._rules else False):
+        if read is None:
+            read = list(views(text, base64=encoded if self._rules else False))
+        for view in read:
             if view.depth:
                 self._scan_view(view, found)
         if not found:
@@ -416,6 +425,33 @@ def _name_candidates(word: str) -> list[tuple[int, str]]:
                 out.append((offset, part))
             offset += len(part) + 1
     return out
+
+
+def scanned_views(text: str, rules: bool = True) -> list[View]:
+    """Every view of `text` a scanner reads (the raw text first), with rules or without
+    (`Scanner(rules=False)` decodes no base64): what a scanner of just the strings that
+    occur in them needs to hold (`loopx.build.boundary.Forbidden.within`)."""
+    if not rules:
+        return list(views(text, base64=False))
+    anchors = _anchors_only()
+    encoded = any(_BASE64_ANCHOR in anchors.rules[i] for i, _, _ in anchors.find(text))
+    return list(views(text, base64=encoded))  # what `_scan_view` finds of the raw text
+
+
+class Read:
+    """A file's text as a scanner reads it, and its views (`scanned_views`), made once for
+    all that read it: the narrowing of a rebuild's scan and the scanners it narrows."""
+
+    __slots__ = ("text", "_views")
+
+    def __init__(self, data: bytes) -> None:
+        self.text = decoded(data)
+        self._views: list[View] | None = None
+
+    def views(self) -> list[View]:
+        if self._views is None:
+            self._views = scanned_views(self.text)
+        return self._views
 
 
 def decoded(data: bytes) -> str:

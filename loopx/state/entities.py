@@ -13,6 +13,7 @@ skip the boundary.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypedDict, TypeVar
 
@@ -543,31 +544,70 @@ class OpIndex:
     """The idempotency index: operation id → [op_hash, first seq, last seq, subject].
 
     A goal of 50,000 events has 50,000 entries, which a write with an explicit operation id
-    needs and no read does. So the snapshot keeps them as one block of bytes, records of
+    needs and no read does. So they are kept as blocks of bytes, records of
     `|<op id> <hash> <first> <last> <subject>` (never parsed as a whole: a lookup searches
-    it), and entries added since live in `entries`. Ids and hashes contain no space or `|`.
+    them), in up to three parts, newest last: the records of the ledger up to the cursor
+    `base` (None: there are none), which are read only when a lookup gets that far (`load`
+    gives them: the engine's index file, `loopx.engine.opindex`, checked against `base`, or
+    rebuilt from the ledger); the block the snapshot holds (the records since `base`); and
+    `entries`, those added since. Ids and hashes contain no space or `|`.
     """
 
-    __slots__ = ("_blob", "entries", "last")
+    __slots__ = ("_blob", "_base_blob", "_load", "base", "entries", "last")
 
-    def __init__(self, blob: bytes = b"", entries: dict[str, list[Any]] | None = None):
+    def __init__(
+        self,
+        blob: bytes = b"",
+        entries: dict[str, list[Any]] | None = None,
+        *,
+        base: Any = None,
+        last: str | None = None,
+        load: Callable[[], bytes] | None = None,
+    ):
         self._blob = blob
         self.entries: dict[str, list[Any]] = dict(entries or {})
+        self.base = base  # a `Cursor` of the ledger, or None
+        self._base_blob: bytes | None = None if base is not None else b""
+        self._load = load
         # The operation of the latest event: events of one operation are consecutive, so
         # the fold extends a record only when the next event continues this one.
-        self.last = next(reversed(self.entries), "") if self.entries else _last_id(blob)
+        if last is None:
+            last = next(reversed(self.entries), "") if self.entries else _last_id(blob)
+        self.last = last
+
+    @property
+    def loaded(self) -> bool:
+        """Whether every record is in memory (no base, or its records already read)."""
+        return self._base_blob is not None
+
+    def bind(self, load: Callable[[], bytes]) -> None:
+        """Where the base's records come from, when a lookup needs them."""
+        self._load = load
+
+    def _based(self) -> bytes:
+        if self._base_blob is None:
+            if self._load is None:
+                raise LookupError("the operations index's base records are not at hand")
+            self._base_blob = self._load()
+        return self._base_blob
 
     def get(self, op_id: str) -> list[Any] | None:
         found = self.entries.get(op_id)
-        if found is not None or not self._blob:
+        if found is not None:
             return found
-        start = self._blob.rfind(b"|" + op_id.encode() + b" ")  # the latest record wins
-        if start < 0:
-            return None
-        end = self._blob.find(b"|", start + 1)
-        record = self._blob[start + 1 : end if end > 0 else None].decode()
-        _, op_hash, first, last, subject = record.split()
-        return [op_hash, int(first), int(last), None if subject == "-" else subject]
+        needle = b"|" + op_id.encode() + b" "
+        for blob in (self._blob, None):  # the latest record wins: the newer block first
+            if blob is None:
+                if self.base is None:
+                    return None
+                blob = self._based()
+            start = blob.rfind(needle)
+            if start >= 0:
+                end = blob.find(b"|", start + 1)
+                record = blob[start + 1 : end if end > 0 else None].decode()
+                _, op_hash, first, last, subject = record.split()
+                return [op_hash, int(first), int(last), None if subject == "-" else subject]
+        return None
 
     def __getitem__(self, op_id: str) -> list[Any]:
         found = self.get(op_id)
@@ -582,13 +622,22 @@ class OpIndex:
     def __contains__(self, op_id: object) -> bool:
         return isinstance(op_id, str) and self.get(op_id) is not None
 
-    def dump(self) -> bytes:
-        """The compact form the snapshot stores."""
+    def recent(self) -> bytes:
+        """The records since `base`, in the compact form the snapshot stores."""
         added = "".join(
             f"|{k} {h} {a} {b} {s if _plain(s) else '-'}"
             for k, (h, a, b, s) in self.entries.items()
         )
         return self._blob + added.encode()
+
+    def dump(self) -> bytes:
+        """Every record, in the compact form (the base's read if it was not yet)."""
+        recent = self.recent()
+        return self._based() + recent if self.base is not None else recent
+
+    def rebase(self, base: Any, records: bytes) -> None:
+        """`records` (this index's `dump()`) now stand for the ledger up to `base`."""
+        self.base, self._base_blob, self._blob, self.entries = base, records, b"", {}
 
     def to_dict(self) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {}
@@ -606,6 +655,8 @@ class OpIndex:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        if not self.loaded:
+            return f"OpIndex(up to {self.base!r}, and {len(self.recent())} bytes since)"
         return f"OpIndex({len(self)} operations)"
 
 

@@ -88,7 +88,8 @@ def apply(state: GoalState | None, event: Event) -> GoalState:
             op = ops.entries.get(op_id) or ops[op_id]
             ops.entries[op_id] = [op[0], op[1], seq, op[3]]
         else:
-            own = data.get(_OWN_KEYS.get(event_type, ""))  # subject_of, its common case inline
+            # subject_of, its common case inline (a type not seen yet looks up None: no key)
+            own = data.get(_OWN_KEYS.get(event_type))
             ops.entries[op_id] = [
                 event["op_hash"],
                 seq,

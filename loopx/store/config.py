@@ -4,19 +4,33 @@ file wins; with both, `pyproject.toml` is not read). Neither: the defaults.
 
 Both files are untrusted input: opened without following a symlink, regular files only, at
 most `CONFIG_CAP` bytes, UTF-8, parsed with the standard library's `tomllib` (`tomli` on
-Python 3.10)."""
+Python 3.10).
+
+The file is read on every call that needs the configuration (the default goal, audience and
+output folder); parsing it and checking it against the schema (`jsonschema`) cost a call
+about as much as the rest of it (issue 19). So the table found valid is remembered in
+`.loopx/cache/config.json` under the digest of all that decides it: the loopx version, the
+file's name and bytes, the schema and the code that reads and checks it. A changed file,
+schema or loopx is parsed and checked again; an invalid file is never remembered."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import stat
 import sys
 from pathlib import Path
 from typing import Any
 
-from loopx.model.config import ProjectConfig, parse_config
+import orjson
+
+from loopx import __version__
+from loopx.model import config as model
+from loopx.model.config import ProjectConfig, parse_config, typed_config
 from loopx.model.errors import InvalidInput
+from loopx.resources import resource_dir
 from loopx.store import fsio
+from loopx.store.root import STATE_DIR
 
 CONFIG_FILE = "loopx.toml"
 PYPROJECT = "pyproject.toml"
@@ -71,15 +85,67 @@ def load_config(root: Path) -> ProjectConfig:
     """The configuration of the project at `root` (the folder holding `.loopx/`)."""
     data = _read(root / CONFIG_FILE)
     if data is not None:
-        return parse_config(_parse(data, CONFIG_FILE), CONFIG_FILE)
+        return _checked(root, CONFIG_FILE, data)
     data = _read(root / PYPROJECT)
     if data is None:
         return ProjectConfig()
-    tool = _parse(data, PYPROJECT).get("tool", {})
-    table = tool.get("loopx") if isinstance(tool, dict) else None
-    if table is None:
-        return ProjectConfig()
-    return parse_config(table, f"{PYPROJECT} [tool.loopx]")
+    return _checked(root, PYPROJECT, data)
+
+
+def _checked(root: Path, name: str, data: bytes) -> ProjectConfig:
+    """The configuration the file `name` holds (`data`): the table remembered for exactly
+    these bytes, else parsed and checked (then remembered)."""
+    source = CONFIG_FILE if name == CONFIG_FILE else f"{PYPROJECT} [tool.loopx]"
+    digest = _digest(name, data)
+    memo = root / STATE_DIR / "cache" / "config.json"
+    remembered = _remembered(memo, digest)
+    if remembered is not None:
+        table = remembered[0]
+        return ProjectConfig() if table is None else typed_config(table, source)
+    table = _parse(data, name)
+    if name == PYPROJECT:
+        tool = table.get("tool", {})
+        table = tool.get("loopx") if isinstance(tool, dict) else None
+    config = ProjectConfig() if table is None else parse_config(table, source)
+    _remember(root, memo, digest, table)
+    return config
+
+
+def _digest(name: str, data: bytes) -> str:
+    """Of all that decides the configuration a file holds: loopx, the file, the schema and
+    the code that parses and checks it."""
+    parts = [data, (resource_dir("schemas") / model.CONFIG_SCHEMA).read_bytes()]
+    parts += [Path(module).read_bytes() for module in (__file__, model.__file__)]
+    head = orjson.dumps([__version__, name, sys.version_info[:2]])
+    return hashlib.sha256(head + b"".join(len(p).to_bytes(8, "big") + p for p in parts)).hexdigest()
+
+
+def _remembered(memo: Path, digest: str) -> tuple[Any] | None:
+    """(the table,) remembered under `digest`, or None."""
+    try:
+        held = orjson.loads(fsio.current().read_file(memo, limit=CONFIG_CAP * 4))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(held, dict) or held.get("key") != digest or "table" not in held:
+        return None
+    table = held["table"]
+    return (table,) if table is None or isinstance(table, dict) else None
+
+
+def _remember(root: Path, memo: Path, digest: str, table: Any) -> None:
+    """Keep `table` under `digest`, when JSON holds it as it is (TOML's dates it does not);
+    a memo that cannot be written only costs the next call a parse."""
+    try:
+        encoded = orjson.dumps({"key": digest, "table": table})
+    except TypeError:
+        return
+    if orjson.loads(encoded)["table"] != table or not (root / STATE_DIR).is_dir():
+        return
+    try:
+        fsio.current().makedirs(memo.parent)
+        fsio.current().write_atomic(memo, encoded)
+    except OSError:
+        pass
 
 
 def config_source(root: Path) -> tuple[str, bytes] | None:

@@ -21,7 +21,7 @@ from loopx.store import fsio
 from loopx.store.base import Repair, SnapshotStale, StampingWriter, read_tail
 from loopx.store.blobs import BlobStore
 from loopx.store.ledger import Cursor, Scan, cursor_holds, digest, scan
-from loopx.store.snapshots import SnapshotCache
+from loopx.store.snapshots import OPERATIONS, SnapshotCache
 from loopx.store.verify import VerifyReport, verify_buffer
 
 LEDGER = "ledger.jsonl"
@@ -243,6 +243,12 @@ class FileStore:
 
     def save_snapshot(self, goal_id: str, data: bytes) -> None:
         self._cache.save(goal_id, data)
+
+    def load_index(self, goal_id: str) -> bytes | None:
+        return self._cache.load(goal_id, OPERATIONS)
+
+    def save_index(self, goal_id: str, data: bytes) -> None:
+        self._cache.save(goal_id, data, OPERATIONS)
 
     def put_blob(self, data: bytes) -> str:
         with fsio.guard("store a private blob"):

@@ -29,6 +29,7 @@ class MemoryStore:
         self.ledgers: dict[str, bytearray] = defaultdict(bytearray)
         self.quarantined: dict[str, list[bytes]] = defaultdict(list)
         self.snapshots: dict[str, bytes] = {}
+        self.indexes: dict[str, bytes] = {}  # each goal's operations index file
         self.blobs: dict[str, bytes] = {}
         self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
 
@@ -75,6 +76,12 @@ class MemoryStore:
 
     def save_snapshot(self, goal_id: str, data: bytes) -> None:
         self.snapshots[goal_id] = data
+
+    def load_index(self, goal_id: str) -> bytes | None:
+        return self.indexes.get(goal_id)
+
+    def save_index(self, goal_id: str, data: bytes) -> None:
+        self.indexes[goal_id] = data
 
     def put_blob(self, data: bytes) -> str:
         ref = blob_ref(data)

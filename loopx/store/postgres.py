@@ -45,7 +45,7 @@ from loopx.store.base import Repair, SnapshotStale, StampingWriter
 from loopx.store.blobs import _hex, blob_ref
 from loopx.store.ledger import Cursor, Scan, parse_line, scan
 from loopx.store.pg_schema import LATEST, VERSION, migrate, newer_schema
-from loopx.store.snapshots import SnapshotCache
+from loopx.store.snapshots import OPERATIONS, SnapshotCache
 from loopx.store.verify import VerifyReport, verify_buffer
 
 CHANNEL = "loopx_ledger"  # NOTIFY channel: the payload is the goal id that changed
@@ -274,6 +274,7 @@ class HostCache:
         self.state_dir = root / ".loopx" if root is not None else None
         self._cache = SnapshotCache(cache_dir) if cache_dir is not None else None
         self._snapshots: dict[str, bytes] = {}
+        self._indexes: dict[str, bytes] = {}
 
     def load_snapshot(self, goal_id: str) -> bytes | None:
         if self._cache is None:
@@ -285,6 +286,17 @@ class HostCache:
             self._snapshots[goal_id] = data
         else:
             self._cache.save(goal_id, data)
+
+    def load_index(self, goal_id: str) -> bytes | None:
+        if self._cache is None:
+            return self._indexes.get(goal_id)
+        return self._cache.load(goal_id, OPERATIONS)
+
+    def save_index(self, goal_id: str, data: bytes) -> None:
+        if self._cache is None:
+            self._indexes[goal_id] = data
+        else:
+            self._cache.save(goal_id, data, OPERATIONS)
 
 
 class PostgresStore(HostCache):
