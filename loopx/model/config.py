@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -90,6 +91,14 @@ def _is_web_url(value: str | None) -> bool:
     if not value or not value.startswith(("https://", "http://")):
         return False
     return not any(c.isspace() or c in "\"'<>\\{}" for c in value)
+
+
+def checking_sources(*modules: str) -> list[bytes]:
+    """The bytes of what decides whether a table is valid and what it reads as: the schema,
+    this module and the `modules` (files) that read it (the installed package's own files,
+    not a project's: for the configuration memo of `loopx.store.config`)."""
+    files = [resource_dir("schemas") / CONFIG_SCHEMA, Path(__file__), *map(Path, modules)]
+    return [file.read_bytes() for file in files]
 
 
 @cache
