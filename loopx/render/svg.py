@@ -85,10 +85,11 @@ def _grandalf() -> tuple[Any, Any, Any, Any]:
             import grandalf.layouts  # noqa: F401
         finally:
             del sys.modules["numpy"]
-    from grandalf.graphs import Edge, Vertex, graph_core
-    from grandalf.layouts import SugiyamaLayout
+    from grandalf.graphs import Edge, Vertex
 
-    return Edge, Vertex, graph_core, SugiyamaLayout
+    from loopx.render.sugiyama import Part, Sugiyama
+
+    return Edge, Vertex, Part, Sugiyama
 
 
 def warm() -> None:
