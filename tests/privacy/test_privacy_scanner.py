@@ -189,11 +189,14 @@ def test_scan_paths_refuses_a_missing_path(tmp_path: Path) -> None:
     assert caught.value.code == "path_not_found"
 
 
-def test_large_forbidden_sets_get_their_own_automaton(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner_module, "_COMBINED_LIMIT", 0)
+def test_forbidden_strings_get_their_own_automaton_beside_the_shared_anchors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "dwhitfield")
     scanner = Scanner(FORBIDDEN, forbidden_ids=["todo-17"])
     assert len(scanner._automata) == 2
+    rules_only = Scanner(machine=False)
+    assert rules_only._automata == (scanner._automata[1],)  # built once a process
     doc = "team-only objective text by dwhitfield, todo-17, mail a.b@contoso-mail.net"
     assert [f.kind for f in scanner.scan_text(doc)] == [
         "non-public-text",
