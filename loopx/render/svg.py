@@ -85,11 +85,10 @@ def _grandalf() -> tuple[Any, Any, Any, Any]:
             import grandalf.layouts  # noqa: F401
         finally:
             del sys.modules["numpy"]
-    from grandalf.graphs import Edge, Vertex
+    from grandalf.graphs import Edge, Vertex, graph_core
+    from grandalf.layouts import SugiyamaLayout
 
-    from loopx.render.sugiyama import Part, Sugiyama
-
-    return Edge, Vertex, Part, Sugiyama
+    return Edge, Vertex, graph_core, SugiyamaLayout
 
 
 def warm() -> None:
