@@ -5,7 +5,7 @@ by key, never by value."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from loopx.model.errors import InvalidInput
+from loopx.model.records import frozen
 from loopx.model.schema_problems import schema_problem
 from loopx.resources import resource_dir
 
@@ -21,7 +22,7 @@ MESSAGE_PROBLEMS = 12
 COMMIT_PLACEHOLDER = "{commit}"
 
 
-@dataclass(frozen=True)
+@frozen  # a frozen dataclass whose methods are not compiled per class (model.records)
 class PublishConfig:
     """The `[publish]` table: where `loopx publish` ships the public partition."""
 
@@ -34,7 +35,7 @@ class PublishConfig:
     identity: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ProjectConfig:
     """Every key is optional; an absent file is `ProjectConfig()`. `source` names the file it
     came from (`loopx.toml`, `pyproject.toml`) or is None."""
