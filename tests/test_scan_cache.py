@@ -422,3 +422,95 @@ def test_a_ledger_rewritten_in_place_with_its_mtime_set_back_changes_its_token(
         st.st_ino,
     )
     assert change_token(store, "g") != before
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files a scan reads."""
+    read: list[str] = []
+    read_scanned = folderscan.read_scanned
+
+    def reading(path: Path) -> bytes:
+        read.append(path.name)
+        return read_scanned(path)
+
+    monkeypatch.setattr(folderscan, "read_scanned", reading)
+    return read
+
+
+def test_a_file_of_the_identity_a_scan_recorded_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, folder = _project(tmp_path)
+    page = folder / "b.html"
+    page.write_text("<p>Quietly renegotiate the vendor xxxx</p>\n")
+    monkeypatch.setattr(folderscan, "RACY_NS", -(10**12))  # every file old enough
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    read = _reads(monkeypatch)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert read == []
+    # Rewritten in place, the same size, its mtime set back: its ctime moved, so it is read.
+    before = page.stat()
+    with page.open("r+b") as f:
+        f.write(b"<p>Quietly renegotiate the vendor deal</p>\n")
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = page.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    found = run_cli(["scan", str(folder), "--root", str(root)])
+    assert read == ["b.html"] and found.exit_code == 7
+
+
+def test_a_file_changed_just_now_is_not_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write within the same tick of the clock may keep a file's identity: a file whose
+    ctime is that recent is read and hashed by every scan until it is older."""
+    root, folder = _project(tmp_path)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert scancache.load_hashes(root) == {}
+    read = _reads(monkeypatch)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert read == ["a.html"]
+
+
+@pytest.mark.parametrize(
+    "entry", [None, "x", [1, 2, 3], [0, 0, 0, 0, 0, 7], [0, 0, "1", 0, 0, "f" * 64]]
+)
+def test_a_hash_record_of_another_shape_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: Any
+) -> None:
+    root, folder = _project(tmp_path)
+    monkeypatch.setattr(folderscan, "RACY_NS", -(10**12))
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    [where] = scancache.load_hashes(root)
+    scancache._save(root, scancache.HASHES, {"files": {where: entry}})
+    assert scancache.load_hashes(root) == {}
+    read = _reads(monkeypatch)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert read == ["a.html"]
+
+
+def test_after_an_event_a_scan_reads_only_the_files_the_build_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file a scan found clean before the event and the build vouched for after it is
+    looked for only the private text read since: when there is none, its bytes are not
+    needed, and a file of the identity recorded is not read at all."""
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    monkeypatch.setattr(folderscan, "RACY_NS", -(10**12))  # every file old enough
+    assert _scan(root, site / "public") == []
+    before = {p: p.stat().st_mtime_ns for p in (site / "public").rglob("*") if p.is_file()}
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Another public todo", todo_id="more", visibility="public")
+    )
+    build(root, site, audiences=("public",))
+    changed = {
+        p.name for p in (site / "public").rglob("*") if before.get(p) != p.stat().st_mtime_ns
+    }
+    read = _reads(monkeypatch)
+    assert _scan(root, site / "public") == []
+    assert changed and set(read) <= changed

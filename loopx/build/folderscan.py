@@ -18,6 +18,9 @@ automaton over tens of thousands of strings) only for a file no build or scan vo
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,14 +172,54 @@ HELD_BYTES = 64 << 20  # the bytes held between reading a folder and scanning it
 def scan_folder(project: Path, store: Store, paths: Iterable[Path], machine: bool) -> FolderScan:
     """Scan `paths` for everything the ledger of `project` marks non-public, and the rest:
     the bounded way when it can tell (`_bounded`), else with the exact forbidden set."""
-    files: Files = []
-    held = 0
-    for shown, path in scan_files(paths).items():
-        data = read_scanned(path)
-        held += len(data)
-        files.append((shown, data if held <= HELD_BYTES else path, _sha(data)))
+    files = _read(project, scan_files(paths))
     bounded = _bounded(project, store, files, machine)
     return bounded if bounded is not None else _exact(project, store, files, machine)
+
+
+RACY_NS = 3 * 10**9  # a file changed this recently may change again within its ctime's tick
+
+
+def _read(project: Path, found: dict[str, Path]) -> Files:
+    """Each file with its sha256: read and hashed, or, when its identity (device, inode,
+    size, mtime, ctime) is the one a scan recorded with its hash, that hash and where it is
+    (read only if some scanner needs its bytes). Any write to a file changes its ctime,
+    which no one can set back; a file whose ctime is within `RACY_NS` of the scan is not
+    recorded (a write later in the same tick of the clock would keep it)."""
+    known = scancache.load_hashes(project)
+    now = time.time_ns()
+    files: Files = []
+    recorded: dict[str, list[Any]] = {}
+    wheres: list[str] = []
+    held = 0
+    for shown, path in found.items():
+        where = str(path.absolute())
+        wheres.append(where)
+        identity = _identity(path)
+        entry = known.get(where)
+        if identity is not None and entry is not None and entry[:-1] == identity:
+            files.append((shown, path, entry[-1]))
+            recorded[where] = entry
+            continue
+        data = read_scanned(path)  # refuses links and special files, as ever
+        digest = _sha(data)
+        held += len(data)
+        files.append((shown, data if held <= HELD_BYTES else path, digest))
+        if identity is not None and identity[-1] < now - RACY_NS:
+            recorded[where] = [*identity, digest]
+    if recorded != {where: known[where] for where in wheres if where in known}:
+        scancache.save_hashes(project, recorded)  # the entries of the files scanned now
+    return files
+
+
+def _identity(path: Path) -> list[int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
 def _exact(project: Path, store: Store, files: Files, machine: bool) -> FolderScan:
@@ -231,10 +274,13 @@ def _scan_files(
         else:
             scanner = scanners.private(since=since if name == "since" else None)
         for shown, data, digest in group:
+            if scanner is None:  # nothing to look for: its bytes are not needed
+                clean.add(digest)
+                continue
             if not isinstance(data, bytes):  # not held: read again (and hashed as read)
                 data = read_scanned(data)
                 digest = _sha(data)
-            found = scanner.scan_bytes(data, shown) if scanner is not None else []
+            found = scanner.scan_bytes(data, shown)
             if found:
                 findings += found
             else:

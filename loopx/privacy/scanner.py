@@ -125,22 +125,13 @@ class _Literals:
     they report, and rule anchors, tagged with the numbers of the rules they gate."""
 
     def __init__(
-        self, kinds: Mapping[str, Iterable[str]], rules: Mapping[str, tuple[int, ...]]
+        self, kinds: Mapping[str, tuple[str, ...]], rules: Mapping[str, tuple[int, ...]]
     ) -> None:
-        """`rules`: each anchor's rule numbers, sorted and distinct (`_rule_anchors`)."""
-        self.patterns = sorted(set(kinds) | set(rules))
-        # Tens of thousands of patterns share a handful of tag sets: normalise each set once.
-        memo: dict[frozenset[Any], tuple[Any, ...]] = {frozenset(): ()}
-
-        def tags(value: Iterable[Any]) -> tuple[Any, ...]:
-            key = frozenset(value)
-            found = memo.get(key)
-            if found is None:
-                found = memo[key] = tuple(sorted(key))
-            return found
-
-        self.kinds = [tags(kinds.get(p, ())) for p in self.patterns]
-        self.rules = [rules.get(p, ()) for p in self.patterns]
+        """`kinds`: each string's kinds, sorted and distinct (`_tag`); `rules`: each anchor's
+        rule numbers, likewise (`_rule_anchors`)."""
+        self.patterns = sorted(kinds.keys() | rules.keys() if rules else kinds)
+        self.kinds = [kinds.get(p, ()) for p in self.patterns] if kinds else [()] * len(rules)
+        self.rules = [rules.get(p, ()) for p in self.patterns] if rules else [()] * len(kinds)
         # A contiguous NFA, not a DFA: as fast to search on pages (measured on a 10,000-todo
         # root: 812 KB of changed pages, 0.045 s against 0.040 s) and three times quicker to
         # build (10,000 rule anchors: 0.009 s against 0.028 s), which every process pays.
@@ -180,7 +171,7 @@ def _anchors_only() -> _Literals:
     return _Literals({}, _rule_anchors())
 
 
-def _automata(kinds: Mapping[str, Iterable[str]]) -> tuple[_Literals, ...]:
+def _automata(kinds: Mapping[str, tuple[str, ...]]) -> tuple[_Literals, ...]:
     """An automaton for the forbidden strings (when there are any) and the rule anchors'
     automaton, which every scanner of a process shares: built once (10,000 anchors), where
     one automaton of both would be built again for each scanner (the redaction's, the few
@@ -262,26 +253,22 @@ class Scanner:
         self._name_hashes = frozenset(name_hashes)
         self._allowed = Allowed(allowed)
         self._hashed: dict[str, bool] = {}  # word -> is it a listed name (words recur)
-        tagged: dict[str, set[str]] = {}
+        tagged: dict[str, tuple[str, ...]] = {}
         # Long forbidden texts go into the automaton by their first PREFIX characters only and
         # are confirmed where a prefix matches: an automaton over tens of thousands of long
         # texts costs seconds to build, one over their prefixes a fraction of that.
         self._long: dict[str, list[str]] = {}
-        for kind, texts in ((NON_PUBLIC_TEXT, forbidden), (NON_PUBLIC_ID, forbidden_ids)):
-            for text in texts:
-                if len(text) >= MIN_FORBIDDEN_LENGTH:
-                    # lone surrogates cannot be matched as UTF-8; scanned text gets the same fix
-                    clean = text if text.isascii() else _SURROGATES.sub("\ufffd", text)
-                    if kind == NON_PUBLIC_TEXT and len(clean) > PREFIX:
-                        self._long.setdefault(clean[:PREFIX], []).append(clean)
-                        tagged.setdefault(clean[:PREFIX], set()).add(_PREFIX_KIND)
-                    else:
-                        tagged.setdefault(clean, set()).add(kind)
+        texts = _matchable(forbidden)
+        for text in texts:
+            if len(text) > PREFIX:
+                self._long.setdefault(text[:PREFIX], []).append(text)
+        _tag(tagged, [t for t in texts if len(t) <= PREFIX], NON_PUBLIC_TEXT)
+        _tag(tagged, self._long, _PREFIX_KIND)
+        _tag(tagged, _matchable(forbidden_ids), NON_PUBLIC_ID)
         self._allow = frozenset(allow)
         if machine:
             for kind, names in machine_names().items():
-                for name in names - self._allow:
-                    tagged.setdefault(name, set()).add(kind)
+                _tag(tagged, names - self._allow, kind)
         self._rules = rules
         self._automata = (
             _automata(tagged) if rules else ((_Literals(tagged, {}),) if tagged else ())
@@ -403,6 +390,29 @@ class Scanner:
         key = (kind, raw_start)
         if key not in found:
             found[key] = Hit(kind, raw_start, raw_end, view.encoding, generic, priority)
+
+
+def _matchable(strings: Iterable[str]) -> list[str]:
+    """The strings long enough to forbid, as they are matched: lone surrogates cannot be
+    matched as UTF-8, so they read as U+FFFD (scanned text gets the same fix)."""
+    kept = [s for s in strings if len(s) >= MIN_FORBIDDEN_LENGTH]
+    if "".join(kept).isascii():
+        return kept
+    return [s if s.isascii() else _SURROGATES.sub("\ufffd", s) for s in kept]
+
+
+def _tag(tagged: dict[str, tuple[str, ...]], strings: Iterable[str], kind: str) -> None:
+    """Add `kind` to the kinds of each string (kept sorted and distinct)."""
+    alone = (kind,)
+    if not tagged:
+        tagged.update(dict.fromkeys(strings, alone))
+        return
+    for string in strings:
+        kinds = tagged.get(string)
+        if kinds is None:
+            tagged[string] = alone
+        elif kind not in kinds:
+            tagged[string] = tuple(sorted((*kinds, kind)))
 
 
 _WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9][A-Za-z0-9_.-]{3,252}(?![A-Za-z0-9_])")

@@ -28,7 +28,6 @@ from loopx import __version__
 from loopx.model import config as model
 from loopx.model.config import ProjectConfig, parse_config, typed_config
 from loopx.model.errors import InvalidInput
-from loopx.resources import resource_dir
 from loopx.store import fsio
 from loopx.store.root import STATE_DIR
 
@@ -44,6 +43,12 @@ def _invalid(source: str, why: str) -> InvalidInput:
 def _read(path: Path) -> bytes | None:
     """The bytes of `path`, None when it does not exist. What is there is looked at without
     following a link, then read through fsio's rules (no link, regular file, capped)."""
+    found = _read_file(path)
+    return None if found is None else found[0]
+
+
+def _read_file(path: Path) -> tuple[bytes, list[int]] | None:
+    """`_read`, with the file's identity on disk (device, inode, size, mtime, ctime)."""
     source = path.name
     with fsio.guard(f"read {source}"):
         info = fsio.current().lstat(path)
@@ -58,7 +63,8 @@ def _read(path: Path) -> bytes | None:
         data = fsio.read_regular(path, CONFIG_CAP)
     if data is None:  # replaced or grown between the look and the read
         raise _invalid(source, "changed while loopx read it; try again")
-    return data
+    identity = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+    return data, identity
 
 
 def _parse(data: bytes, source: str) -> dict[str, Any]:
@@ -83,20 +89,20 @@ def _parse(data: bytes, source: str) -> dict[str, Any]:
 
 def load_config(root: Path) -> ProjectConfig:
     """The configuration of the project at `root` (the folder holding `.loopx/`)."""
-    data = _read(root / CONFIG_FILE)
-    if data is not None:
-        return _checked(root, CONFIG_FILE, data)
-    data = _read(root / PYPROJECT)
-    if data is None:
+    found = _read_file(root / CONFIG_FILE)
+    if found is not None:
+        return _checked(root, CONFIG_FILE, *found)
+    found = _read_file(root / PYPROJECT)
+    if found is None:
         return ProjectConfig()
-    return _checked(root, PYPROJECT, data)
+    return _checked(root, PYPROJECT, *found)
 
 
-def _checked(root: Path, name: str, data: bytes) -> ProjectConfig:
+def _checked(root: Path, name: str, data: bytes, identity: list[int]) -> ProjectConfig:
     """The configuration the file `name` holds (`data`): the table remembered for exactly
-    these bytes, else parsed and checked (then remembered)."""
+    these bytes in this very file (`identity`), else parsed and checked (then remembered)."""
     source = CONFIG_FILE if name == CONFIG_FILE else f"{PYPROJECT} [tool.loopx]"
-    digest = _digest(name, data)
+    digest = _digest(name, data, identity)
     memo = root / STATE_DIR / "cache" / "config.json"
     remembered = _remembered(memo, digest)
     if remembered is not None:
@@ -111,13 +117,17 @@ def _checked(root: Path, name: str, data: bytes) -> ProjectConfig:
     return config
 
 
-def _digest(name: str, data: bytes) -> str:
+def _digest(name: str, data: bytes, identity: list[int]) -> str:
     """Of all that decides the configuration a file holds: loopx, the file, the schema and
-    the code that parses and checks it."""
-    parts = [data, (resource_dir("schemas") / model.CONFIG_SCHEMA).read_bytes()]
-    parts += [Path(module).read_bytes() for module in (__file__, model.__file__)]
-    head = orjson.dumps([__version__, name, sys.version_info[:2]])
-    return hashlib.sha256(head + b"".join(len(p).to_bytes(8, "big") + p for p in parts)).hexdigest()
+    the code that parses and checks it; and of the file's identity on disk. The memo is
+    trusted without a check, and everything else in the key can be worked out from a
+    checkout: a memo a checkout brings (`.loopx/cache/` committed) must not pass a table
+    the schema refuses (an output folder outside the project, a branch named like an
+    option). A checkout or copy makes new files, whose inode and change time no one can
+    predict or set."""
+    head = orjson.dumps([__version__, name, sys.version_info[:2], identity])
+    body = len(data).to_bytes(8, "big") + data + model.checker_sources(__file__)
+    return hashlib.sha256(head + body).hexdigest()
 
 
 def _remembered(memo: Path, digest: str) -> tuple[Any] | None:
