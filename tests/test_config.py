@@ -422,3 +422,30 @@ def test_a_memo_a_checkout_brings_is_not_trusted(tmp_path: Path) -> None:
     shutil.copytree(origin, clone)  # new files: as a checkout makes them
     config = load_config(clone)
     assert config.out != "../../outside" and config.publish.git_branch != "--upload-pack=evil"
+
+
+def test_the_configuration_records_behave_as_frozen_dataclasses() -> None:
+    """`@frozen` (model.records) in place of `dataclass(frozen=True)`: the same fields,
+    equality, hash, repr, `replace` and refusal to change, without compiled methods."""
+    import dataclasses
+
+    from loopx.model.config import PublishConfig
+
+    for cls in (ProjectConfig, PublishConfig):
+        names = [f.name for f in dataclasses.fields(cls)]
+        twin = dataclasses.make_dataclass(
+            cls.__name__,
+            [(f.name, f.type, f) for f in dataclasses.fields(cls)],
+            frozen=True,
+        )
+        ours, theirs = cls(), twin()
+        assert repr(ours) == repr(theirs) and names == [f.name for f in dataclasses.fields(twin)]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            ours.source = "x"  # type: ignore[misc]
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+            cls(nope=1)  # type: ignore[call-arg]
+    one = ProjectConfig(title="T", audiences=("team",))
+    assert one == ProjectConfig(title="T", audiences=("team",)) != ProjectConfig(title="U")
+    assert hash(one) == hash(ProjectConfig(title="T", audiences=("team",)))
+    assert dataclasses.replace(one, title="U") == ProjectConfig(title="U", audiences=("team",))
+    assert one.publish == PublishConfig() and one.publish is not ProjectConfig().publish
