@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -91,6 +92,15 @@ def _is_web_url(value: str | None) -> bool:
     if not value or not value.startswith(("https://", "http://")):
         return False
     return not any(c.isspace() or c in "\"'<>\\{}" for c in value)
+
+
+def checker_sources(*modules: str) -> bytes:
+    """The schema and the code that check and type a configuration (this module and the
+    `modules` that read it, by `__file__`), for a memo's key: files of the installed
+    package, not of the project."""
+    parts = [(resource_dir("schemas") / CONFIG_SCHEMA).read_bytes(), Path(__file__).read_bytes()]
+    parts += [Path(module).read_bytes() for module in modules]
+    return b"".join(len(p).to_bytes(8, "big") + p for p in parts)
 
 
 @cache
