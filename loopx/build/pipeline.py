@@ -311,6 +311,8 @@ def build(
                 meanwhile=prepare if "public" in audiences else None,
                 made=_stage_unscanned(staging) if staging is not None else None,
             )
+            if staging is not None:
+                staging.flush_ahead()  # while the boundary scans
             result = BuildResult(site)
             if "public" in audiences:
                 forbidden = prepared[0]
