@@ -94,12 +94,13 @@ def _is_web_url(value: str | None) -> bool:
     return not any(c.isspace() or c in "\"'<>\\{}" for c in value)
 
 
-def checking_sources(*modules: str) -> list[bytes]:
-    """The bytes of what decides whether a table is valid and what it reads as: the schema,
-    this module and the `modules` (files) that read it (the installed package's own files,
-    not a project's: for the configuration memo of `loopx.store.config`)."""
-    files = [resource_dir("schemas") / CONFIG_SCHEMA, Path(__file__), *map(Path, modules)]
-    return [file.read_bytes() for file in files]
+def checker_sources(*modules: str) -> bytes:
+    """The schema and the code that check and type a configuration (this module and the
+    `modules` that read it, by `__file__`), for a memo's key: files of the installed
+    package, not of the project."""
+    parts = [(resource_dir("schemas") / CONFIG_SCHEMA).read_bytes(), Path(__file__).read_bytes()]
+    parts += [Path(module).read_bytes() for module in modules]
+    return b"".join(len(p).to_bytes(8, "big") + p for p in parts)
 
 
 @cache

@@ -126,9 +126,9 @@ def _digest(name: str, data: bytes, identity: list[int]) -> str:
     the schema refuses (an output folder outside the project, a branch named like an
     option). A checkout or copy makes new files, whose inode and change time no one can
     predict or set."""
-    parts = [data, *model.checking_sources(__file__)]
     head = orjson.dumps([__version__, name, sys.version_info[:2], identity])
-    return hashlib.sha256(head + b"".join(len(p).to_bytes(8, "big") + p for p in parts)).hexdigest()
+    body = len(data).to_bytes(8, "big") + data + model.checker_sources(__file__)
+    return hashlib.sha256(head + body).hexdigest()
 
 
 def _remembered(memo: Path, digest: str) -> tuple[Any] | None:
