@@ -1,6 +1,6 @@
 """Per-call benchmark (issue 19): the calls an agent makes on every turn, as whole processes.
 
-    python -m benchmarks.bench_calls [--runs 11] [--before DIR] [--no-write]
+    python -m benchmarks.bench_calls [--runs 11] [--before DIR] [--installed] [--no-write]
 
 A goal of 1,000 todos and 10,000 events (`benchmarks/synth.py`) in a git checkout, with a
 handoff prepared on one of its claimed todos; each row is a fresh `python -m loopx …`
@@ -13,6 +13,10 @@ writes the snapshot).
 `--before DIR` times an older loopx in the same run, interleaved call by call with this
 checkout's (DIR holds its `loopx/`, `templates/` and `schemas/`, e.g. made with
 `git archive REV loopx templates schemas | tar -x -C DIR`), so both see the same load.
+`--installed` runs each loopx as users do: installed by `pip install` (not editable: no
+import finder of the editable install runs in every process) into a fresh virtualenv of its
+own, which finds the dependencies in this interpreter's site-packages (DIR must then be a
+checkout with its pyproject.toml, e.g. `git worktree add --detach DIR REV`).
 Results go to stdout and, unless --no-write, to the "Per call" section of RESULTS.md.
 """
 
@@ -43,16 +47,23 @@ CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
 
 
 class Variant:
-    """One loopx to time: this checkout's, or an older one found first on PYTHONPATH."""
+    """One loopx to time: this checkout's, or an older one found first on PYTHONPATH; or,
+    `installed`, either one installed into a virtualenv of its own under `venv`."""
 
-    def __init__(self, name: str, path: Path | None):
+    def __init__(
+        self, name: str, path: Path | None, *, installed: bool = False, venv: Path | None = None
+    ):
         self.name = name
         self.roots: dict[str, Path] = {}  # its own copy of each goal: snapshots stay its own
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("LOOPX_")}
         # Bytecode is written and reused, as for an installed loopx.
         for key in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH"):
             self.env.pop(key, None)
-        if path is not None:
+        self.python = sys.executable
+        if installed:
+            assert venv is not None
+            self.python = str(_install(path or Path(__file__).resolve().parents[1], venv))
+        elif path is not None:
             self.env["PYTHONPATH"] = str(path)
 
     def _spawn(
@@ -61,7 +72,7 @@ class Variant:
         env = dict(self.env, LOOPX_ROOT=str(root))
         if now is not None:
             env["LOOPX_NOW"] = now
-        cmd = [sys.executable, *args] if args[0] == "-c" else [sys.executable, "-m", "loopx", *args]
+        cmd = [self.python, *args] if args[0] == "-c" else [self.python, "-m", "loopx", *args]
         done = subprocess.run([*prefix, *cmd], env=env, cwd=root, capture_output=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{self.name}: loopx {' '.join(args)} failed: {done.stderr.decode()}")
@@ -84,6 +95,26 @@ class Variant:
         if found is None:
             raise SystemExit(f"no instruction count from valgrind: {done.stderr[-300:]!r}")
         return int(found.group(1))
+
+
+def _install(source: Path, venv: Path) -> Path:
+    """`source` installed (`pip install --no-deps`, bytecode compiled) into a new virtualenv
+    at `venv` that finds the other packages where this interpreter does; its python."""
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    done = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    deps = Path(sysconfig.get_paths()["purelib"])
+    (Path(done.stdout.strip()) / "_bench_deps.pth").write_text(f"{deps}\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+    subprocess.run([*pip, str(source)], check=True, capture_output=True)
+    return python
 
 
 class Row:
@@ -235,6 +266,7 @@ def render(r: dict[str, Any], rows: list[Row], runs: int, before: str | None) ->
     m = r["measured"]
     counted = "instructions_mi" in m[rows[0].key]["after"]
     flags = (" --before DIR" if before else "") + (" --instructions" if counted else "")
+    flags += " --installed" if r["installed"] else ""
     lines = [
         START_MARK,
         "## Per call (issue 19)",
@@ -250,7 +282,13 @@ def render(r: dict[str, Any], rows: list[Row], runs: int, before: str | None) ->
         f"A goal of {r['small']['todos']:,} todos and {r['small']['events']:,} events in a git "
         "checkout with a prepared handoff; cold status on one of "
         f"{r['big']['todos']:,} todos and {r['big']['events']:,} events. Each figure is the "
-        f"median of {runs} whole `python -m loopx` processes after one warm-up; CPU is user + "
+        f"median of {runs} whole `python -m loopx` processes after one warm-up"
+        + (
+            ", each loopx installed by `pip install` (not editable) into a virtualenv of its own"
+            if r["installed"]
+            else ""
+        )
+        + "; CPU is user + "
         "system of the process and its git children"
         + (
             "; instructions (Mi = millions) are those of the loopx process alone, one run "
@@ -303,20 +341,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--instructions", action="store_true", help="also count instructions (valgrind)"
     )
+    parser.add_argument(
+        "--installed", action="store_true", help="time each loopx pip-installed into a venv"
+    )
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     args = parser.parse_args(argv)
     if args.runs < 3:
         parser.error("--runs must be at least 3")
     if args.before is not None and not (args.before / "loopx" / "__init__.py").is_file():
         parser.error(f"--before {args.before}: no loopx/ package there")
+    if args.installed and args.before and not (args.before / "pyproject.toml").is_file():
+        parser.error(f"--installed --before {args.before}: no pyproject.toml there to install")
 
     from benchmarks.synth import make_goal
     from loopx.engine.clock import add_seconds
 
-    variants = [Variant("after", None)]
-    if args.before is not None:
-        variants.insert(0, Variant("before", args.before.resolve()))
     with tempfile.TemporaryDirectory(prefix="loopx-calls-") as tmp:
+        venvs = Path(tmp) / "venvs"
+        variants = [Variant("after", None, installed=args.installed, venv=venvs / "after")]
+        if args.before is not None:
+            older = args.before.resolve()
+            variants.insert(0, Variant("before", older, installed=args.installed, venv=venvs / "b"))
         small, big = Path(tmp) / "small", Path(tmp) / "big"
         made = make_goal(small, GOAL, todos=args.todos, events=args.events)
         made_big = make_goal(big, GOAL, todos=args.cold_todos, events=args.cold_events)
@@ -329,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(seed, copy, symlinks=True)
                 variant.roots[name] = copy
         rows = _rows(now, todo_id, claims, made_big["events"])
-        result: dict[str, Any] = {"small": made, "big": made_big}
+        result: dict[str, Any] = {"small": made, "big": made_big, "installed": args.installed}
         result["load_before"] = [round(x, 2) for x in os.getloadavg()]
         print(f"{len(variants)} variant(s), {args.runs} runs each (CPU / wall medians):")
         measured = measure(rows, variants, args.runs, args.instructions)

@@ -647,3 +647,19 @@ def test_a_stale_or_missing_goal_file_of_the_memo_costs_rendering_that_goal(
     rendered.clear()
     build(demo, out, head=REV_NEW, reuse=True)
     assert rendered == []
+
+
+def test_a_memo_names_only_files_inside_its_unit_folder() -> None:
+    """What the memo may name as a unit's file, relative to the unit's folder: plain parts,
+    none empty, `.`, `..` or hidden (`.loopx`, `.git`, the staging folder)."""
+    from loopx.build import reuse
+
+    good = ["index.html", "todos/t-1.html", "handoffs/a.b.md", "x/y/z_1-2.json"]
+    bad = ["", "../x", "todos/../../x", ".loopx/ledger", "a//b", "/abs", "a/", ".", "a/.git"]
+    bad += ["todos/.hidden", "a b", "a\\b", "é.html"]
+    for name in good:
+        assert reuse._RELS.fullmatch(name), name
+    assert reuse._RELS.fullmatch("\n".join(good))
+    for name in bad:
+        assert not reuse._RELS.fullmatch(name), name
+        assert not reuse._RELS.fullmatch("\n".join([*good, name])), name

@@ -29,7 +29,7 @@ from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.model.errors import BoundaryViolation
 from loopx.privacy import distinct
 from loopx.privacy.distinct import present
-from loopx.privacy.scanner import Scanner
+from loopx.privacy.scanner import Read, Scanner
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx
 
@@ -74,11 +74,15 @@ class _Scans:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: list[str] = []
         self.full = 0
-        scan_bytes, init = Scanner.scan_bytes, Scanner.__init__
+        scan_bytes, scan_read, init = Scanner.scan_bytes, Scanner.scan_read, Scanner.__init__
 
         def scanning(scanner: Scanner, data: bytes, path: str) -> Any:
             self.paths.append(path)
             return scan_bytes(scanner, data, path)
+
+        def reading(scanner: Scanner, read: Read, path: str) -> Any:
+            self.paths.append(path)
+            return scan_read(scanner, read, path)
 
         def building(scanner: Scanner, forbidden: Any = (), **kwargs: Any) -> None:
             forbidden = list(forbidden)
@@ -87,6 +91,7 @@ class _Scans:
             init(scanner, forbidden, **kwargs)
 
         monkeypatch.setattr(Scanner, "scan_bytes", scanning)
+        monkeypatch.setattr(Scanner, "scan_read", reading)
         monkeypatch.setattr(Scanner, "__init__", building)
 
     def reset(self) -> None:
@@ -404,6 +409,13 @@ def test_a_narrowed_scanner_finds_what_the_whole_set_finds(pieces: list[Any]) ->
     whole = [f.to_dict() for f in forbidden.scanner().scan_text(page)]
     narrowed = boundary.Forbidden(forbidden.texts, frozenset()).within([page])
     assert [f.to_dict() for f in narrowed.scanner().scan_text(page)] == whole
+    # The same, with the page decoded once for the narrowing and the scanners (`Read`): a
+    # scanner with rules reads the views made, one without decodes its own.
+    read = Read(page.encode())
+    shared = boundary.Forbidden(forbidden.texts, frozenset()).within([read])
+    assert [f.to_dict() for f in shared.scanner().scan_read(read, "<text>")] == whole
+    plain = Scanner(sorted(forbidden.texts), machine=False, rules=False)
+    assert plain.scan_read(read, "p") == plain.scan_bytes(page.encode(), "p")
 
 
 def _walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:

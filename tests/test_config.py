@@ -335,3 +335,117 @@ def test_a_bad_config_is_one_line_exit_2_and_writes_nothing(tmp_path: Path) -> N
     as_json = run_cli(["todo", "add", "--root", str(tmp_path), "--title", "t", "--json"])
     assert as_json.exit_code == 2
     assert as_json.json()["error"]["code"] == "invalid_config"
+
+
+def _remembering(tmp_path: Path) -> Path:
+    (tmp_path / ".loopx").mkdir()
+    return tmp_path / ".loopx" / "cache" / "config.json"
+
+
+def test_a_valid_file_is_parsed_and_checked_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table found valid is remembered for exactly these bytes: the next call neither
+    parses (tomllib) nor checks (jsonschema) it, and reads the same configuration."""
+    from loopx.store import config as store_config
+
+    memo = _remembering(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL)
+    first = load_config(tmp_path)
+    assert memo.is_file()
+
+    def parsed(*args: object) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(store_config, "_parse", parsed)
+    monkeypatch.setattr(store_config, "parse_config", parsed)
+    assert load_config(tmp_path) == first and first.source == "loopx.toml"
+    (tmp_path / "loopx.toml").write_text(FULL.replace("Acme status", "Acme"))
+    with pytest.raises(AssertionError):  # other bytes: parsed and checked again
+        load_config(tmp_path)
+    monkeypatch.undo()
+    assert load_config(tmp_path).title == "Acme"
+
+
+def test_an_invalid_file_is_refused_though_a_valid_one_was_remembered(tmp_path: Path) -> None:
+    _remembering(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL)
+    load_config(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL + "\n[extra]\nkey = 1\n")
+    assert "extra" not in str(_refused(tmp_path).details)  # refused by key, as ever
+    assert _refused(tmp_path).code == "invalid_config"  # and again: never remembered
+
+
+def test_a_pyproject_without_a_loopx_table_is_remembered_as_the_defaults(tmp_path: Path) -> None:
+    memo = _remembering(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert load_config(tmp_path) == ProjectConfig() == load_config(tmp_path)
+    assert json.loads(memo.read_text())["table"] is None
+    (tmp_path / "pyproject.toml").write_text('[tool.loopx.site]\ntitle = "T"\n')
+    assert load_config(tmp_path).source == "pyproject.toml [tool.loopx]"
+
+
+def test_a_memo_of_other_bytes_or_code_is_not_read(tmp_path: Path) -> None:
+    memo = _remembering(tmp_path)
+    (tmp_path / "loopx.toml").write_text(FULL)
+    load_config(tmp_path)
+    held = json.loads(memo.read_text())
+    held["table"]["site"]["title"] = "Planted"
+    memo.write_text(json.dumps({**held, "key": "0" * 64}))
+    assert load_config(tmp_path).title == "Acme status"
+    memo.write_text("not json")
+    assert load_config(tmp_path).title == "Acme status"
+
+
+def test_a_folder_without_state_gets_no_memo(tmp_path: Path) -> None:
+    (tmp_path / "loopx.toml").write_text(FULL)
+    assert load_config(tmp_path).title == "Acme status"
+    assert not (tmp_path / ".loopx").exists()
+
+
+def test_a_memo_a_checkout_brings_is_not_trusted(tmp_path: Path) -> None:
+    """Everything a memo's key is made of but the file's identity on disk can be worked out
+    from a checkout; a checkout that brings `.loopx/cache/config.json` (a planted table the
+    schema refuses, under the key of its own loopx.toml) is parsed and checked all the same."""
+    import shutil
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    memo = _remembering(origin)
+    (origin / "loopx.toml").write_text(FULL)
+    load_config(origin)
+    held = json.loads(memo.read_text())
+    held["table"]["defaults"] = {"out": "../../outside"}  # refused by the schema
+    held["table"]["publish"] = {"git_branch": "--upload-pack=evil"}
+    memo.write_text(json.dumps(held))
+    clone = tmp_path / "clone"
+    shutil.copytree(origin, clone)  # new files: as a checkout makes them
+    config = load_config(clone)
+    assert config.out != "../../outside" and config.publish.git_branch != "--upload-pack=evil"
+
+
+def test_the_configuration_records_behave_as_frozen_dataclasses() -> None:
+    """`@frozen` (model.records) in place of `dataclass(frozen=True)`: the same fields,
+    equality, hash, repr, `replace` and refusal to change, without compiled methods."""
+    import dataclasses
+
+    from loopx.model.config import PublishConfig
+
+    for cls in (ProjectConfig, PublishConfig):
+        names = [f.name for f in dataclasses.fields(cls)]
+        twin = dataclasses.make_dataclass(
+            cls.__name__,
+            [(f.name, f.type, f) for f in dataclasses.fields(cls)],
+            frozen=True,
+        )
+        ours, theirs = cls(), twin()
+        assert repr(ours) == repr(theirs) and names == [f.name for f in dataclasses.fields(twin)]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            ours.source = "x"  # type: ignore[misc]
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+            cls(nope=1)  # type: ignore[call-arg]
+    one = ProjectConfig(title="T", audiences=("team",))
+    assert one == ProjectConfig(title="T", audiences=("team",)) != ProjectConfig(title="U")
+    assert hash(one) == hash(ProjectConfig(title="T", audiences=("team",)))
+    assert dataclasses.replace(one, title="U") == ProjectConfig(title="U", audiences=("team",))
+    assert one.publish == PublishConfig() and one.publish is not ProjectConfig().publish

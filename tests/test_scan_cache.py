@@ -13,13 +13,17 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopx.build import folderscan, scancache
+from loopx.build.boundary import Forbidden
 from loopx.build.pipeline import build
 from loopx.engine import goals, todos
 from loopx.engine.allowances import allow_finding
 from loopx.engine.commands import AddNote, AddTodo, AllowFinding, CreateGoal, UpdateTodo
 from loopx.engine.goals import add_note
+from loopx.privacy.scanner import Read
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
 
@@ -422,3 +426,141 @@ def test_a_ledger_rewritten_in_place_with_its_mtime_set_back_changes_its_token(
         st.st_ino,
     )
     assert change_token(store, "g") != before
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files a scan reads."""
+    read: list[str] = []
+    read_scanned = folderscan.read_scanned
+
+    def reading(path: Path) -> bytes:
+        read.append(path.name)
+        return read_scanned(path)
+
+    monkeypatch.setattr(folderscan, "read_scanned", reading)
+    return read
+
+
+def test_a_file_of_the_identity_a_scan_recorded_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, folder = _project(tmp_path)
+    page = folder / "b.html"
+    page.write_text("<p>Quietly renegotiate the vendor xxxx</p>\n")
+    monkeypatch.setattr(folderscan, "RACY_NS", -(10**12))  # every file old enough
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    read = _reads(monkeypatch)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert read == []
+    # Rewritten in place, the same size, its mtime set back: its ctime moved, so it is read.
+    before = page.stat()
+    with page.open("r+b") as f:
+        f.write(b"<p>Quietly renegotiate the vendor deal</p>\n")
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = page.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    found = run_cli(["scan", str(folder), "--root", str(root)])
+    assert read == ["b.html"] and found.exit_code == 7
+
+
+def test_a_file_changed_just_now_is_not_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write within the same tick of the clock may keep a file's identity: a file whose
+    ctime is that recent is read and hashed by every scan until it is older."""
+    root, folder = _project(tmp_path)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert scancache.load_hashes(root) == {}
+    read = _reads(monkeypatch)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert read == ["a.html"]
+
+
+@pytest.mark.parametrize(
+    "entry", [None, "x", [1, 2, 3], [0, 0, 0, 0, 0, 7], [0, 0, "1", 0, 0, "f" * 64]]
+)
+def test_a_hash_record_of_another_shape_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: Any
+) -> None:
+    root, folder = _project(tmp_path)
+    monkeypatch.setattr(folderscan, "RACY_NS", -(10**12))
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    [where] = scancache.load_hashes(root)
+    scancache._save(root, scancache.HASHES, {"files": {where: entry}})
+    assert scancache.load_hashes(root) == {}
+    read = _reads(monkeypatch)
+    assert run_cli(["scan", str(folder), "--root", str(root)]).exit_code == 0
+    assert read == ["a.html"]
+
+
+def test_after_an_event_a_scan_reads_only_the_files_the_build_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file a scan found clean before the event and the build vouched for after it is
+    looked for only the private text read since: when there is none, its bytes are not
+    needed, and a file of the identity recorded is not read at all."""
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    monkeypatch.setattr(folderscan, "RACY_NS", -(10**12))  # every file old enough
+    assert _scan(root, site / "public") == []
+    before = {p: p.stat().st_mtime_ns for p in (site / "public").rglob("*") if p.is_file()}
+    todos.add_todo(
+        ctx, AddTodo(goal_id="g", title="Another public todo", todo_id="more", visibility="public")
+    )
+    build(root, site, audiences=("public",))
+    changed = {
+        p.name for p in (site / "public").rglob("*") if before.get(p) != p.stat().st_mtime_ns
+    }
+    read = _reads(monkeypatch)
+    assert _scan(root, site / "public") == []
+    assert changed and set(read) <= changed
+
+
+_PRIVATE = ("The vendor asked us to keep the price private", "Negotiate the quiet discount")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_PRIVATE + ("nothing to see",)),
+            st.sampled_from(["plain", "base64", "html", "json", "url"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_a_private_scanner_of_a_few_files_finds_what_one_of_all_the_text_finds(
+    pieces: list[Any],
+) -> None:
+    """A few files a build vouched for are scanned for the private text that occurs in some
+    view of them (as a scanner without rules reads them): the same findings as a scanner of
+    all the private text, whatever the encoding."""
+    import base64
+    import html
+    import json
+    from urllib.parse import quote
+
+    def encode(text: str, how: str) -> str:
+        if how == "base64":
+            return base64.b64encode(text.encode()).decode()
+        if how == "html":
+            return html.escape(text).replace(" ", "&#32;")
+        if how == "json":
+            return json.dumps(text).replace(" ", "\\u0020")
+        return quote(text) if how == "url" else text
+
+    page = ("<p>" + "</p>\n<p>".join(encode(t, how) for t, how in pieces) + "</p>\n").encode()
+    private = frozenset(_PRIVATE) | {f"private filler text number {n}" for n in range(1100)}
+    forbidden = Forbidden(frozenset(), frozenset(), private=private)
+    scanners = folderscan._Scanners(forbidden, False, frozenset())
+    whole = scanners.private()
+    assert whole is not None
+    read = Read(page, rules=False)
+    narrowed = scanners.private(reads=[read])
+    expected = whole.scan_bytes(page, "p")
+    assert (narrowed.scan_read(read, "p") if narrowed is not None else []) == expected

@@ -27,10 +27,12 @@ class Artifact:
         return len(self.data)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class DiskArtifact:
     """An artifact an earlier build wrote and this one carries over unchanged: known by its
-    hash and size; its bytes are read only if something needs them (the boundary scan)."""
+    hash and size; its bytes are read only if something needs them (the boundary scan).
+    (Not frozen, as nothing changes one: a rebuild makes one per carried file, and a frozen
+    dataclass costs five times as much to make.)"""
 
     path: str
     out: Path  # the output folder it is in

@@ -30,8 +30,8 @@ from loopx.privacy.distinct import (
     distinctive_text,
     found_in,
 )
-from loopx.privacy.scanner import Scanner, decoded
-from loopx.privacy.views import views
+from loopx.privacy.scanner import Read, Scanner, scanned_views
+from loopx.privacy.views import View
 from loopx.resources import resource_dir
 from loopx.state.entities import GoalState, private_ref
 from loopx.state.freetext import goal_texts
@@ -82,13 +82,20 @@ class Forbidden:
     def with_names(self, name_hashes: frozenset[str]) -> Forbidden:
         return Forbidden(self.texts, self.ids, name_hashes, self.allowed)
 
-    def within(self, texts: list[str]) -> Forbidden:
+    def within(self, texts: list[str] | list[Read], rules: bool = True) -> Forbidden:
         """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
         texts (a commit message, the files a rebuild changed) needs, without an automaton over
         the whole set (see `loopx.privacy.distinct.present`). The decodings are those a
-        scanner with rules reads: base64 only where an encoded rule anchor occurs (decoding
-        every base64-like run of a page cost most of the narrowing)."""
-        seen = Texts(view.text for text in texts for view in views(text))
+        scanner with rules reads (`scanned_views`: base64 only where an encoded rule anchor
+        occurs; decoding every base64-like run of a page cost most of the narrowing), or one
+        without (`rules`), as a `Read` made them when it made them so."""
+
+        def read(text: str | Read) -> list[View]:
+            if isinstance(text, Read):
+                return text.views() if text.rules == rules else scanned_views(text.text, rules)
+            return scanned_views(text, rules)
+
+        seen = Texts(view.text for text in texts for view in read(text))
         return Forbidden(
             frozenset(seen.present(self.needles("texts"))),
             frozenset(seen.present(self.needles("ids"))),
@@ -504,6 +511,9 @@ class _Deferred:
     def scan_bytes(self, data: bytes, path: str) -> list[Any]:
         return list(self.forbidden.scanner().scan_bytes(data, path))
 
+    def scan_read(self, read: Read, path: str) -> list[Any]:
+        return list(self.forbidden.scanner().scan_read(read, path))
+
 
 def public_items(site: Site) -> list[tuple[str, Any]]:
     """Every public artifact; and, in a public-only build, the top-level files too (the
@@ -517,11 +527,18 @@ def public_items(site: Site) -> list[tuple[str, Any]]:
     ]
 
 
-def _scan(scanners: list[Any], items: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+def _scan(
+    scanners: list[Any], reads: dict[str, Read] | None, items: list[tuple[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each item with each scanner; `reads`: the items' texts and views, already made."""
     out: list[dict[str, Any]] = []
     for path, artifact in items:
+        read = reads.get(path) if reads is not None else None
         for scanner in scanners:
-            out.extend(f.to_dict() for f in scanner.scan_bytes(artifact.data, path))
+            if read is not None:
+                out.extend(f.to_dict() for f in scanner.scan_read(read, path))
+            else:
+                out.extend(f.to_dict() for f in scanner.scan_bytes(artifact.data, path))
     return out
 
 
@@ -531,7 +548,7 @@ def scan_public(
     """Scan every public artifact; return findings (without the matched text)."""
     items = public_items(site)
     if cache is None:
-        return _scan([forbidden.scanner()], items)
+        return _scan([forbidden.scanner()], None, items)
     covered = cache.covered
     if (
         covered is None
@@ -539,7 +556,7 @@ def scan_public(
         or not (forbidden.texts <= covered.texts or _few(forbidden, covered))
     ):
         scanner = forbidden.scanner()
-        full = _scan([scanner], items)
+        full = _scan([scanner], None, items)
         cache.covered, cache.scanners = forbidden, [scanner]
         cache.clean = set() if full else {a.sha256 for _, a in items}
         return full
@@ -556,10 +573,10 @@ def scan_public(
             rules=False,
             allowed=allowed,
         )
-        findings += _scan([delta], known)
+        findings += _scan([delta], None, known)
         cache.scanners.append(_Deferred(added))
         cache.covered = covered.grown(added)
-    findings += _scan(_narrowed(cache.scanners, fresh), fresh)
+    findings += _scan(*_narrowed(cache.scanners, fresh), fresh)
     if findings:
         # The incremental scanners may still look for text that is no longer non-public;
         # before failing a build, decide with a scanner of exactly the current set.
@@ -572,15 +589,20 @@ def scan_public(
 NARROW_LIMIT = 4 << 20  # bytes: beyond, building the whole scanner costs less
 
 
-def _narrowed(scanners: list[Any], items: list[tuple[str, Any]]) -> list[Any]:
+def _narrowed(
+    scanners: list[Any], items: list[tuple[str, Any]]
+) -> tuple[list[Any], dict[str, Read] | None]:
     """The scanners for `items`: a scanner of tens of thousands of strings not built yet (see
     `ScanCache.carried`) is replaced, for these items only, by one of just the strings that
-    occur in some decoding of them, when they are few bytes (a rebuild's changed files)."""
+    occur in some decoding of them, when they are few bytes (a rebuild's changed files);
+    then also each item's text and views, made once for the narrowing and the scanners."""
     deferred = [s for s in scanners if isinstance(s, _Deferred) and not s.built]
     if not items or not deferred or sum(a.size for _, a in items) > NARROW_LIMIT:
-        return scanners
-    texts = [decoded(a.data) for _, a in items]
-    return [s.forbidden.within(texts).scanner() if s in deferred else s for s in scanners]
+        return scanners, None
+    reads = {p: Read(a.data) for p, a in items}
+    texts = list(reads.values())
+    narrowed = [s.forbidden.within(texts).scanner() if s in deferred else s for s in scanners]
+    return narrowed, reads
 
 
 def _few(forbidden: Forbidden, covered: Forbidden) -> bool:

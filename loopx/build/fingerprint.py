@@ -39,18 +39,40 @@ def files(registry: Iterable[Projection] = ()) -> Iterator[tuple[str, Path]]:
     folders = [("loopx", PACKAGE, ".py")]
     folders += [(name, resource_dir(name), "") for name in ("templates", "schemas")]
     for label, folder, suffix in folders:
-        for file in sorted(folder.rglob(f"*{suffix}")):
-            if file.is_file() and file.suffix != ".pyc":
-                yield f"{label}/{file.relative_to(folder).as_posix()}", file
-    outside: set[Path] = set()
-    for p in registry:
-        steps = [(o.render, o.inputs, o.make) for o in p.outputs]
-        for step in (p.project, p.links, *(s for trio in steps for s in trio)):
-            defined = _defined_in(step)
-            if defined is not None and PACKAGE not in defined.parents:
-                outside.add(defined)
-    for file in sorted(outside):
+        for rel in _walk(str(folder), suffix):
+            yield f"{label}/{rel}", folder / rel
+    outside = {file for file in map(_defined_in, _steps(tuple(registry))) if file is not None}
+    for file in sorted(f for f in outside if PACKAGE not in f.parents):
         yield f"extension/{file.as_posix()}", file
+
+
+def _walk(top: str, suffix: str) -> list[str]:
+    """Every file under `top` whose name ends with `suffix` (not a `.pyc`), by its path
+    relative to `top`, in the order of its parts (as sorted `Path`s are). Folders are
+    entered, links to folders are not."""
+    found: list[list[str]] = []
+    pending: list[tuple[str, list[str]]] = [(top, [])]
+    while pending:
+        folder, parts = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, [*parts, entry.name]))
+                elif (
+                    entry.name.endswith(suffix)
+                    and not entry.name.endswith(".pyc")
+                    and entry.is_file()
+                ):
+                    found.append([*parts, entry.name])
+    return ["/".join(rel) for rel in sorted(found)]
+
+
+def _steps(registry: tuple[Projection, ...]) -> Iterator[Any]:
+    for p in registry:
+        yield p.project
+        yield p.links
+        for o in p.outputs:
+            yield from (o.render, o.inputs, o.make)
 
 
 def declarations(registry: Iterable[Projection]) -> Iterator[tuple[str, bytes]]:
@@ -69,11 +91,25 @@ def sources(registry: Iterable[Projection] = ()) -> Iterator[tuple[str, bytes]]:
 
 
 def _defined_in(step: Any) -> Path | None:
+    """The module file that defines `step` (a function's own code says; anything else is
+    asked of `inspect`), resolved."""
+    if step is None:
+        return None
+    code = getattr(step, "__code__", None)
+    if code is not None:
+        return _resolved(code.co_filename)
     try:
-        name = inspect.getsourcefile(step) if step is not None else None
+        name = inspect.getsourcefile(step)
     except TypeError:  # a builtin
         return None
-    return Path(name).resolve() if name else None
+    return _resolved(name) if name else None
+
+
+@cache
+def _resolved(name: str) -> Path | None:
+    """The file, resolved, if there is one (not for code made from a string)."""
+    path = Path(name).resolve()
+    return path if os.path.isfile(path) else None
 
 
 def digest(files: Iterable[tuple[str, bytes]], version: str = GENERATOR) -> str:

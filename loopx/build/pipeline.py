@@ -30,7 +30,7 @@ from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, Unit, UnitEntry, fold_ahead, run_units
-from loopx.build.writer import Entry, WriteReport, recover, write_tree
+from loopx.build.writer import Entry, Staging, WriteReport, first_write, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
 from loopx.engine.git import resolve_head as resolve_head
@@ -128,11 +128,13 @@ def make_site(
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
     meanwhile: Callable[[dict[str, GoalState]], None] | None = None,
+    made: Callable[[Unit, Any], None] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
     `project`: the configuration's titles and links (default: read from `root`).
-    `meanwhile(every goal)`: work of this process done while workers render."""
+    `meanwhile(every goal)`: work of this process done while workers render; `made(unit,
+    (files, row))`: each unit rendered, as soon as it is (`work.run_units`)."""
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
@@ -152,6 +154,7 @@ def make_site(
         cache=cache,
         project=project,
         meanwhile=(lambda: meanwhile(every)) if meanwhile is not None else None,
+        made=made,
     )
     for audience in audiences:
         visible, hidden = split[audience]
@@ -294,8 +297,9 @@ def build(
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
 
-        def made() -> tuple[BuildResult, dict[str, GoalState], Store]:
-            """Everything in memory, scanned (nothing is written yet)."""
+        def made(staging: Staging | None) -> tuple[BuildResult, dict[str, GoalState], Store]:
+            """Everything in memory, scanned (nothing is written yet, but what `staging`
+            stages as it is made)."""
             prepared.clear()
             site, (goals, store) = make_site(
                 root,
@@ -305,7 +309,10 @@ def build(
                 cache=cache,
                 project=project,
                 meanwhile=prepare if "public" in audiences else None,
+                made=_stage_unscanned(staging) if staging is not None else None,
             )
+            if staging is not None:
+                staging.flush_ahead()  # while the boundary scans
             result = BuildResult(site)
             if "public" in audiences:
                 forbidden = prepared[0]
@@ -316,29 +323,37 @@ def build(
                 enforce(result.findings, goals, forbidden)
             return result, goals, store
 
-        try:
-            result, goals, store = made()
-        except facts.Stale:  # a goal carried over from the memo is not what it said
-            assert cache is not None
-            facts.forget(cache.states, cache.facts)
-            result, goals, store = made()
-        site = result.site
-        trusted: set[str] = set()
-        checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
-        if cache is not None:
-            trusted = {p for p, a in site.artifacts.items() if cache.written.get(p) == a.sha256}
-            checked = {p for p in trusted if getattr(site.artifacts[p], "seen", None) is not None}
-        # Created only now: a build the boundary refused leaves no folder behind.
-        with outdir.open_folder(out, root) as folder:
-            result.report = write_tree(
-                folder,
-                site.artifacts,
-                manifest_entries(folder),
-                trusted=trusted,
-                checked=checked,
-                overwrite=overwrite,
-                layout=outdir.BUILD,
-            )
+        # A first build into the folder stages each goal's files as they are made, but for
+        # the public ones, which the boundary scans first; one it refuses leaves no folder.
+        with first_write(out, root, outdir.BUILD, MANIFEST) as staging:
+            try:
+                result, goals, store = made(staging)
+            except facts.Stale:  # a goal carried over from the memo is not what it said
+                assert cache is not None
+                facts.forget(cache.states, cache.facts)
+                result, goals, store = made(staging)
+            site = result.site
+            trusted: set[str] = set()
+            checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
+            if cache is not None:
+                written = cache.written
+                for p, a in site.artifacts.items():
+                    if written.get(p) == a.sha256:
+                        trusted.add(p)
+                        if getattr(a, "seen", None) is not None:
+                            checked.add(p)
+            # Created only now (unless staged): a build the boundary refused leaves no folder.
+            with outdir.open_folder(out, root) as folder:
+                result.report = write_tree(
+                    folder if staging is None else staging.folder,
+                    site.artifacts,
+                    manifest_entries(folder),
+                    trusted=trusted,
+                    checked=checked,
+                    overwrite=overwrite,
+                    layout=outdir.BUILD,
+                    staging=staging,
+                )
         if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
             clean = {a.sha256 for _, a in public_items(site)}
             record_build(root, store, goals, names, clean)
@@ -350,6 +365,16 @@ def build(
         if reuse:
             reuse_mod.save(root, out, site, cache, goals)
     return result
+
+
+def _stage_unscanned(staging: Staging) -> Callable[[Unit, Any], None]:
+    """Stage a rendered unit's files unless the boundary has yet to scan them (public)."""
+
+    def made(unit: Unit, result: Any) -> None:
+        if unit[0] != "public":
+            staging.stage(result[0])
+
+    return made
 
 
 def _carry_scan(

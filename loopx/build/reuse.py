@@ -51,10 +51,11 @@ MEMO_FORMAT = 6
 AUDIENCES = ("public", "team", "private")
 INDEX = "index.json"
 _ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")  # a goal id (`model.ids`): a safe file name
-_NAME = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"  # no part may be `.`, `..` or a reserved name
-_REL = re.compile(rf"(?:{_NAME}/)*{_NAME}")  # a file of a unit, relative to its folder
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_HEXES = re.compile(r"(?:[0-9a-f]{64})*")
+# The files of a unit, relative to its folder, one a line: no part may be empty, `.`, `..`
+# or a reserved name (each starts with a letter, digit, `_` or `-`).
+_NAME = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"
+_RELS = re.compile(rf"{_NAME}(?:[/\n]{_NAME})*")
+_HEXES = re.compile(r"[0-9a-f]*")
 
 
 def memo_dir(root: Path, out: Path) -> Path:
@@ -209,30 +210,37 @@ def _unit(
         raise ValueError("not a unit")
     if not isinstance(files, list) or not files:
         raise ValueError("a unit without files")
-    shas = [f[1] for f in files]
-    if not (all(len(s) == 64 for s in shas) and _HEXES.fullmatch("".join(shas))):
-        raise ValueError("not a hash")
-    within = f"{audience}/goals/{goal_id}/"
+    names, shas, schemas, keys, *columns = zip(*files, strict=True)  # a column each
+    if len(columns) != 4:
+        raise ValueError("not the files of a unit")
+    recorded = list(zip(*columns, strict=True))  # (size, mtime, ctime, inode) each
+    given = [k for k in keys if k is not None]
+    if not (
+        _RELS.fullmatch("\n".join(names))
+        and all(len(s) == 64 for s in shas)
+        and _HEXES.fullmatch("".join(shas))
+        and all(len(k) == 64 for k in given)
+        and _HEXES.fullmatch("".join(given))
+        and all(s is None or type(s) is str for s in schemas)
+    ):
+        raise ValueError("not the files of a unit")
     folders: dict[str, list[int]] = {}
-    for i, (name, _, schema, item_key, *_seen) in enumerate(files):
-        if not _REL.fullmatch(name) or not isinstance(schema, (str, type(None))):
-            raise ValueError("not a file of this unit")
-        if item_key is not None and not _SHA256.fullmatch(item_key):
-            raise ValueError("not a key")
+    for i, name in enumerate(names):
         folders.setdefault(name.rpartition("/")[0], []).append(i)
-    seen: list[tuple[int, int, int, int] | None] = [None] * len(files)
+    within = f"{audience}/goals/{goal_id}"
+    seen: list[Any] = [None] * len(names)
     for rel_dir, at in folders.items():
-        names = [files[i][0].rpartition("/")[2] for i in at]
-        where = within + rel_dir if rel_dir else within[:-1]
-        for i, identity in zip(at, target.identities(where, names), strict=True):
+        where = f"{within}/{rel_dir}" if rel_dir else within
+        now = target.identities(where, [names[i].rpartition("/")[2] for i in at])
+        for i, identity in zip(at, now, strict=True):
+            if identity is None or recorded[i] != identity:
+                raise ValueError("changed on disk")
             seen[i] = identity
-    artifacts: list[AnyArtifact] = []
-    for (name, sha, schema, item_key, *recorded), now in zip(files, seen, strict=True):
-        if now is None or tuple(recorded) != now:
-            raise ValueError("changed on disk")
-        artifacts.append(
-            DiskArtifact(within + name, out, sha, now[0], audience, schema, goal_id, now, item_key)
-        )
+    within += "/"
+    artifacts: list[AnyArtifact] = [
+        DiskArtifact(within + name, out, sha, at[0], audience, schema, goal_id, at, item_key)
+        for name, sha, schema, item_key, at in zip(names, shas, schemas, keys, seen, strict=True)
+    ]
     return (audience, goal_id), (key, (artifacts, row))
 
 
@@ -247,7 +255,7 @@ def _parts_ok(parts: dict[str, Any]) -> bool:
     if set(parts) - {"search", "feed"}:
         return False
     search = parts.get("search", [])
-    if not isinstance(search, list) or not all(isinstance(i, dict) for i in search):
+    if type(search) is not list or not all(type(i) is dict for i in search):
         return False  # (an item is written as it is: any JSON in it is only JSON)
     if "feed" not in parts:
         return True
@@ -261,16 +269,19 @@ def _parts_ok(parts: dict[str, Any]) -> bool:
 
 
 def _entry_ok(entry: Any) -> bool:
-    if not isinstance(entry, dict) or set(entry) != _ENTRY:
+    if type(entry) is not dict or entry.keys() != _ENTRY:
         return False
     order = entry["order"]
-    texts = [entry[k] for k in ("title", "href", "summary", "id", "updated")]
     return (
-        all(isinstance(t, str) for t in texts)
-        and isinstance(order, list)
+        type(entry["title"]) is str
+        and type(entry["href"]) is str
+        and type(entry["summary"]) is str
+        and type(entry["id"]) is str
+        and type(entry["updated"]) is str
+        and type(order) is list
         and len(order) == 3
-        and isinstance(order[0], str)
-        and isinstance(order[1], str)
+        and type(order[0]) is str
+        and type(order[1]) is str
         and type(order[2]) is int
     )
 

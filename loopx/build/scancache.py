@@ -15,7 +15,10 @@ again costs more. So `.loopx/private/cache/scan/` keeps:
   key it built from; a scan reads such a file again only for the private text a build does
   not read (the blob store), not for everything else the build already looked for;
 - ``clean-scan.json``: the sha256 of the files a scan found clean, which the next scan with
-  the same key skips.
+  the same key skips;
+- ``hashes.json``: the sha256 of each file a scan read, by its path and identity then
+  (device, inode, size, mtime, ctime): a file of the same identity is not read again only
+  to be hashed (`loopx.build.folderscan`).
 
 Every record also names what else a verdict depends on (`fingerprint`): the loopx version
 and the privacy layer's code, the names listed in `.loopx/names`, and this host's names when
@@ -56,6 +59,7 @@ from loopx.store.select import change_token
 
 MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
+HASHES = "hashes.json"
 FORMAT = 4
 Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
 LAYERS = ("model", "state", "privacy")  # every module of these decides a record (`version`)
@@ -263,6 +267,28 @@ def load_clean(project: Path, by: str, key: Key, print_: str) -> set[str]:
 def save_clean(project: Path, by: str, key: Key, print_: str, files: set[str]) -> None:
     kept = sorted(files)[:MAX_CLEAN]
     _save(project, f"clean-{by}.json", {"key": key, "fingerprint": print_, "files": kept})
+
+
+def load_hashes(project: Path) -> dict[str, list[Any]]:
+    """Where each file a scan read was, its identity then (device, inode, size, mtime, ctime)
+    and sha256: path → [*identity, sha256] (see `loopx.build.folderscan._read`)."""
+    cached = _load(project, HASHES)
+    files = cached.get("files") if cached is not None else None
+    if not isinstance(files, dict):
+        return {}
+    return {
+        p: e
+        for p, e in files.items()
+        if isinstance(e, list)
+        and len(e) == 6
+        and all(type(n) is int for n in e[:5])
+        and isinstance(e[5], str)
+    }
+
+
+def save_hashes(project: Path, files: dict[str, list[Any]]) -> None:
+    kept = dict(sorted(files.items())[:MAX_CLEAN])
+    _save(project, HASHES, {"files": kept})
 
 
 # --- the build's memo -----------------------------------------------------------------------

@@ -191,11 +191,14 @@ def run_units(
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
     meanwhile: Callable[[], None] | None = None,
+    made: Callable[[Unit, Result], None] | None = None,
 ) -> dict[Unit, UnitEntry]:
     """Every unit's (key, result): from `cache` when its key is unchanged, else rendered.
     With a cache, a unit rendered again still carries over each file its last build made
     of the same inputs (`site.goal_artifacts`). `meanwhile` is this process's own work,
-    done while workers render (or after, serially)."""
+    done while workers render (or after, serially). `made(unit, result)` is called with
+    each unit rendered, as soon as this process has it (after `meanwhile`, in the order
+    the workers finish), so its files can be staged while the others render."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
     results: dict[Unit, UnitEntry] = {}
@@ -223,7 +226,7 @@ def run_units(
         layouts=cache.layouts if cache is not None else None,
     )
     try:
-        fresh = _render(todo, goals, meanwhile)
+        fresh = _render(todo, goals, meanwhile, made)
     finally:
         _SHARED.clear()
     for unit, (result, laid) in fresh.items():
@@ -237,24 +240,39 @@ def run_units(
 
 
 def _render(
-    todo: list[Unit], goals: dict[str, GoalState], meanwhile: Callable[[], None] | None
+    todo: list[Unit],
+    goals: dict[str, GoalState],
+    meanwhile: Callable[[], None] | None,
+    made: Callable[[Unit, Result], None] | None = None,
 ) -> dict[Unit, tuple[Result, list[Any] | None]]:
     workers = workers_for(goals, todo)
+    done: dict[Unit, tuple[Result, list[Any] | None]] = {}
     if workers <= 1:
-        serial = {unit: _run(unit) for unit in todo}
+        for unit in todo:
+            done[unit] = _run(unit)
+            if made is not None:
+                made(unit, done[unit][0])
         if meanwhile is not None:
             meanwhile()
-        return serial
+        return done
     # Largest goals first, so one big goal does not finish last on its own.
     order = sorted(todo, key=lambda u: -len(goals[u[1]].todos))
     import multiprocessing  # only here: a rebuild of a few goals never starts a worker
 
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        pending = pool.map_async(_run, order, chunksize=1)
+        pending = pool.imap_unordered(_run_named, order, chunksize=1)
         if meanwhile is not None:
             meanwhile()  # the workers are forked already: this process is otherwise idle
-        done = pending.get()
-    return dict(zip(order, done, strict=True))
+        for unit, out in pending:
+            done[unit] = out
+            if made is not None:
+                made(unit, out[0])
+    return {unit: done[unit] for unit in order}
+
+
+def _run_named(unit: Unit) -> tuple[Unit, tuple[Result, list[Any] | None]]:
+    """`_run`, its result named by its unit (results arrive in the order they finish)."""
+    return unit, _run(unit)
 
 
 def warm_renderer() -> None:

@@ -11,6 +11,11 @@ file is replaced only if the previous manifest lists it (or with `overwrite`), a
 deleted only if it still has the hash its manifest listed. The journal records
 those hashes, so a roll-forward (or a journal planted in a checkout) can do no more.
 
+A cold build may start staging before every file is made (`Staging`: each goal's files as
+its workers render them, when nothing is at their paths yet); nothing is journaled until
+`write_tree`, so an error or a crash before leaves only the staging folder, which `discard`
+(or the next writer's `recover`) removes, and the old folder untouched.
+
 Every file operation goes through `loopx.store.fsio`, so fault tests can break any of them;
 an `OSError` comes out as `StorageError` (`io_error`). Durability costs two syncs per write,
 not one per file: the staged bytes are flushed before the journal lands (so a power cut can
@@ -20,18 +25,30 @@ never roll forward an empty file), and the renames before the journal is removed
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from loopx.build.outdir import ANY, STAGING, Folder, Layout, UnsafeOutput, not_ours, sha256
+from loopx.build import outdir
+from loopx.build.outdir import (
+    ANY,
+    STAGING,
+    Folder,
+    Layout,
+    UnsafeOutput,
+    not_ours,
+    parts_of,
+    sha256,
+)
 from loopx.model.errors import LoopxError
 from loopx.store import fsio
 
-__all__ = ["STAGING", "WriteReport", "recover", "write_tree"]
+__all__ = ["STAGING", "Staging", "WriteReport", "recover", "write_tree"]
 
 JOURNAL = "JOURNAL.json"
 JOURNAL_FORMAT = 2
@@ -162,6 +179,160 @@ def _missing_folder(folder: Folder, rel: str) -> str | None:
     return None
 
 
+class Staging:
+    """Files staged before the write that journals them (`write_tree(..., staging=…)`).
+
+    Opening it finishes or discards an interrupted write first (`recover`), as a write does.
+    `stage` writes each file whose path in the output folder holds nothing under
+    `.loopx-staging/files/` at once; files already there are left for `write_tree` to compare.
+    `write_tree` then takes each staged file it still has to write with the same bytes as it
+    is, and removes from the staging folder any other (a folder moved whole holds only its
+    plan). An error before it: `discard` drops the staging folder, and the output folder is
+    as it was.
+    """
+
+    def __init__(self, folder: Folder, layout: Layout = ANY) -> None:
+        self.folder = folder
+        self.layout = layout
+        with fsio.guard("finish an interrupted write of the output folder"):
+            self.recovered = _recover(folder, layout)
+        self.files: dict[str, tuple[bytes, str]] = {}  # path → (bytes staged, their sha256)
+        self._staged: Folder | None = None
+        self._absent = _Absent(folder)
+        self._flush: tuple[threading.Thread, list[BaseException]] | None = None
+
+    def stage(self, artifacts: Iterable[Any]) -> None:
+        """Stage each artifact (`.path`, `.data`, `.sha256`) whose target is missing."""
+        with fsio.guard("write the output folder"):
+            for a in artifacts:
+                rel = a.path
+                if rel in self.files or not self.layout.admits(rel):
+                    continue  # a path this writer may not touch is refused by write_tree
+                if self._absent.stat(rel) is not None:
+                    continue  # write_tree compares it with what is there
+                staged = self._open()
+                staged.makedirs(rel.rpartition("/")[0])
+                fsio.write_new(staged.must(rel), a.data)  # discarded unless journaled
+                self.files[rel] = (a.data, a.sha256)
+
+    def _open(self) -> Folder:
+        if self._staged is None:
+            fs = fsio.current()
+            staging = self.folder.must(STAGING)
+            fs.mkdir(staging)
+            fs.mkdir(staging / "files")
+            self._staged = Folder(staging / "files")
+        return self._staged
+
+    def flush_ahead(self) -> None:
+        """Start flushing what is staged so far to disk in a thread, while the build goes on
+        (the scan, the audience files): the flush `write_tree` must finish before its
+        journal then has little left to wait for. Only a head start: that flush still
+        happens, and reports any error (one here is left for it to meet again)."""
+        if self._staged is None or self._flush is not None:
+            return
+        staging = self.folder.must(STAGING)
+        done: list[BaseException] = []
+
+        def flush() -> None:
+            try:
+                fsio.current().sync_all(staging)
+            except BaseException as err:  # kept: the writer's own flush meets it again
+                done.append(err)
+
+        thread = threading.Thread(target=flush, name="loopx-flush", daemon=True)
+        thread.start()
+        self._flush = (thread, done)
+
+    def _flushed(self) -> None:
+        """Wait for `flush_ahead`'s flush; a machine stopped meanwhile stops this too."""
+        if self._flush is None:
+            return
+        thread, done = self._flush
+        self._flush = None
+        thread.join()
+        if done and not isinstance(done[0], Exception):
+            raise done[0]
+
+    def hand_over(self, changed: dict[str, bytes]) -> tuple[set[str], bool]:
+        """For `write_tree`, which then owns the staging folder: the staged files it takes as
+        they are (each it still has to write, with the very bytes staged; the others are
+        removed from the staging folder), and whether there is a staging folder."""
+        self._flushed()
+        if self._staged is None:
+            return set(), False
+        kept: set[str] = set()
+        fs, staged = fsio.current(), self._staged
+        for rel, (data, _) in sorted(self.files.items()):
+            new = changed.get(rel)
+            if new is not None and (new is data or new == data):
+                kept.add(rel)
+            else:
+                fs.unlink(staged.must(rel))
+        staged.close()
+        self._staged = None
+        self.files.clear()
+        return kept, True
+
+    def discard(self) -> None:
+        """Drop what was staged (nothing was journaled: the output folder is as it was)."""
+        self._flushed()
+        if self._staged is None:
+            return
+        self._staged.close()
+        self._staged = None
+        self.files.clear()
+        with fsio.guard("write the output folder"):
+            _discard(fsio.current(), self.folder.must(STAGING))
+
+
+@contextlib.contextmanager
+def first_write(
+    out: Path, root: Path | None, layout: Layout, marker: str
+) -> Iterator[Staging | None]:
+    """A `Staging` on the output folder `out` (created if missing) when nothing is written
+    there yet (no `marker`, the manifest of a build, in it); None otherwise (a rebuild
+    compares every file at the end instead). On any error in the block, what was staged is
+    dropped and a folder this made is removed again: a build that fails (the boundary
+    refusing it) leaves the output folder as it was. The folder is `staging.folder`."""
+    with outdir.open_folder(out, root, create=False) as probe, fsio.guard("read the output"):
+        existed = probe.check_dirs([])
+        written = existed and probe.stat(marker) is not None
+    if written:
+        yield None
+        return
+    with outdir.open_folder(out, root) as folder:
+        staging = Staging(folder, layout)
+        try:
+            yield staging
+        except BaseException:
+            staging.discard()
+            fs = fsio.current()
+            if not existed:
+                with contextlib.suppress(OSError):  # not empty: something else is there now
+                    fs.rmdir(folder.path)
+            raise
+
+
+class _Absent:
+    """`Folder.stat` for the many files of one write: a folder missing on the way is looked
+    up once, not once per file in it (the output folder does not change while a write
+    decides: it holds the folder's lock)."""
+
+    def __init__(self, folder: Folder) -> None:
+        self.folder = folder
+        self.missing: dict[str, bool] = {}  # folder → whether it is missing
+
+    def stat(self, rel: str) -> os.stat_result | None:
+        parts_of(rel)
+        parent = rel.rpartition("/")[0]
+        gone = self.missing.get(parent)
+        if gone is None:
+            gone = bool(parent) and not self.folder.check_dirs(parts_of(parent))
+            self.missing[parent] = gone
+        return None if gone else self.folder.stat(rel)
+
+
 def write_tree(
     out: Path | Folder,
     files: Mapping[str, Any],
@@ -171,6 +342,7 @@ def write_tree(
     checked: frozenset[str] | set[str] = frozenset(),
     overwrite: bool = False,
     layout: Layout = ANY,
+    staging: Staging | None = None,
 ) -> WriteReport:
     """Make `out` hold exactly `files` (plus anything no manifest of ours listed), all at once.
 
@@ -181,11 +353,14 @@ def write_tree(
     disk as the memo recorded them (a regular file of its size, mtime, ctime and inode, no
     link on the way: `reuse.load`): they are not even looked at again.
     `out` is a checked `Folder` (`outdir.open_folder`), or a path to open as one.
+    `staging`: what was staged already for this write (`Staging`, opened on the same folder).
     """
     folder = out if isinstance(out, Folder) else Folder(out)
     try:
         with fsio.guard("write the output folder"):
-            return _write_tree(folder, files, previous, trusted, checked, overwrite, layout)
+            return _write_tree(
+                folder, files, previous, trusted, checked, overwrite, layout, staging
+            )
     finally:
         if folder is not out:
             folder.close()
@@ -208,22 +383,30 @@ def _write_tree(
     checked: frozenset[str] | set[str],
     overwrite: bool,
     layout: Layout,
+    staging: Staging | None = None,
 ) -> WriteReport:
-    report = WriteReport(recovered=_recover(folder, layout))
+    if staging is not None:
+        report = WriteReport(recovered=staging.recovered)
+    else:
+        report = WriteReport(recovered=_recover(folder, layout))
     changed: dict[str, bytes] = {}
     replaced: dict[str, str | None] = {}  # path → hash of the file it replaces (None: new)
     refused: list[str] = []
+    sums: dict[str, str] = {}  # path → sha256 of a changed file, when its artifact knows it
+    absent = _Absent(folder)
     for rel, value in files.items():
         if rel in checked and rel in trusted and not report.recovered:
             continue  # found as written moments ago; nothing since has touched it
         if not layout.admits(rel):
             raise LoopxError("artifact path escapes the output folder", code="invalid_path")
-        st = folder.stat(rel)  # refuses a link anywhere on the way, trusted or not
+        st = absent.stat(rel)  # refuses a link anywhere on the way, trusted or not
         if rel in trusted and st is not None:
             continue  # not even read: an artifact carried over may never be loaded
         data = value if isinstance(value, bytes) else value.data
         if st is None:
             changed[rel], replaced[rel] = data, None
+            if not isinstance(value, bytes):
+                sums[rel] = value.sha256  # the manifest's: hashed once per build
             continue
         if st.st_size == len(data) and folder.read_checked(rel, len(data)) == data:
             continue
@@ -235,10 +418,13 @@ def _write_tree(
         raise not_ours(sorted(refused))
     report.unchanged = len(files) - len(changed)
     remove = _removals(folder, previous, files, layout, report.kept)
+    early, started = staging.hand_over(changed) if staging is not None else (set(), False)
     if changed or remove:
-        _commit(folder, changed, replaced, remove)
+        _commit(folder, changed, replaced, remove, sums, early, started)
         report.written = sorted(changed)
         report.removed = sorted(remove)
+    elif started:
+        _discard(fsio.current(), folder.must(STAGING))
     return report
 
 
@@ -273,21 +459,33 @@ def _commit(
     changed: dict[str, bytes],
     replaced: dict[str, str | None],
     remove: dict[str, str],
+    sums: dict[str, str] | None = None,
+    early: set[str] | frozenset[str] = frozenset(),
+    started: bool = False,
 ) -> None:
     """Stage the changed files and journal the plan (the commit point), then roll it forward:
-    a crash before the journal leaves all-old, after it `_recover` finishes the job."""
+    a crash before the journal leaves all-old, after it `_recover` finishes the job.
+    `sums`: the sha256 of changed files known already; `early`: the changed files staged
+    before (`Staging`), whose staging folder then exists (`started`)."""
     fs = fsio.current()
     staging = folder.must(STAGING)
+    known = sums or {}
     plan = {
         "format": JOURNAL_FORMAT,
-        "write": {rel: [sha256(data), replaced[rel]] for rel, data in sorted(changed.items())},
+        "write": {
+            rel: [known.get(rel) or sha256(data), replaced[rel]]
+            for rel, data in sorted(changed.items())
+        },
         "remove": remove,
     }
     try:
-        fs.mkdir(staging)
-        fs.mkdir(staging / "files")
+        if not started:
+            fs.mkdir(staging)
+            fs.mkdir(staging / "files")
         with Folder(staging / "files") as staged:
             for rel in sorted(changed):
+                if rel in early:
+                    continue  # staged already, with these very bytes
                 staged.makedirs(rel.rpartition("/")[0])
                 fsio.write_new(staged.must(rel), changed[rel])  # discarded unless journaled
         fs.sync_all(staging)  # every staged byte is durable before the commit point

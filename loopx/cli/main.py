@@ -151,7 +151,7 @@ def _run(args: list[str], as_json: bool, debug: bool) -> None:
         _check_utf8(args)
         call = parse(args)
         if call is not None:
-            call()
+            _run_quick(call)
         else:
             from loopx.cli.group import cli
 
@@ -177,6 +177,24 @@ def _run(args: list[str], as_json: bool, debug: bool) -> None:
             code="internal_error",
         )
         report(internal, as_json)
+        sys.exit(1)
+
+
+def _run_quick(call: Any) -> None:
+    """Run a call `loopx.cli.quick` parsed, ended as click ends a command it runs: an
+    interrupt is a blank line and `loopx: aborted` (exit 130), a reader that went away
+    (a closed pipe) exit 1."""
+    import errno
+
+    try:
+        call()
+    except (EOFError, KeyboardInterrupt):
+        echo_line("", err=True)
+        echo_line("loopx: aborted", err=True)
+        sys.exit(130)
+    except OSError as err:
+        if err.errno != errno.EPIPE:
+            raise
         sys.exit(1)
 
 

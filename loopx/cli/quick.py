@@ -35,6 +35,8 @@ FOLDER, WORKSPACE = "folder", "workspace"
 # variable, whether it is required, and the choices or range.
 Option = tuple[str, str, str, Any, str | None, bool, Any]
 _UNSET: Any = object()
+# Set (to anything), click answers a shell-completion request instead of running the command.
+COMPLETE_VAR = "_LOOPX_COMPLETE"
 
 
 def _shared(formats: tuple[str, ...]) -> list[Option]:
@@ -120,7 +122,7 @@ def parse(args: list[str]) -> Callable[[], None] | None:
     """The call `args` asks for, when it is one of COMMANDS in a form read here; else None
     (click reads it)."""
     found = COMMANDS.get(tuple(args[:1])) or COMMANDS.get(tuple(args[:2]))
-    if found is None or not _plain_streams():
+    if found is None or os.environ.get(COMPLETE_VAR) or not _plain_streams():
         return None
     options, runner, what = found
     path = 1 if tuple(args[:1]) in COMMANDS else 2
@@ -200,9 +202,13 @@ def _convert(kind: str, raw: Any, extra: Any) -> Any:
     if kind == INT:
         if raw is None or isinstance(raw, int):
             return raw
-        if not (raw.isascii() and raw.isdigit()) or not extra[0] <= int(raw) <= extra[1]:
+        if not (raw.isascii() and raw.isdigit()):
             return _UNSET
-        return int(raw)
+        try:
+            number = int(raw)
+        except ValueError:  # more digits than Python converts: click's usage error
+            return _UNSET
+        return number if extra[0] <= number <= extra[1] else _UNSET
     if kind == IDS:
         return [v.strip() for value in raw for v in value.split(",") if v.strip()]
     if raw is None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -31,6 +31,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover (Python 3.10)
     from typing_extensions import dataclass_transform
 
+from loopx.model.records import Record, record
 from loopx.store.blobs import blob_ref
 from loopx.store.ledger import canonical
 
@@ -59,33 +60,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _record(cls: type[Any]) -> type[Any]:
-    """Make `cls` a keyword-only dataclass whose methods are `Command`'s own.
-
-    `dataclass(frozen=True)` compiles six methods per class (`__init__`, `__repr__`,
-    `__eq__`, `__hash__`, `__setattr__`, `__delattr__`); for the ~30 commands that was about
-    20 ms of every write process. Here only the fields are collected; the methods, written
-    once on `Command`, read them from `__record__` and keep a frozen dataclass's behaviour
-    (keyword-only, defaults, equality and hash over the fields, no assignment)."""
-    if cls.__doc__ is None:  # dataclass would otherwise compute a signature for it
-        cls.__doc__ = cls.__name__
-    dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
-    cls.__record__ = tuple((f.name, f.default, f.default_factory) for f in fields(cls))
-    return cls
-
-
 if TYPE_CHECKING:  # to mypy, a command is the frozen dataclass it behaves as
     from dataclasses import dataclass as _commandclass
 else:
 
     def _commandclass(**_: Any) -> Callable[[type[Any]], type[Any]]:
-        return _record
+        return record
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
 @_commandclass(frozen=True, kw_only=True)
-class Command:
-    """A write: its goal, its idempotency key and what it asks."""
+class Command(Record):
+    """A write: its goal, its idempotency key and what it asks. A frozen, keyword-only
+    dataclass whose methods are `Record`'s (`loopx.model.records`: not compiled per command)."""
 
     cmd: ClassVar[str]
     keyed_by_session: ClassVar[bool] = False  # the acting session is part of what it asks
@@ -101,46 +88,7 @@ class Command:
         super().__init_subclass__(**kwargs)
         if cmd is not None:
             cls.cmd = cmd
-        _record(cls)
-
-    if not TYPE_CHECKING:  # mypy sees the dataclass these methods stand for (`_record`)
-        __record__: ClassVar[tuple[tuple[str, Any, Any], ...]] = ()
-
-        def __init__(self, **values: Any) -> None:
-            kind = type(self).__qualname__
-            for name, default, factory in self.__record__:
-                if name in values:
-                    value = values.pop(name)
-                elif default is not MISSING:
-                    value = default
-                elif factory is not MISSING:
-                    value = factory()
-                else:
-                    raise TypeError(f"{kind}() missing required keyword argument: {name!r}")
-                object.__setattr__(self, name, value)
-            for name in values:
-                raise TypeError(f"{kind}() got an unexpected keyword argument {name!r}")
-
-        def _values(self) -> tuple[Any, ...]:
-            return tuple(getattr(self, name) for name, _, _ in self.__record__)
-
-        def __repr__(self) -> str:
-            shown = ", ".join(f"{n}={getattr(self, n)!r}" for n, _, _ in self.__record__)
-            return f"{type(self).__qualname__}({shown})"
-
-        def __eq__(self, other: object) -> bool:
-            if other.__class__ is not self.__class__:
-                return NotImplemented
-            return self._values() == other._values()
-
-        def __hash__(self) -> int:
-            return hash(self._values())
-
-        def __setattr__(self, name: str, value: Any) -> None:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-        def __delattr__(self, name: str) -> None:
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        record(cls)
 
     def request(self, session_id: str) -> dict[str, Any]:
         """The canonical form: `cmd` and every keyed field (and the session when keyed)."""

@@ -5,13 +5,15 @@ by key, never by value."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from loopx.model.errors import InvalidInput
+from loopx.model.records import frozen
 from loopx.model.schema_problems import schema_problem
 from loopx.resources import resource_dir
 
@@ -20,7 +22,7 @@ MESSAGE_PROBLEMS = 12
 COMMIT_PLACEHOLDER = "{commit}"
 
 
-@dataclass(frozen=True)
+@frozen  # a frozen dataclass whose methods are not compiled per class (model.records)
 class PublishConfig:
     """The `[publish]` table: where `loopx publish` ships the public partition."""
 
@@ -33,7 +35,7 @@ class PublishConfig:
     identity: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class ProjectConfig:
     """Every key is optional; an absent file is `ProjectConfig()`. `source` names the file it
     came from (`loopx.toml`, `pyproject.toml`) or is None."""
@@ -92,6 +94,15 @@ def _is_web_url(value: str | None) -> bool:
     return not any(c.isspace() or c in "\"'<>\\{}" for c in value)
 
 
+def checker_sources(*modules: str) -> bytes:
+    """The schema and the code that check and type a configuration (this module and the
+    `modules` that read it, by `__file__`), for a memo's key: files of the installed
+    package, not of the project."""
+    parts = [(resource_dir("schemas") / CONFIG_SCHEMA).read_bytes(), Path(__file__).read_bytes()]
+    parts += [Path(module).read_bytes() for module in modules]
+    return b"".join(len(p).to_bytes(8, "big") + p for p in parts)
+
+
 @cache
 def _validator() -> Any:
     from jsonschema import Draft202012Validator
@@ -133,6 +144,11 @@ def parse_config(data: Any, source: str) -> ProjectConfig:
             code="invalid_config",
             problems=[{"key": where, "problem": problem} for where, problem in problems],
         )
+    return typed_config(data, source)
+
+
+def typed_config(data: Any, source: str) -> ProjectConfig:
+    """`data`, a table `parse_config` found valid, as the typed value."""
     site = data.get("site", {})
     repo = data.get("repository", {})
     defaults = data.get("defaults", {})

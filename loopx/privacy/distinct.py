@@ -147,8 +147,7 @@ class Needles:
 
     def strings(self) -> frozenset[str]:
         """Every string of the set."""
-        refs = ("sha256:" + r for r in self.refs)
-        return self.digests.union(refs, self.others)
+        return self.digests.union(map("sha256:".__add__, self.refs), self.others)
 
     def grown(self, strings: Iterable[str]) -> Needles:
         """These needles and `strings` (only the new strings are told apart)."""

@@ -7,9 +7,9 @@ is decoded: in the raw bytes of a page, ``api_key = settings.api_key&#34;`` look
 of its escape, not because of its value, so a generic hit whose value still holds an escape is
 left to the view that decodes it.
 
-Speed: one Aho-Corasick pass over a view finds both the exact forbidden strings and which rules'
-anchors occur (see `loopx.privacy.rules`), and only those rules' regexes run; very large sets of
-forbidden strings get an automaton of their own (see `_automata`). Decoded views are built only
+Speed: one Aho-Corasick pass over a view finds the exact forbidden strings, and one more which
+rules' anchors occur (see `loopx.privacy.rules`; an automaton every scanner of a process shares,
+see `_automata`), and only those rules' regexes run. Decoded views are built only
 when the text holds an escape of that kind, and their map back to the raw text only when they
 find something.
 
@@ -44,6 +44,7 @@ __all__ = [
     "ENCODINGS",
     "Finding",
     "Hit",
+    "Read",
     "Scanner",
     "decoded",
     "machine_names",
@@ -51,6 +52,7 @@ __all__ = [
     "read_scanned",
     "scan_files",
     "scan_paths",
+    "scanned_views",
 ]
 
 MAX_SCAN_BYTES = 256 * 1024 * 1024  # one scanned file
@@ -68,8 +70,6 @@ COMMON_MACHINE_NAMES = words(
     desktop laptop raspberrypi worker agent bot ci"""
 )
 
-# Forbidden strings up to this many characters share one automaton with the rule anchors.
-_COMBINED_LIMIT = 100_000
 _BOUNDED_CHARS = {
     USERNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
     HOSTNAME: frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"),
@@ -125,22 +125,13 @@ class _Literals:
     they report, and rule anchors, tagged with the numbers of the rules they gate."""
 
     def __init__(
-        self, kinds: Mapping[str, Iterable[str]], rules: Mapping[str, tuple[int, ...]]
+        self, kinds: Mapping[str, tuple[str, ...]], rules: Mapping[str, tuple[int, ...]]
     ) -> None:
-        """`rules`: each anchor's rule numbers, sorted and distinct (`_rule_anchors`)."""
-        self.patterns = sorted(set(kinds) | set(rules))
-        # Tens of thousands of patterns share a handful of tag sets: normalise each set once.
-        memo: dict[frozenset[Any], tuple[Any, ...]] = {frozenset(): ()}
-
-        def tags(value: Iterable[Any]) -> tuple[Any, ...]:
-            key = frozenset(value)
-            found = memo.get(key)
-            if found is None:
-                found = memo[key] = tuple(sorted(key))
-            return found
-
-        self.kinds = [tags(kinds.get(p, ())) for p in self.patterns]
-        self.rules = [rules.get(p, ()) for p in self.patterns]
+        """`kinds`: each string's kinds, sorted and distinct (`_tag`); `rules`: each anchor's
+        rule numbers, likewise (`_rule_anchors`)."""
+        self.patterns = sorted(kinds.keys() | rules.keys() if rules else kinds)
+        self.kinds = [kinds.get(p, ()) for p in self.patterns] if kinds else [()] * len(rules)
+        self.rules = [rules.get(p, ()) for p in self.patterns] if rules else [()] * len(kinds)
         # A contiguous NFA, not a DFA: as fast to search on pages (measured on a 10,000-todo
         # root: 812 KB of changed pages, 0.045 s against 0.040 s) and three times quicker to
         # build (10,000 rule anchors: 0.009 s against 0.028 s), which every process pays.
@@ -180,12 +171,12 @@ def _anchors_only() -> _Literals:
     return _Literals({}, _rule_anchors())
 
 
-def _automata(kinds: Mapping[str, Iterable[str]]) -> tuple[_Literals, ...]:
-    """One automaton for anchors and forbidden strings together while that stays small (one
-    pass); beyond, the shared anchor automaton plus one for the forbidden strings."""
-    if sum(len(k) for k in kinds) <= _COMBINED_LIMIT:
-        return (_Literals(kinds, _rule_anchors()),)
-    return (_Literals(kinds, {}), _anchors_only())
+def _automata(kinds: Mapping[str, tuple[str, ...]]) -> tuple[_Literals, ...]:
+    """An automaton for the forbidden strings (when there are any) and the rule anchors'
+    automaton, which every scanner of a process shares: built once (10,000 anchors), where
+    one automaton of both would be built again for each scanner (the redaction's, the few
+    strings of a rebuild's changed files); the second pass costs less than that."""
+    return ((_Literals(kinds, {}),) if kinds else ()) + (_anchors_only(),)
 
 
 _BASE64_ANCHOR = len(RULES)  # the tag of encoded anchors in the rule-anchor automaton
@@ -262,26 +253,22 @@ class Scanner:
         self._name_hashes = frozenset(name_hashes)
         self._allowed = Allowed(allowed)
         self._hashed: dict[str, bool] = {}  # word -> is it a listed name (words recur)
-        tagged: dict[str, set[str]] = {}
+        tagged: dict[str, tuple[str, ...]] = {}
         # Long forbidden texts go into the automaton by their first PREFIX characters only and
         # are confirmed where a prefix matches: an automaton over tens of thousands of long
         # texts costs seconds to build, one over their prefixes a fraction of that.
         self._long: dict[str, list[str]] = {}
-        for kind, texts in ((NON_PUBLIC_TEXT, forbidden), (NON_PUBLIC_ID, forbidden_ids)):
-            for text in texts:
-                if len(text) >= MIN_FORBIDDEN_LENGTH:
-                    # lone surrogates cannot be matched as UTF-8; scanned text gets the same fix
-                    clean = text if text.isascii() else _SURROGATES.sub("\ufffd", text)
-                    if kind == NON_PUBLIC_TEXT and len(clean) > PREFIX:
-                        self._long.setdefault(clean[:PREFIX], []).append(clean)
-                        tagged.setdefault(clean[:PREFIX], set()).add(_PREFIX_KIND)
-                    else:
-                        tagged.setdefault(clean, set()).add(kind)
+        texts = _matchable(forbidden)
+        for text in texts:
+            if len(text) > PREFIX:
+                self._long.setdefault(text[:PREFIX], []).append(text)
+        _tag(tagged, [t for t in texts if len(t) <= PREFIX], NON_PUBLIC_TEXT)
+        _tag(tagged, self._long, _PREFIX_KIND)
+        _tag(tagged, _matchable(forbidden_ids), NON_PUBLIC_ID)
         self._allow = frozenset(allow)
         if machine:
             for kind, names in machine_names().items():
-                for name in names - self._allow:
-                    tagged.setdefault(name, set()).add(kind)
+                _tag(tagged, names - self._allow, kind)
         self._rules = rules
         self._automata = (
             _automata(tagged) if rules else ((_Literals(tagged, {}),) if tagged else ())
@@ -303,11 +290,20 @@ class Scanner:
         """
         return self.scan_text(decoded(data), path)
 
-    def hits(self, text: str) -> list[Hit]:
-        """Raw spans of every finding, deduplicated and sorted; what `redact` works from."""
+    def scan_read(self, read: Read, path: str) -> list[Finding]:
+        """`scan_bytes` of the bytes `read` was made of, with the views it made (a scanner
+        with rules reads those very views)."""
+        hits = self.hits(read.text, read.views() if read.rules == self._rules else None)
+        return [_finding(read.text, hit, path) for hit in hits]
+
+    def hits(self, text: str, read: list[View] | None = None) -> list[Hit]:
+        """Raw spans of every finding, deduplicated and sorted; what `redact` works from.
+        `read`: the views of `text` as `scanned_views` made them, when they are at hand."""
         found: dict[tuple[str, int], Hit] = {}
         encoded = self._scan_view(View("plain", text), found)
-        for view in views(text, base64=encoded if self._rules else False):
+        if read is None:
+            read = list(views(text, base64=encoded if self._rules else False))
+        for view in read:
             if view.depth:
                 self._scan_view(view, found)
         if not found:
@@ -396,6 +392,29 @@ class Scanner:
             found[key] = Hit(kind, raw_start, raw_end, view.encoding, generic, priority)
 
 
+def _matchable(strings: Iterable[str]) -> list[str]:
+    """The strings long enough to forbid, as they are matched: lone surrogates cannot be
+    matched as UTF-8, so they read as U+FFFD (scanned text gets the same fix)."""
+    kept = [s for s in strings if len(s) >= MIN_FORBIDDEN_LENGTH]
+    if "".join(kept).isascii():
+        return kept
+    return [s if s.isascii() else _SURROGATES.sub("\ufffd", s) for s in kept]
+
+
+def _tag(tagged: dict[str, tuple[str, ...]], strings: Iterable[str], kind: str) -> None:
+    """Add `kind` to the kinds of each string (kept sorted and distinct)."""
+    alone = (kind,)
+    if not tagged:
+        tagged.update(dict.fromkeys(strings, alone))
+        return
+    for string in strings:
+        kinds = tagged.get(string)
+        if kinds is None:
+            tagged[string] = alone
+        elif kind not in kinds:
+            tagged[string] = tuple(sorted((*kinds, kind)))
+
+
 _WORD = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z0-9][A-Za-z0-9_.-]{3,252}(?![A-Za-z0-9_])")
 # An escape left inside a generic rule's value: the view has not decoded it yet (another has).
 _ESCAPED = re.compile(
@@ -416,6 +435,35 @@ def _name_candidates(word: str) -> list[tuple[int, str]]:
                 out.append((offset, part))
             offset += len(part) + 1
     return out
+
+
+def scanned_views(text: str, rules: bool = True) -> list[View]:
+    """Every view of `text` a scanner reads (the raw text first), with rules or without
+    (`Scanner(rules=False)` decodes no base64): what a scanner of just the strings that
+    occur in them needs to hold (`loopx.build.boundary.Forbidden.within`)."""
+    if not rules:
+        return list(views(text, base64=False))
+    anchors = _anchors_only()
+    encoded = any(_BASE64_ANCHOR in anchors.rules[i] for i, _, _ in anchors.find(text))
+    return list(views(text, base64=encoded))  # what `_scan_view` finds of the raw text
+
+
+class Read:
+    """A file's text as a scanner reads it, and its views (`scanned_views`, as a scanner with
+    `rules` or without reads them), made once for all that read it: the narrowing of a scan
+    and the scanners it narrows."""
+
+    __slots__ = ("text", "rules", "_views")
+
+    def __init__(self, data: bytes, rules: bool = True) -> None:
+        self.text = decoded(data)
+        self.rules = rules
+        self._views: list[View] | None = None
+
+    def views(self) -> list[View]:
+        if self._views is None:
+            self._views = scanned_views(self.text, self.rules)
+        return self._views
 
 
 def decoded(data: bytes) -> str:

@@ -189,11 +189,14 @@ def test_scan_paths_refuses_a_missing_path(tmp_path: Path) -> None:
     assert caught.value.code == "path_not_found"
 
 
-def test_large_forbidden_sets_get_their_own_automaton(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(scanner_module, "_COMBINED_LIMIT", 0)
+def test_forbidden_strings_get_their_own_automaton_beside_the_shared_anchors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "dwhitfield")
     scanner = Scanner(FORBIDDEN, forbidden_ids=["todo-17"])
     assert len(scanner._automata) == 2
+    rules_only = Scanner(machine=False)
+    assert rules_only._automata == (scanner._automata[1],)  # built once a process
     doc = "team-only objective text by dwhitfield, todo-17, mail a.b@contoso-mail.net"
     assert [f.kind for f in scanner.scan_text(doc)] == [
         "non-public-text",
@@ -275,3 +278,30 @@ def test_every_rule_regex_compiles_though_only_on_first_use() -> None:
     for rule in RULES:
         assert "pattern" not in rule.__dict__ or rule.pattern is rule.__dict__["pattern"]
         assert rule.pattern.pattern == rule.regex and rule.pattern is rule.pattern
+
+
+def test_the_base64_table_is_the_one_the_rules_make() -> None:
+    """`loopx/privacy/b64table.py` is generated from the rule anchors; out of date, it is
+    not used (the segments are worked out), and this test says to make it again."""
+    from loopx.privacy import b64table, views
+
+    assert (Path(b64table.__file__).read_text("utf-8")) == views.table_source(), (
+        'regenerate: python -c "from loopx.privacy.views import table_source as t; '
+        "print(t(), end='')\" > loopx/privacy/b64table.py"
+    )
+    words = views._anchor_words()
+    assert views.base64_segments() == views.segments_of(words)
+
+
+def test_a_stale_base64_table_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopx.privacy import b64table, views
+
+    monkeypatch.setattr(b64table, "SEGMENTS", "c2VjcmV0")
+    views.base64_segments.cache_clear()
+    try:
+        assert views.base64_segments() == ("c2VjcmV0",)  # trusted while its digest fits
+        monkeypatch.setattr(b64table, "WORDS", "0" * 64)
+        views.base64_segments.cache_clear()
+        assert views.base64_segments() == views.segments_of(views._anchor_words())
+    finally:
+        views.base64_segments.cache_clear()

@@ -1,0 +1,245 @@
+"""A first build into a folder stages each goal's files as they are rendered (but for the
+public ones, which the boundary scans first), and is still all-or-nothing: a build the
+boundary refuses, a fault or a crash while staging leaves the folder as it was; a file
+that appears at a staged path meanwhile is still compared (and refused when not ours)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faultfs import FaultFS, PowerCut
+
+from loopx.build import outdir, writer
+from loopx.build.artifacts import Artifact
+from loopx.build.pipeline import build, check
+from loopx.engine.demo import REV_NEW
+from loopx.model.errors import BoundaryViolation, Conflict, LoopxError
+from loopx.store import fsio
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _spy_staged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    staged: list[str] = []
+    real = writer.Staging.stage
+
+    def stage(self: writer.Staging, artifacts: Any) -> None:
+        items = list(artifacts)
+        staged.extend(a.path for a in items)
+        real(self, items)
+
+    monkeypatch.setattr(writer.Staging, "stage", stage)
+    return staged
+
+
+def test_a_first_build_stages_team_files_early_and_writes_each_file_once(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged = _spy_staged(monkeypatch)
+    written: Counter[str] = Counter()
+    real_write_new = fsio.write_new
+
+    def write_new(path: Path, data: bytes) -> None:
+        written[Path(path).name] += 1
+        real_write_new(path, data)
+
+    monkeypatch.setattr(fsio, "write_new", write_new)
+    out = tmp_path / "site"
+    result = build(demo, out, head=REV_NEW)
+    assert staged and all(p.startswith("team/") for p in staged)  # public: scanned first
+    assert result.report is not None and set(staged) <= set(result.report.written)
+    assert len(result.report.written) == len(_tree(out))
+    assert written["status.json"] == len(list(out.glob("*/goals/*/status.json")))  # once each
+    assert check(demo, out, head=REV_NEW).ok
+    assert not (out / writer.STAGING).exists()
+    staged.clear()
+    build(demo, out, head=REV_NEW)  # a rebuild compares at the end, stages nothing early
+    assert staged == []
+
+
+def test_a_first_build_the_boundary_refuses_leaves_no_folder(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged = _spy_staged(monkeypatch)
+    from loopx.projections import base
+
+    real = base.todo_card
+
+    def leaky(todo: Any, lens: Any, state: Any) -> dict[str, Any]:
+        card = real(todo, lens, state)
+        if todo.todo_id == "pick-license":
+            card["title"] = "Quietly renegotiate the vendor contract"
+        return card
+
+    monkeypatch.setattr("loopx.projections.status.todo_card", leaky)
+    from loopx.build import boundary
+
+    real_strings = boundary.non_public_strings
+
+    def strings(goals: Any, **kwargs: Any) -> Any:
+        found = real_strings(goals, **kwargs)
+        return boundary.Forbidden(
+            found.texts | {"Quietly renegotiate the vendor contract"}, found.ids, found.allowed
+        )
+
+    monkeypatch.setattr("loopx.build.pipeline.non_public_strings", strings)
+    out = tmp_path / "site"
+    with pytest.raises(BoundaryViolation):
+        build(demo, out, head=REV_NEW)
+    assert staged  # team files were staged before the scan …
+    assert not out.exists()  # … and dropped with the folder made for them
+    (out / "keep").mkdir(parents=True)
+    (out / "keep" / "mine.txt").write_text("a user's file")
+    with pytest.raises(BoundaryViolation):
+        build(demo, out, head=REV_NEW)
+    assert _tree(out) == {"keep/mine.txt": b"a user's file"}  # a folder that was there stays
+
+
+@pytest.mark.parametrize("mode", ["eio", "enospc", "short"])
+def test_a_fault_while_staging_early_leaves_the_folder_as_it_was(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The first write of the second goal staged fails: the error is `io_error`, and the
+    folder made for the build is gone again."""
+    calls: list[int] = []
+    real = writer.Staging.stage
+
+    def stage(self: writer.Staging, artifacts: Any) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            fsio.install(FaultFS(mode=mode, keep=3, name="write"))
+        real(self, artifacts)
+
+    monkeypatch.setattr(writer.Staging, "stage", stage)
+    out = tmp_path / "site"
+    previous = fsio.current()
+    try:
+        with pytest.raises(LoopxError) as err:
+            build(demo, out, head=REV_NEW)
+        assert err.value.code == "io_error"
+    finally:
+        fsio.install(previous)
+    assert len(calls) == 2 and not out.exists()
+    monkeypatch.setattr(writer.Staging, "stage", real)
+    build(demo, out, head=REV_NEW)
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_a_crash_while_staging_early_is_discarded_by_the_next_writer(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine stops after the first goal is staged (what was not synced is lost): the
+    next writer finds no journal, so it removes the staging folder, and the build after it
+    writes everything."""
+    fs = FaultFS(mode="cut_lose")
+    real = writer.Staging.stage
+
+    def stage(self: writer.Staging, artifacts: Any) -> None:
+        real(self, artifacts)
+        fs._power_cut()
+        raise PowerCut("stage")
+
+    monkeypatch.setattr(writer.Staging, "stage", stage)
+    out = tmp_path / "site"
+    previous = fsio.install(fs)
+    try:
+        with pytest.raises(PowerCut):
+            build(demo, out, head=REV_NEW)
+    finally:
+        fsio.install(previous)
+        fs.release()
+    staging = out / writer.STAGING
+    assert list(staging.rglob("*.html")) and not (staging / writer.JOURNAL).exists()
+    assert not writer.recover(out)  # nothing journaled: only litter, removed
+    assert _tree(out) == {}
+    monkeypatch.setattr(writer.Staging, "stage", real)
+    build(demo, out, head=REV_NEW)
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def _artifact(path: str, data: bytes) -> Artifact:
+    return Artifact(path, data, "team")
+
+
+def test_a_file_that_appears_at_a_staged_path_is_compared_as_any_other(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    first = {"team/a.html": _artifact("team/a.html", b"<p>a</p>")}
+    began = writer.first_write(out, None, outdir.BUILD, "manifest.json")
+    with pytest.raises(Conflict) as err, began as staging:
+        assert staging is not None
+        staging.stage(first.values())
+        (out / "team").mkdir()
+        (out / "team" / "a.html").write_bytes(b"a user's page")
+        writer.write_tree(staging.folder, first, {}, layout=outdir.BUILD, staging=staging)
+    assert err.value.code == "output_not_ours"
+    assert _tree(out) == {"team/a.html": b"a user's page"}  # untouched; staging dropped
+
+    with writer.first_write(out, None, outdir.BUILD, "manifest.json") as staging:
+        assert staging is not None
+        staging.stage(first.values())  # there is a file at its path: left for the write
+        assert staging.files == {}
+        report = writer.write_tree(
+            staging.folder, first, {}, layout=outdir.BUILD, staging=staging, overwrite=True
+        )
+    assert report.written == ["team/a.html"] and _tree(out) == {"team/a.html": b"<p>a</p>"}
+
+
+def test_staged_bytes_that_are_not_the_final_ones_are_not_moved_in(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    with writer.first_write(out, None, outdir.BUILD, "manifest.json") as staging:
+        assert staging is not None
+        staging.stage([_artifact("team/g/a.html", b"old"), _artifact("team/g/b.html", b"b")])
+        final = {"team/g/a.html": _artifact("team/g/a.html", b"new"), "manifest.json": b"{}"}
+        report = writer.write_tree(staging.folder, final, {}, layout=outdir.BUILD, staging=staging)
+    assert report.written == ["manifest.json", "team/g/a.html"]
+    assert _tree(out) == {"manifest.json": b"{}", "team/g/a.html": b"new"}  # no b.html
+
+
+class _Syncs(fsio.FileSystem):
+    """Records, in order, each flush (and the thread it ran in) and each rename."""
+
+    def __init__(self, fail_first_flush: bool = False) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.fail = fail_first_flush
+
+    def sync_all(self, path: Path) -> None:
+        import threading
+
+        self.log.append(("sync_all", threading.current_thread().name))
+        if self.fail:
+            self.fail = False
+            raise OSError(5, "injected I/O error")
+        super().sync_all(path)
+
+    def replace(self, src: Path, dst: Path) -> None:
+        self.log.append(("replace", Path(dst).name))
+        super().replace(src, dst)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_staged_files_are_flushed_ahead_and_still_before_the_journal(
+    demo: Path, tmp_path: Path, fail: bool
+) -> None:
+    """The early flush runs in a thread while the boundary scans; the writer still flushes
+    everything staged before its journal lands. An error of the early flush is the writer's
+    own flush's to meet: here the disk recovered, and the build succeeds."""
+    fs = _Syncs(fail_first_flush=fail)
+    previous = fsio.install(fs)
+    try:
+        build(demo, tmp_path / "site", head=REV_NEW)
+    finally:
+        fsio.install(previous)
+    ahead = fs.log.index(("sync_all", "loopx-flush"))
+    journal = fs.log.index(("replace", writer.JOURNAL))
+    assert ("sync_all", "MainThread") not in fs.log[:ahead]  # the first flush
+    assert ("sync_all", "MainThread") in fs.log[ahead:journal]  # every staged byte, before it
+    assert check(demo, tmp_path / "site", head=REV_NEW).ok
