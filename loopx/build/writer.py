@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,6 +199,7 @@ class Staging:
         self.files: dict[str, tuple[bytes, str]] = {}  # path → (bytes staged, their sha256)
         self._staged: Folder | None = None
         self._absent = _Absent(folder)
+        self._flush: tuple[threading.Thread, list[BaseException]] | None = None
 
     def stage(self, artifacts: Iterable[Any]) -> None:
         """Stage each artifact (`.path`, `.data`, `.sha256`) whose target is missing."""
@@ -222,10 +224,41 @@ class Staging:
             self._staged = Folder(staging / "files")
         return self._staged
 
+    def flush_ahead(self) -> None:
+        """Start flushing what is staged so far to disk in a thread, while the build goes on
+        (the scan, the audience files): the flush `write_tree` must finish before its
+        journal then has little left to wait for. Only a head start: that flush still
+        happens, and reports any error (one here is left for it to meet again)."""
+        if self._staged is None or self._flush is not None:
+            return
+        staging = self.folder.must(STAGING)
+        done: list[BaseException] = []
+
+        def flush() -> None:
+            try:
+                fsio.current().sync_all(staging)
+            except BaseException as err:  # kept: the writer's own flush meets it again
+                done.append(err)
+
+        thread = threading.Thread(target=flush, name="loopx-flush", daemon=True)
+        thread.start()
+        self._flush = (thread, done)
+
+    def _flushed(self) -> None:
+        """Wait for `flush_ahead`'s flush; a machine stopped meanwhile stops this too."""
+        if self._flush is None:
+            return
+        thread, done = self._flush
+        self._flush = None
+        thread.join()
+        if done and not isinstance(done[0], Exception):
+            raise done[0]
+
     def hand_over(self, changed: dict[str, bytes]) -> tuple[set[str], bool]:
         """For `write_tree`, which then owns the staging folder: the staged files it takes as
         they are (each it still has to write, with the very bytes staged; the others are
         removed from the staging folder), and whether there is a staging folder."""
+        self._flushed()
         if self._staged is None:
             return set(), False
         kept: set[str] = set()
@@ -243,6 +276,7 @@ class Staging:
 
     def discard(self) -> None:
         """Drop what was staged (nothing was journaled: the output folder is as it was)."""
+        self._flushed()
         if self._staged is None:
             return
         self._staged.close()

@@ -27,7 +27,7 @@ import orjson
 from loopx import __version__
 from loopx.model import config as model
 from loopx.model.config import ProjectConfig, parse_config, typed_config
-from loopx.model.errors import InvalidInput, UnsafePath
+from loopx.model.errors import InvalidInput
 from loopx.store import fsio
 from loopx.store.root import STATE_DIR
 
@@ -103,8 +103,8 @@ def _checked(root: Path, name: str, data: bytes, identity: list[int]) -> Project
     these bytes in this very file (`identity`), else parsed and checked (then remembered)."""
     source = CONFIG_FILE if name == CONFIG_FILE else f"{PYPROJECT} [tool.loopx]"
     digest = _digest(name, data, identity)
-    fsio.confine(root)  # as the store does: nothing under the project is reached by a link
     memo = root / STATE_DIR / "cache" / "config.json"
+    fsio.confine(root)  # the memo is reached through no link: never a file outside the project
     remembered = _remembered(memo, digest)
     if remembered is not None:
         table = remembered[0]
@@ -135,7 +135,7 @@ def _remembered(memo: Path, digest: str) -> tuple[Any] | None:
     """(the table,) remembered under `digest`, or None."""
     try:
         held = orjson.loads(fsio.current().read_file(memo, limit=CONFIG_CAP * 4))
-    except (OSError, UnsafePath, orjson.JSONDecodeError):  # a link or special file: none
+    except (OSError, orjson.JSONDecodeError, InvalidInput):  # a link, a special or huge file
         return None
     if not isinstance(held, dict) or held.get("key") != digest or "table" not in held:
         return None
@@ -155,7 +155,7 @@ def _remember(root: Path, memo: Path, digest: str, table: Any) -> None:
     try:
         fsio.current().makedirs(memo.parent)
         fsio.current().write_atomic(memo, encoded)
-    except (OSError, UnsafePath):  # a linked cache folder is never written through
+    except (OSError, InvalidInput):  # InvalidInput: a link on the way (`unsafe_path`)
         pass
 
 

@@ -485,11 +485,13 @@ _SYNCFS: list[Callable[[int], int] | None] = []
 def _syncfs() -> Callable[[int], int] | None:
     """libc's syncfs(2) when there is one (Linux), else None (os.sync is used instead)."""
     if not _SYNCFS:
-        import ctypes.util  # only a build syncs: its import costs every process ~5 ms
+        import ctypes  # only a build syncs: its import costs every process ~2 ms
 
         fn = None
         with contextlib.suppress(OSError, AttributeError, TypeError):
-            fn = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True).syncfs
+            # The symbols the interpreter is linked with, libc's among them: no search for
+            # the library (`ctypes.util.find_library` runs `ldconfig -p` in a subprocess).
+            fn = ctypes.CDLL(None, use_errno=True).syncfs
         _SYNCFS.append(fn)
     return _SYNCFS[0]
 

@@ -202,3 +202,44 @@ def test_staged_bytes_that_are_not_the_final_ones_are_not_moved_in(tmp_path: Pat
         report = writer.write_tree(staging.folder, final, {}, layout=outdir.BUILD, staging=staging)
     assert report.written == ["manifest.json", "team/g/a.html"]
     assert _tree(out) == {"manifest.json": b"{}", "team/g/a.html": b"new"}  # no b.html
+
+
+class _Syncs(fsio.FileSystem):
+    """Records, in order, each flush (and the thread it ran in) and each rename."""
+
+    def __init__(self, fail_first_flush: bool = False) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.fail = fail_first_flush
+
+    def sync_all(self, path: Path) -> None:
+        import threading
+
+        self.log.append(("sync_all", threading.current_thread().name))
+        if self.fail:
+            self.fail = False
+            raise OSError(5, "injected I/O error")
+        super().sync_all(path)
+
+    def replace(self, src: Path, dst: Path) -> None:
+        self.log.append(("replace", Path(dst).name))
+        super().replace(src, dst)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_staged_files_are_flushed_ahead_and_still_before_the_journal(
+    demo: Path, tmp_path: Path, fail: bool
+) -> None:
+    """The early flush runs in a thread while the boundary scans; the writer still flushes
+    everything staged before its journal lands. An error of the early flush is the writer's
+    own flush's to meet: here the disk recovered, and the build succeeds."""
+    fs = _Syncs(fail_first_flush=fail)
+    previous = fsio.install(fs)
+    try:
+        build(demo, tmp_path / "site", head=REV_NEW)
+    finally:
+        fsio.install(previous)
+    ahead = fs.log.index(("sync_all", "loopx-flush"))
+    journal = fs.log.index(("replace", writer.JOURNAL))
+    assert ("sync_all", "MainThread") not in fs.log[:ahead]  # the first flush
+    assert ("sync_all", "MainThread") in fs.log[ahead:journal]  # every staged byte, before it
+    assert check(demo, tmp_path / "site", head=REV_NEW).ok
