@@ -154,16 +154,6 @@ def _quota_set(state: GoalState, data: dict[str, Any], event: Event) -> None:
 # -- todos --------------------------------------------------------------------------------
 
 
-def _created(event: Event, at: str) -> dict[str, Any]:
-    """What a new entity takes from the envelope of the event that creates it: visibility,
-    seq, and the time (under the entity's name for it, `at`)."""
-    return {
-        "visibility": event["visibility"],
-        "created_seq": event["seq"],
-        at: event["recorded_at"],
-    }
-
-
 def _touch(todo: Todo, event: Event) -> None:
     todo.revision = event["seq"]
     todo.updated_at = event["recorded_at"]
@@ -171,8 +161,13 @@ def _touch(todo: Todo, event: Event) -> None:
 
 def _todo_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
     monitor = monitors.new_record(data["monitor"]) if "monitor" in data else None
-    todo = from_event(Todo, data, **_created(event, "created_at"), monitor=monitor)
-    _touch(todo, event)
+    # A new entity takes its visibility, seq and time from the envelope (each here and below
+    # passed as it is: no dict of them built per event, issue 19).
+    seq, at = event["seq"], event["recorded_at"]
+    todo = from_event(
+        Todo, data, visibility=event["visibility"], created_seq=seq, created_at=at, monitor=monitor
+    )
+    todo.revision, todo.updated_at = seq, at  # `_touch`
     state.todos[todo.todo_id] = todo
     pred = state.todos.get(todo.predecessor or "")
     if pred is not None:
@@ -269,7 +264,10 @@ def _todo_completed(state: GoalState, data: dict[str, Any], event: Event) -> Non
 
 
 def _gate_opened(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    gate = from_event(Gate, data, **_created(event, "opened_at"), revision=event["seq"])
+    seq, at = event["seq"], event["recorded_at"]
+    gate = from_event(
+        Gate, data, visibility=event["visibility"], created_seq=seq, opened_at=at, revision=seq
+    )
     state.gates[gate.gate_id] = gate
 
 
@@ -288,20 +286,38 @@ def _gate_resolved(state: GoalState, data: dict[str, Any], event: Event) -> None
 
 
 def _evidence_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    author = event["actor"]["agent_id"]
-    item = from_event(Evidence, data, **_created(event, "recorded_at"), agent_id=author)
+    item = from_event(
+        Evidence,
+        data,
+        visibility=event["visibility"],
+        created_seq=event["seq"],
+        recorded_at=event["recorded_at"],
+        agent_id=event["actor"]["agent_id"],
+    )
     state.evidence[item.evidence_id] = item
 
 
 def _run_recorded(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    run = from_event(Run, data, **_created(event, "recorded_at"))
+    run = from_event(
+        Run,
+        data,
+        visibility=event["visibility"],
+        created_seq=event["seq"],
+        recorded_at=event["recorded_at"],
+    )
     state.runs[run.run_id] = run
     state.quota_spent += run.quota_spent
 
 
 def _note_added(state: GoalState, data: dict[str, Any], event: Event) -> None:
-    author = event["actor"]["agent_id"]
-    note = from_event(Note, data, **_created(event, "recorded_at"), agent_id=author)
+    note = from_event(
+        Note,
+        data,
+        visibility=event["visibility"],
+        created_seq=event["seq"],
+        recorded_at=event["recorded_at"],
+        agent_id=event["actor"]["agent_id"],
+    )
     state.notes[note.note_id] = note
 
 
