@@ -13,13 +13,17 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopx.build import folderscan, scancache
+from loopx.build.boundary import Forbidden
 from loopx.build.pipeline import build
 from loopx.engine import goals, todos
 from loopx.engine.allowances import allow_finding
 from loopx.engine.commands import AddNote, AddTodo, AllowFinding, CreateGoal, UpdateTodo
 from loopx.engine.goals import add_note
+from loopx.privacy.scanner import Read
 from loopx.store.filestore import FileStore
 from tests.conftest import make_ctx, run_cli
 
@@ -514,3 +518,49 @@ def test_after_an_event_a_scan_reads_only_the_files_the_build_changed(
     read = _reads(monkeypatch)
     assert _scan(root, site / "public") == []
     assert changed and set(read) <= changed
+
+
+_PRIVATE = ("The vendor asked us to keep the price private", "Negotiate the quiet discount")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_PRIVATE + ("nothing to see",)),
+            st.sampled_from(["plain", "base64", "html", "json", "url"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_a_private_scanner_of_a_few_files_finds_what_one_of_all_the_text_finds(
+    pieces: list[Any],
+) -> None:
+    """A few files a build vouched for are scanned for the private text that occurs in some
+    view of them (as a scanner without rules reads them): the same findings as a scanner of
+    all the private text, whatever the encoding."""
+    import base64
+    import html
+    import json
+    from urllib.parse import quote
+
+    def encode(text: str, how: str) -> str:
+        if how == "base64":
+            return base64.b64encode(text.encode()).decode()
+        if how == "html":
+            return html.escape(text).replace(" ", "&#32;")
+        if how == "json":
+            return json.dumps(text).replace(" ", "\\u0020")
+        return quote(text) if how == "url" else text
+
+    page = ("<p>" + "</p>\n<p>".join(encode(t, how) for t, how in pieces) + "</p>\n").encode()
+    private = frozenset(_PRIVATE) | {f"private filler text number {n}" for n in range(1100)}
+    forbidden = Forbidden(frozenset(), frozenset(), private=private)
+    scanners = folderscan._Scanners(forbidden, False, frozenset())
+    whole = scanners.private()
+    assert whole is not None
+    read = Read(page, rules=False)
+    narrowed = scanners.private(reads=[read])
+    expected = whole.scan_bytes(page, "p")
+    assert (narrowed.scan_read(read, "p") if narrowed is not None else []) == expected

@@ -31,6 +31,7 @@ from loopx.privacy.distinct import (
     found_in,
 )
 from loopx.privacy.scanner import Read, Scanner, scanned_views
+from loopx.privacy.views import View
 from loopx.resources import resource_dir
 from loopx.state.entities import GoalState, private_ref
 from loopx.state.freetext import goal_texts
@@ -81,18 +82,20 @@ class Forbidden:
     def with_names(self, name_hashes: frozenset[str]) -> Forbidden:
         return Forbidden(self.texts, self.ids, name_hashes, self.allowed)
 
-    def within(self, texts: list[str] | list[Read]) -> Forbidden:
+    def within(self, texts: list[str] | list[Read], rules: bool = True) -> Forbidden:
         """Only the strings and ids found in some decoding of `texts`: what a scanner of a few
         texts (a commit message, the files a rebuild changed) needs, without an automaton over
         the whole set (see `loopx.privacy.distinct.present`). The decodings are those a
         scanner with rules reads (`scanned_views`: base64 only where an encoded rule anchor
-        occurs; decoding every base64-like run of a page cost most of the narrowing), or
-        those a `Read` made, which its scanners then read."""
-        seen = Texts(
-            view.text
-            for text in texts
-            for view in (text.views() if isinstance(text, Read) else scanned_views(text))
-        )
+        occurs; decoding every base64-like run of a page cost most of the narrowing), or one
+        without (`rules`), as a `Read` made them when it made them so."""
+
+        def read(text: str | Read) -> list[View]:
+            if isinstance(text, Read):
+                return text.views() if text.rules == rules else scanned_views(text.text, rules)
+            return scanned_views(text, rules)
+
+        seen = Texts(view.text for text in texts for view in read(text))
         return Forbidden(
             frozenset(seen.present(self.needles("texts"))),
             frozenset(seen.present(self.needles("ids"))),

@@ -345,9 +345,12 @@ def build(
             trusted: set[str] = set()
             checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
             if cache is not None:
-                files = site.artifacts
-                trusted = {p for p, a in files.items() if cache.written.get(p) == a.sha256}
-                checked = {p for p in trusted if getattr(files[p], "seen", None) is not None}
+                written = cache.written
+                for p, a in site.artifacts.items():
+                    if written.get(p) == a.sha256:
+                        trusted.add(p)
+                        if getattr(a, "seen", None) is not None:
+                            checked.add(p)
             # Created only now (unless staged): a build the boundary refused leaves no folder.
             with outdir.open_folder(out, root) as folder:
                 result.report = write_tree(

@@ -210,8 +210,10 @@ def _unit(
         raise ValueError("not a unit")
     if not isinstance(files, list) or not files:
         raise ValueError("a unit without files")
-    rows = ((f[0], f[1], f[2], f[3], tuple(f[4:])) for f in files)
-    names, shas, schemas, keys, recorded = zip(*rows, strict=True)
+    names, shas, schemas, keys, *columns = zip(*files, strict=True)  # a column each
+    if len(columns) != 4:
+        raise ValueError("not the files of a unit")
+    recorded = list(zip(*columns, strict=True))  # (size, mtime, ctime, inode) each
     given = [k for k in keys if k is not None]
     if not (
         _RELS.fullmatch("\n".join(names))

@@ -293,7 +293,7 @@ class Scanner:
     def scan_read(self, read: Read, path: str) -> list[Finding]:
         """`scan_bytes` of the bytes `read` was made of, with the views it made (a scanner
         with rules reads those very views)."""
-        hits = self.hits(read.text, read.views() if self._rules else None)
+        hits = self.hits(read.text, read.views() if read.rules == self._rules else None)
         return [_finding(read.text, hit, path) for hit in hits]
 
     def hits(self, text: str, read: list[View] | None = None) -> list[Hit]:
@@ -449,18 +449,20 @@ def scanned_views(text: str, rules: bool = True) -> list[View]:
 
 
 class Read:
-    """A file's text as a scanner reads it, and its views (`scanned_views`), made once for
-    all that read it: the narrowing of a rebuild's scan and the scanners it narrows."""
+    """A file's text as a scanner reads it, and its views (`scanned_views`, as a scanner with
+    `rules` or without reads them), made once for all that read it: the narrowing of a scan
+    and the scanners it narrows."""
 
-    __slots__ = ("text", "_views")
+    __slots__ = ("text", "rules", "_views")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, rules: bool = True) -> None:
         self.text = decoded(data)
+        self.rules = rules
         self._views: list[View] | None = None
 
     def views(self) -> list[View]:
         if self._views is None:
-            self._views = scanned_views(self.text)
+            self._views = scanned_views(self.text, self.rules)
         return self._views
 
 

@@ -104,6 +104,7 @@ def _checked(root: Path, name: str, data: bytes, identity: list[int]) -> Project
     source = CONFIG_FILE if name == CONFIG_FILE else f"{PYPROJECT} [tool.loopx]"
     digest = _digest(name, data, identity)
     memo = root / STATE_DIR / "cache" / "config.json"
+    fsio.confine(root)  # the memo is reached through no link: never a file outside the project
     remembered = _remembered(memo, digest)
     if remembered is not None:
         table = remembered[0]
@@ -134,7 +135,7 @@ def _remembered(memo: Path, digest: str) -> tuple[Any] | None:
     """(the table,) remembered under `digest`, or None."""
     try:
         held = orjson.loads(fsio.current().read_file(memo, limit=CONFIG_CAP * 4))
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, orjson.JSONDecodeError, InvalidInput):  # a link, a special or huge file
         return None
     if not isinstance(held, dict) or held.get("key") != digest or "table" not in held:
         return None
@@ -154,7 +155,7 @@ def _remember(root: Path, memo: Path, digest: str, table: Any) -> None:
     try:
         fsio.current().makedirs(memo.parent)
         fsio.current().write_atomic(memo, encoded)
-    except OSError:
+    except (OSError, InvalidInput):  # InvalidInput: a link on the way (`unsafe_path`)
         pass
 
 
