@@ -663,3 +663,31 @@ def test_a_memo_names_only_files_inside_its_unit_folder() -> None:
     for name in bad:
         assert not reuse._RELS.fullmatch(name), name
         assert not reuse._RELS.fullmatch("\n".join([*good, name])), name
+
+
+def test_a_carried_file_or_folder_swapped_for_a_link_is_never_carried(
+    demo: Path, tmp_path: Path
+) -> None:
+    """The memo's check of a carried file looks at it without following a link (through
+    its folder's descriptor): a page, or a unit's `todos/` folder, swapped for a link to
+    the very same bytes is not carried over, and the writer refuses the link."""
+    from loopx.build import reuse
+    from loopx.model.errors import LoopxError
+
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    unit = ("public", "launch")
+    for swapped in ("public/goals/launch/index.html", "public/goals/launch/todos"):
+        target = out / swapped
+        aside = tmp_path / ("aside-" + target.name)
+        target.rename(aside)
+        target.symlink_to(aside, target_is_directory=aside.is_dir())
+        assert unit not in reuse.load(demo, out).entries, swapped
+        with pytest.raises(LoopxError) as caught:
+            build(demo, out, head=REV_NEW, reuse=True)
+        assert caught.value.code == "unsafe_output_path", swapped
+        target.unlink()
+        aside.rename(target)  # back, but not as written: its ctime moved
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert check(demo, out, head=REV_NEW).ok
+        assert unit in reuse.load(demo, out).entries, swapped

@@ -449,3 +449,17 @@ def test_the_configuration_records_behave_as_frozen_dataclasses() -> None:
     assert hash(one) == hash(ProjectConfig(title="T", audiences=("team",)))
     assert dataclasses.replace(one, title="U") == ProjectConfig(title="U", audiences=("team",))
     assert one.publish == PublishConfig() and one.publish is not ProjectConfig().publish
+
+
+def test_a_linked_cache_folder_gets_no_memo_and_is_not_read(tmp_path: Path) -> None:
+    """`.loopx/cache` a link (a checkout can make one): the memo is neither written through
+    it nor read from it; the file is parsed and checked."""
+    root, outside = tmp_path / "proj", tmp_path / "outside"
+    (root / ".loopx").mkdir(parents=True)
+    outside.mkdir()
+    (root / ".loopx" / "cache").symlink_to(outside)
+    (root / "loopx.toml").write_text(FULL)
+    assert load_config(root).title == "Acme status"
+    assert list(outside.iterdir()) == []
+    (outside / "config.json").write_text('{"key": "x", "table": {}}')
+    assert load_config(root).title == "Acme status"

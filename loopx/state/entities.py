@@ -750,7 +750,10 @@ _ENTITY_TYPES: dict[str, type] = {
 
 
 E = TypeVar("E")
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
+# Each record's field names, each mapped to itself: a value is stored under the class's own
+# (interned) name, not the decoded key equal to it, so `cls(**values)` binds each keyword by
+# identity instead of comparing it with the parameters' names one by one (issue 19).
+_FIELD_NAMES: dict[type, dict[str, str]] = {}
 
 
 def from_event(cls: type[E], data: dict[str, Any], **stamps: Any) -> E:
@@ -759,8 +762,8 @@ def from_event(cls: type[E], data: dict[str, Any], **stamps: Any) -> E:
     what the envelope adds (visibility, seq, time)."""
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))  # type: ignore[arg-type]
-    values = {k: list(v) if type(v) is list else v for k, v in data.items() if k in names}
+        names = _FIELD_NAMES[cls] = {f.name: f.name for f in fields(cls)}  # type: ignore[arg-type]
+    values = {names[k]: list(v) if type(v) is list else v for k, v in data.items() if k in names}
     values.update(stamps)
     return cls(**values)
 
