@@ -97,7 +97,7 @@ def render_cached(store: Any, digest: dict[str, Any], template: str, max_chars: 
     Private-audience output is cached under `.loopx/private/`, the partition that never
     leaves this host.
     """
-    key = _cache_key(digest, template, max_chars)
+    key = rendercache.here(store, _cache_key(digest, template, max_chars))
     path = _cache_path(store, digest, template, max_chars)
     return rendercache.reuse(
         path, key, lambda: render_digest_markdown(digest, max_chars, template=template)

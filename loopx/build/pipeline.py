@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from loopx.build import facts, outdir, scancache
+from loopx.build.ahead import Ahead
 from loopx.build.artifacts import Artifact, Site
 from loopx.build.boundary import (
     Forbidden,
@@ -30,7 +31,7 @@ from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
 from loopx.build.work import BuildCache, Unit, UnitEntry, fold_ahead, run_units
-from loopx.build.writer import Entry, Staging, WriteReport, first_write, recover, write_tree
+from loopx.build.writer import Entry, WriteReport, first_write, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
 from loopx.engine.git import resolve_head as resolve_head
@@ -297,8 +298,13 @@ def build(
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
 
-        def made(staging: Staging | None) -> tuple[BuildResult, dict[str, GoalState], Store]:
-            """Everything in memory, scanned (nothing is written yet, but what `staging`
+        def scanning() -> Forbidden | None:
+            """The forbidden set, its scanner built, once a cold scan may scan ahead."""
+            cold = cache is not None and cache.scan.covered is None
+            return prepared[0] if prepared and cold else None
+
+        def made(ahead: Ahead | None) -> tuple[BuildResult, dict[str, GoalState], Store]:
+            """Everything in memory, scanned (nothing is written yet, but what `ahead`
             stages as it is made)."""
             prepared.clear()
             site, (goals, store) = make_site(
@@ -309,29 +315,32 @@ def build(
                 cache=cache,
                 project=project,
                 meanwhile=prepare if "public" in audiences else None,
-                made=_stage_unscanned(staging) if staging is not None else None,
+                made=ahead.made if ahead is not None else None,
             )
-            if staging is not None:
-                staging.flush_ahead()  # while the boundary scans
+            if ahead is not None:
+                ahead.staging.flush_ahead()  # while the boundary scans
             result = BuildResult(site)
             if "public" in audiences:
                 forbidden = prepared[0]
                 scan_cache = cache.scan if cache is not None else None
+                if ahead is not None:
+                    ahead.vouch(scan_cache, forbidden)  # the files it scanned as they came
                 result.findings = scan_public(site, forbidden, scan_cache)
                 if result.findings:  # the commands that clear them read the whole state
                     goals = {g: facts.folded(s) for g, s in goals.items()}
                 enforce(result.findings, goals, forbidden)
             return result, goals, store
 
-        # A first build into the folder stages each goal's files as they are made, but for
-        # the public ones, which the boundary scans first; one it refuses leaves no folder.
+        # A first build into the folder stages each goal's files as they are made, a public
+        # one once scanned (`ahead`); a build the boundary refuses leaves no folder.
         with first_write(out, root, outdir.BUILD, MANIFEST) as staging:
+            ahead = Ahead(staging, scanning) if staging is not None else None
             try:
-                result, goals, store = made(staging)
+                result, goals, store = made(ahead)
             except facts.Stale:  # a goal carried over from the memo is not what it said
                 assert cache is not None
                 facts.forget(cache.states, cache.facts)
-                result, goals, store = made(staging)
+                result, goals, store = made(ahead)
             site = result.site
             trusted: set[str] = set()
             checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
@@ -365,16 +374,6 @@ def build(
         if reuse:
             reuse_mod.save(root, out, site, cache, goals)
     return result
-
-
-def _stage_unscanned(staging: Staging) -> Callable[[Unit, Any], None]:
-    """Stage a rendered unit's files unless the boundary has yet to scan them (public)."""
-
-    def made(unit: Unit, result: Any) -> None:
-        if unit[0] != "public":
-            staging.stage(result[0])
-
-    return made
 
 
 def _carry_scan(

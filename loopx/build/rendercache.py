@@ -23,6 +23,7 @@ import orjson
 from loopx import __version__
 from loopx.resources import resource_dir
 from loopx.store import fsio
+from loopx.store.snapshots import host_mark
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -51,12 +52,23 @@ def key(name: str, template: str, code: bytes, data: Any) -> str:
     ).hexdigest()
 
 
+def here(store: Any, digest: str) -> str:
+    """`digest` (of `key`) bound to this host: everything `key` is made of can be worked out
+    from a checkout (its ledger, its HEAD), so text a checkout brings in `.loopx/cache/`
+    under the right key (a forged handoff digest for the next agent to follow) must never
+    match. The mark (`store.snapshots.host_mark`: the identity of the cache folder's `host`
+    file) is one no copy of the folder reproduces."""
+    state_dir = getattr(store, "state_dir", None)
+    mark = host_mark(state_dir / "cache") if state_dir is not None else ""
+    return hashlib.sha256(f"{mark}\n{digest}".encode()).hexdigest()
+
+
 def location(store: Any, audience: str, *parts: str) -> Path | None:
     """`.loopx/cache/PARTS` (under `.loopx/private/` for the private audience); None for a
     store without a state folder (PostgreSQL), which then renders on every call."""
     state_dir = getattr(store, "state_dir", None)
-    if state_dir is None:
-        return None
+    if state_dir is None or not host_mark(state_dir / "cache"):
+        return None  # no host mark to bind the text to (`here`): nothing is cached
     base = state_dir / "private" if audience == "private" else state_dir
     path: Path = base.joinpath("cache", *parts)
     return path

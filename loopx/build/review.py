@@ -61,4 +61,5 @@ def markdown(store: Any, state: GoalState, rp: dict[str, Any], **how: Any) -> st
     name = f"todo.{todo_id}.md" if todo_id else "goal.md"
     path = rendercache.location(store, how["audience"], "review", state.goal_id, name)
     digest = rendercache.key("review", TEMPLATE, rendercache.code_sources(CODE), rp)
+    digest = rendercache.here(store, digest)
     return rendercache.reuse(path, digest, render)

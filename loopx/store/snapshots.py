@@ -32,7 +32,7 @@ class SnapshotCache:
     def path(self, goal_id: str, name: str = STATE) -> Path | None:
         """Where this host keeps the goal's `name`; None when the cache has no host mark."""
         if self._mark is None:
-            self._mark = _host_mark(self.folder)
+            self._mark = host_mark(self.folder)
         if not self._mark:
             return None
         return self.folder / "goals" / check_id(goal_id, "goal_id") / f"{self._mark}.{name}"
@@ -56,9 +56,10 @@ class SnapshotCache:
             pass  # a failure to write the cache is never an error
 
 
-def _host_mark(folder: Path) -> str:
-    """A digest of the identity of `folder`'s `host` file (made when missing), or '' when
-    there is none to be had (a read-only folder: nothing is cached)."""
+def host_mark(folder: Path) -> str:
+    """A digest of the identity of the cache folder `folder`'s `host` file (made when
+    missing), or '' when there is none to be had (a read-only folder: nothing is cached).
+    Every cache whose key a checkout could work out is bound to it."""
     fs, path = fsio.current(), folder / HOST
     for _ in range(2):
         try:

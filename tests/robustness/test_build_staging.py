@@ -243,3 +243,69 @@ def test_staged_files_are_flushed_ahead_and_still_before_the_journal(
     assert ("sync_all", "MainThread") not in fs.log[:ahead]  # the first flush
     assert ("sync_all", "MainThread") in fs.log[ahead:journal]  # every staged byte, before it
     assert check(demo, tmp_path / "site", head=REV_NEW).ok
+
+
+def test_public_files_scanned_as_they_arrive_are_staged_and_not_scanned_again(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With workers, a cold first build scans each public goal's files with this build's
+    scanner as they arrive, stages the clean ones, and the boundary's scan then takes them
+    as scanned (it scans only the rest: the audience's own files)."""
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    staged = _spy_staged(monkeypatch)
+    from loopx.build import boundary
+
+    real_scan = boundary.scan_public
+    scanned: list[set[str]] = []
+
+    def scan_public(site: Any, forbidden: Any, cache: Any = None) -> Any:
+        scanned.append(set(cache.clean) if cache is not None else set())
+        return real_scan(site, forbidden, cache)
+
+    monkeypatch.setattr("loopx.build.pipeline.scan_public", scan_public)
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    public = [p for p in staged if p.startswith("public/")]
+    assert any(p.startswith("public/goals/") for p in public)
+    assert not any(p.count("/") == 1 for p in public)  # the audience's files: at the end
+    made = {p: (out / p).read_bytes() for p in public}
+    from loopx.build.outdir import sha256
+
+    assert {sha256(data) for data in made.values()} <= scanned[0]  # vouched for, once each
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_a_public_file_with_a_finding_is_never_staged(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    staged = _spy_staged(monkeypatch)
+    from loopx.build import boundary
+    from loopx.projections import base
+
+    real = base.todo_card
+    leak = "Quietly renegotiate the vendor contract"
+
+    def leaky(todo: Any, lens: Any, state: Any) -> dict[str, Any]:
+        card = real(todo, lens, state)
+        if todo.todo_id == "pick-license":
+            card["title"] = leak
+        return card
+
+    monkeypatch.setattr("loopx.projections.status.todo_card", leaky)
+    real_strings = boundary.non_public_strings
+
+    def strings(goals: Any, **kwargs: Any) -> Any:
+        found = real_strings(goals, **kwargs)
+        return boundary.Forbidden(found.texts | {leak}, found.ids, found.allowed)
+
+    monkeypatch.setattr("loopx.build.pipeline.non_public_strings", strings)
+    out = tmp_path / "site"
+    with pytest.raises(BoundaryViolation) as err:
+        build(demo, out, head=REV_NEW, reuse=True)
+    leaking = {f["path"] for f in err.value.details["findings"]}
+    assert leaking and all(p.startswith("public/goals/") for p in leaking)
+    public = {p for p in staged if p.startswith("public/")}
+    assert public  # the public goals' clean files were staged …
+    assert not public & leaking  # … never one the scanner found the leak in
+    assert not out.exists()
