@@ -12,18 +12,26 @@ called the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
 
 from loopx.model.errors import LedgerDamage
 from loopx.state.entities import GoalState, OpIndex
 from loopx.state.fold import _JOURNAL, _OWN_KEYS, _QUIET, _SHAPE_ERRORS, HANDLERS, subject_of
-from loopx.store.bulk import BulkRead
 
 RENEWED = "todo.renewed"
 
 
-def fold_stream(read: BulkRead) -> GoalState | None:
+class Read(Protocol):
+    """A checked read of a whole ledger (`loopx.store.bulk.BulkRead`, a layer below): its
+    events, then the cursor after the last."""
+
+    cursor: Any
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+def fold_stream(read: Read) -> GoalState | None:
     """The state of a goal from all of its events, in order, from the first; a `LedgerDamage`
     where `apply` raises one (the events come checked: seq, chain and envelope hold).
 
