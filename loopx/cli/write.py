@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, get_type_hints
 import click
 
 from loopx.cli.common import actor, common, context, emit, expected_revision, operation
+from loopx.cli.output import emit_result
 from loopx.engine.core import Context, Result
 
 if TYPE_CHECKING:  # imported when a write is declared, not by every call of its group
@@ -129,29 +130,6 @@ def write(
         return command
 
     return decorate
-
-
-def receipt_text(result: Result, what: str) -> str:
-    """`todo todo-3 recorded at revision 7 (goal g, operation op-1)`, and any tail repair."""
-    r = result.receipt
-    verb = "recorded" if result.status == "applied" else "already recorded (replayed)"
-    named = r.get("subject") and not what.endswith(str(r["subject"]))
-    subject = f" {r['subject']}" if named else ""
-    lines = [
-        f"{what}{subject} {verb} at revision {r['revision']} "
-        f"(goal {r['goal_id']}, operation {r['operation_id']})"
-    ]
-    if result.repair:
-        lines.append(
-            f"repaired a damaged ledger tail: {result.repair['length']} bytes at offset "
-            f"{result.repair['offset']} moved to {result.repair['quarantine']}"
-        )
-    return "\n".join(lines)
-
-
-def emit_result(fmt: str, result: Result, what: str) -> None:
-    """Print a write's result: its JSON (status, receipt, repair), or its receipt text."""
-    emit(fmt, result.to_dict(), lambda: receipt_text(result, what))
 
 
 def command_type(run: Callable[..., Result]) -> type[Command]:
