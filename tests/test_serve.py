@@ -50,6 +50,13 @@ class Server:
         return self.proc.returncode, err.decode()
 
 
+def _interruptible() -> None:
+    """Ctrl-C as a terminal delivers it: a test run started in the background of a shell
+    without job control inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    for it, so the server would never see the signal these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(project: Path, tmp: Path) -> Server:
     tmp.mkdir(exist_ok=True)
     proc = subprocess.Popen(
@@ -57,6 +64,7 @@ def start(project: Path, tmp: Path) -> Server:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "TMPDIR": str(tmp)},
+        preexec_fn=_interruptible,
     )
     assert proc.stderr is not None
     deadline = time.monotonic() + 60
