@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import secrets
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -56,6 +54,7 @@ from loopx.store import fsio
 from loopx.store.base import Store
 from loopx.store.root import STATE_DIR
 from loopx.store.select import change_token
+from loopx.store.snapshots import host_mark
 
 MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
@@ -308,12 +307,12 @@ def save_hashes(project: Path, files: dict[str, list[Any]]) -> None:
 #   names for it; a rebuild reads only those of the goals that changed (their strings before)
 #   and writes only theirs.
 #
-# A memo counts only on the host that wrote it: every file names the identity (device, inode,
-# change time) of the `host` file created beside it, which a copy or checkout of the folder
-# cannot reproduce; and only for the names and code it was written with (`version`,
-# `fingerprint`). A file that is missing, corrupt, stale or another's counts for nothing: a goal
-# file, and the goals' strings are merged again in full; ``build.json`` or the covered set, and
-# every public file is scanned for everything.
+# A memo counts only on the host that wrote it: every file names the mark (a digest of the device,
+# inode and change time: `store.snapshots.host_mark`) of the `host` file created beside it, which a
+# copy or checkout of the folder cannot reproduce; and only for the names and code it was written
+# with (`version`, `fingerprint`). A file that is missing, corrupt, stale or another's counts for
+# nothing: a goal file, and the goals' strings are merged again in full; ``build.json`` or the
+# covered set, and every public file is scanned for everything.
 
 BUILD = "build.json"
 COVERED = "build-covered.json"
@@ -327,20 +326,10 @@ class BuildMemo:
     scan: ScanCache | None  # what the public files found clean were checked against
 
 
-def _host(project: Path, create: bool) -> list[int] | None:
-    """This host's mark: the identity of the `host` file (made when `create`), or None."""
-    path = _path(project, HOST)
-    for _ in range(2):
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            if not create or not _write(project, HOST, b"loopx build memo host mark\n"):
-                return None
-            continue
-        except OSError:
-            return None
-        return [st.st_dev, st.st_ino, st.st_ctime_ns] if stat.S_ISREG(st.st_mode) else None
-    return None
+def _host(project: Path, create: bool) -> str:
+    """This host's mark for the memo (`store.snapshots.host_mark` of its folder: made when
+    `create`), or '' when there is none."""
+    return host_mark(_path(project, HOST).parent, create=create)
 
 
 def heads_key(heads: dict[str, str]) -> list[Any]:
@@ -361,7 +350,7 @@ def load_build(
     empty = BuildMemo({}, None, None)
     memo = _load(project, BUILD)
     host = _host(project, create=False)
-    if memo is None or host is None or memo.get("host") != host:
+    if memo is None or not host or memo.get("host") != host:
         return empty
     if memo.get("fingerprint") != fingerprint(names, True):
         return empty
@@ -403,7 +392,7 @@ def load_build(
 
 
 def _goal_strings(
-    project: Path, host: list[int], heads: dict[str, str]
+    project: Path, host: str, heads: dict[str, str]
 ) -> dict[str, tuple[str, GoalStrings]]:
     """The strings the build memo holds for each goal at the head `heads` names."""
     out = {}
@@ -453,7 +442,7 @@ def save_build(
     host = _host(project, create=True)
     key, forbidden = merged
     tally = forbidden.tally
-    if covered is None or host is None or tally is None or not clean <= scan.clean:
+    if covered is None or not host or tally is None or not clean <= scan.clean:
         return
     if not (forbidden.texts <= covered.texts and forbidden.ids <= covered.ids):
         return

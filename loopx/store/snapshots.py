@@ -56,17 +56,19 @@ class SnapshotCache:
             pass  # a failure to write the cache is never an error
 
 
-def host_mark(folder: Path) -> str:
+def host_mark(folder: Path, *, create: bool = True) -> str:
     """A digest of the identity of the cache folder `folder`'s `host` file (made when
-    missing), or '' when there is none to be had (a read-only folder: nothing is cached).
-    Every cache whose key a checkout could work out is bound to it."""
+    missing and `create`), or '' when there is none to be had (a read-only folder: nothing
+    is cached). Every cache whose key a checkout could work out is bound to it."""
     fs, path = fsio.current(), folder / HOST
     for _ in range(2):
         try:
             st = fs.lstat(path)
             if st is None:
+                if not create:
+                    return ""
                 fs.makedirs(folder)
-                fsio.write_new(path, b"loopx snapshot cache: this host's mark\n")
+                fsio.write_new(path, b"loopx cache: this host's mark\n")
                 continue
         except FileExistsError:
             continue  # another process made it: read its identity
