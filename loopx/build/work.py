@@ -276,15 +276,14 @@ def _run_named(unit: Unit) -> tuple[Unit, tuple[Result, list[Any] | None]]:
 
 
 def warm_renderer() -> None:
-    """Import the layout library and load the page templates, so that render workers forked
+    """Import the graph drawing and load the page templates, so that render workers forked
     after this inherit them instead of each loading its own."""
+    import loopx.render.svg  # noqa: F401
     from loopx.render.env import environment
-    from loopx.render.svg import warm
 
     env = environment()
     for name in env.list_templates(filter_func=_page_template):
         env.get_template(name)
-    warm()
 
 
 def _page_template(name: str) -> bool:

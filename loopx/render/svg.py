@@ -1,4 +1,4 @@
-"""Lay out a task graph with grandalf's Sugiyama layout and draw it as inline SVG.
+"""Lay out a task graph in layers (`loopx.render.layered`) and draw it as inline SVG.
 
 The layout is a real layered-graph algorithm (crossing reduction, coordinate assignment), not
 a grid. Components are laid out separately and placed side by side in a fixed order, so the
@@ -13,28 +13,14 @@ from html import escape
 from typing import Any
 
 from loopx.render.graph import FILLS, STROKES
+from loopx.render.layered import lay_out
 
 MAX_NODES = 400
 ROW_WIDTH = 1400  # components wider than a screen wrap onto the next row
 NODE_W, NODE_H, GAP = 200, 52, 48
+NODE_GAP, LAYER_GAP, BEND_W = 20, 72, 20  # between nodes on a layer, layers; a bend's width
 FONT = 14  # px: readable at the drawing's natural size, which the page never shrinks
 PORT_GAP = 22  # px between the ends of edges that meet one side of a node
-
-
-class _View:
-    def __init__(self) -> None:
-        self.w, self.h = NODE_W, NODE_H
-        self.xy = (0.0, 0.0)
-
-
-class _EdgeView:
-    """Receives the route grandalf computes for an edge (through its dummy nodes)."""
-
-    def __init__(self) -> None:
-        self.points: list[tuple[float, float]] = []
-
-    def setpath(self, points: list[Any]) -> None:
-        self.points = [(float(x), float(y)) for x, y in points]
 
 
 Layout = tuple[dict[str, tuple[float, float]], dict[int, list[tuple[float, float]]]]
@@ -46,12 +32,7 @@ Known = MutableMapping[Shape, "Layout | None"]
 
 
 def _components(g: dict[str, Any], edges: dict[int, Any]) -> list[tuple[list[str], list[int]]]:
-    """Connected components in node order, each with its edges in edge order.
-
-    grandalf's own `Graph` collects a component's edges in a set, whose order depends on
-    memory addresses; building each `graph_core` from ordered lists keeps layouts identical
-    from one process to the next.
-    """
+    """Connected components in node order, each with its edges in edge order."""
     parent = {n["id"]: n["id"] for n in g["nodes"]}
 
     def find(x: str) -> str:
@@ -71,29 +52,6 @@ def _components(g: dict[str, Any], edges: dict[int, Any]) -> list[tuple[list[str
     for i in edges:
         edge_ids.setdefault(find(g["edges"][i]["from"]), []).append(i)
     return [(nodes, edge_ids.get(root, [])) for root, nodes in members.items()]
-
-
-def _grandalf() -> tuple[Any, Any, Any, Any]:
-    """Import grandalf with its optional numpy path switched off: numpy only serves its
-    force-directed layout, costs a third of a second to import, and would make the pure
-    Python geometry the Sugiyama layout uses differ between machines with and without it."""
-    import sys
-
-    if "grandalf.layouts" not in sys.modules and "numpy" not in sys.modules:
-        sys.modules["numpy"] = None  # type: ignore[assignment]
-        try:
-            import grandalf.layouts  # noqa: F401
-        finally:
-            del sys.modules["numpy"]
-    from grandalf.graphs import Edge, Vertex, graph_core
-    from grandalf.layouts import SugiyamaLayout
-
-    return Edge, Vertex, graph_core, SugiyamaLayout
-
-
-def warm() -> None:
-    """Import grandalf now (see `loopx.build.work.warm_renderer`)."""
-    _grandalf()
 
 
 def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
@@ -147,49 +105,33 @@ def _laid_out(shape: Numbered) -> Layout | None:
 
 
 def _layout(g: dict[str, Any]) -> Layout | None:
-    Edge, Vertex, graph_core, SugiyamaLayout = _grandalf()  # noqa: N806
-
     nodes = g["nodes"]
     if not nodes or len(nodes) > MAX_NODES:
         return None if nodes else ({}, {})
-    vertices = {n["id"]: Vertex(n["id"]) for n in nodes}
-    for v in vertices.values():
-        v.view = _View()
-    edges: dict[int, Any] = {}
-    for i, e in enumerate(g["edges"]):
-        if e["from"] != e["to"]:
-            edge = Edge(vertices[e["from"]], vertices[e["to"]])
-            edge.view = _EdgeView()
-            edges[i] = edge
-    components = [
-        graph_core([vertices[n] for n in members], [edges[i] for i in edge_ids])
-        for members, edge_ids in _components(g, edges)
-    ]
+    drawn = {i: None for i, e in enumerate(g["edges"]) if e["from"] != e["to"]}
     positions: dict[str, tuple[float, float]] = {}
-    shift: dict[str, tuple[float, float]] = {}
+    routes: dict[int, list[tuple[float, float]]] = {}
     x_at = y_at = row_height = 0.0
-    for comp in components:
-        sug = SugiyamaLayout(comp)
-        sug.init_all()
-        sug.draw()
-        xs = [v.view.xy[0] for v in comp.sV]
-        ys = [v.view.xy[1] for v in comp.sV]
+    for members, edge_ids in _components(g, drawn):
+        number = {node: k for k, node in enumerate(members)}
+        ends = [(number[g["edges"][i]["from"]], number[g["edges"][i]["to"]]) for i in edge_ids]
+        centres, paths = lay_out(
+            len(members), ends, width=NODE_W, dummy_width=BEND_W, gap=NODE_GAP, layer_gap=LAYER_GAP
+        )
+        xs = [x for x, _ in centres]
+        ys = [y for _, y in centres]
         width = max(xs) - min(xs) + NODE_W
         height = max(ys) - min(ys) + NODE_H
         if x_at and x_at + width > ROW_WIDTH:  # wrap: components flow in rows
             x_at, y_at, row_height = 0.0, y_at + row_height + GAP, 0.0
         dx, dy = x_at - (min(xs) - NODE_W / 2), y_at - (min(ys) - NODE_H / 2)
-        for v in comp.sV:
-            x, y = v.view.xy
-            positions[v.data] = (round(x + dx, 1), round(y + dy, 1))
-            shift[v.data] = (dx, dy)
+        for node, (x, y) in zip(members, centres, strict=True):
+            positions[node] = (round(x + dx, 1), round(y + dy, 1))
+        for i, path in zip(edge_ids, paths, strict=True):
+            routes[i] = [(round(x + dx, 1), round(y + dy, 1)) for x, y in path]
         x_at += width + GAP
         row_height = max(row_height, height)
-    routes = {}
-    for i, e in edges.items():
-        dx, dy = shift[g["edges"][i]["from"]]
-        routes[i] = [(round(x + dx, 1), round(y + dy, 1)) for x, y in e.view.points]
-    return positions, routes
+    return positions, dict(sorted(routes.items()))
 
 
 def _label(text: str, width: int = 24) -> list[str]:
