@@ -34,23 +34,28 @@ class Actor(msgspec.Struct, forbid_unknown_fields=True, gc=False):
         return getattr(self, key)
 
 
-class TypedEnvelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """One event as the ledger holds it (`loopx.store.ledger`)."""
+class TypedEnvelope(msgspec.Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
+    """One event as the ledger holds it (`loopx.store.ledger`).
+
+    The fields are declared in the order of a line's keys (sorted, `sum` spliced in last;
+    `kw_only` lets the optional ones sit among them): the decoder tries the field after the
+    last one it matched first, so each key of a line loopx wrote is found at once (issue 19:
+    ~5% of the decode of a 50,000-event ledger)."""
 
     actor: Actor
     data: dict[str, Value]
+    event_id: str | None = None
     goal_id: str
+    more: bool | None = None
     op_hash: str
     operation_id: str
     prev: str
     recorded_at: str
     seq: int
-    sum: str
     type: str
-    visibility: Literal["public", "team", "private"]
-    event_id: str | None = None
     v: int | None = None
-    more: bool | None = None
+    visibility: Literal["public", "team", "private"]
+    sum: str
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
