@@ -3,6 +3,7 @@ the only authority, so nothing the output folder holds is ever read back as a fa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -691,3 +692,74 @@ def test_a_carried_file_or_folder_swapped_for_a_link_is_never_carried(
         build(demo, out, head=REV_NEW, reuse=True)
         assert check(demo, out, head=REV_NEW).ok
         assert unit in reuse.load(demo, out).entries, swapped
+
+
+def _count_manifest_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from loopx.build import pipeline
+
+    reads: list[str] = []
+    real = pipeline.manifest_entries
+
+    def counted(folder: Any, name: str = "manifest.json") -> Any:
+        reads.append(name)
+        return real(folder, name)
+
+    monkeypatch.setattr(pipeline, "manifest_entries", counted)
+    return reads
+
+
+def test_a_rebuild_knows_what_the_manifest_lists_without_reading_it(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The manifest the memo's build wrote, still as written, lists the files the memo
+    records (a digest of them says so): a rebuild does not read it back (2 MB on a
+    10,000-todo root), and writes what a full build writes."""
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    reads = _count_manifest_reads(monkeypatch)
+    r = ["--root", str(demo), "--goal-id", "launch"]
+    for n in range(2):
+        added = ["todo", "add", *r, "--todo-id", f"one-more-{n}", "--title", f"One {n}"]
+        assert run_cli([*added, "--visibility", "public"]).exit_code == 0
+        build(demo, out, head=REV_NEW, reuse=True)
+        assert (out / f"public/goals/launch/todos/one-more-{n}.html").exists()
+    assert reads == []
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full)
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_a_manifest_changed_since_the_memo_is_read_again(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest edited since the memo's build (another's listing of a file of theirs as
+    ours) is read, never taken from the memo: what it lists is what the build may replace
+    or remove. So is one when the memo's record of it is damaged."""
+    from loopx.build import reuse
+
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    reads = _count_manifest_reads(monkeypatch)
+    extra = out / "public" / "extra.txt"
+    extra.write_text("an earlier build of ours wrote this\n", "utf-8")
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    manifest["files"]["public/extra.txt"] = {
+        "sha256": hashlib.sha256(extra.read_bytes()).hexdigest(),
+        "bytes": extra.stat().st_size,
+        "audience": "public",
+        "schema": None,
+        "goal_id": None,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert reads == ["manifest.json"]
+    assert not extra.exists()  # listed by the manifest as ours: removed
+    reads.clear()
+    index = reuse.memo_dir(demo, out) / "index.json"
+    memo = json.loads(index.read_text("utf-8"))
+    memo["manifest"]["others"] = memo["manifest"]["others"][1:]
+    index.write_text(json.dumps(memo), "utf-8")
+    extra.write_text("a file of the user's\n", "utf-8")
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert reads == ["manifest.json"]
+    assert extra.exists()  # not listed: never removed

@@ -235,3 +235,28 @@ def test_a_closed_goal_says_when_and_how_it_closed(built: Path) -> None:
     assert "<caption>0 shown" not in page  # no empty table
     index = (built / "public/index.html").read_text()
     assert "<p>The goal is closed.</p>" in index
+
+
+def test_a_todo_page_looks_its_fields_up_as_items(built: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The todo page (one per todo: thousands in a build) reads its dictionaries with
+    `d["key"]`: Jinja2's `d.key` first asks the dict for an attribute, which costs an
+    exception per field (a sixth of the page's render time)."""
+    from loopx.build.pipeline import make_site
+    from loopx.render.env import environment
+
+    env = environment()
+    template = env.get_template("html/todo.html")
+    inputs: list[dict] = []
+    render = template.render
+    monkeypatch.setattr(template, "render", lambda **k: (inputs.append(k), render(**k))[1])
+    make_site(built.parent, ("public", "team"), None)
+    assert len(inputs) >= 8
+    asked: list[tuple[object, str]] = []
+    lookup = env.getattr
+    monkeypatch.setattr(
+        env, "getattr", lambda obj, name: (asked.append((obj, name)), lookup(obj, name))[1]
+    )
+    pages = [render(**k) for k in inputs]
+    # (a dict's own methods, as `FRESHNESS.get` in parts.html, are attributes)
+    assert not [n for o, n in asked if isinstance(o, dict) and not hasattr(dict, n)]
+    assert any("Parser done, 40 tests" in p for p in pages)

@@ -8,6 +8,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+MANIFEST = "manifest.json"  # every file of a build, with its hash (`pipeline._add_manifest`)
+
 
 @dataclass(frozen=True)
 class Artifact:

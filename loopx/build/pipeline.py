@@ -17,7 +17,7 @@ import orjson
 
 from loopx.build import facts, outdir, scancache
 from loopx.build.ahead import Ahead
-from loopx.build.artifacts import Artifact, Site
+from loopx.build.artifacts import MANIFEST, Artifact, Site
 from loopx.build.boundary import (
     Forbidden,
     enforce,
@@ -44,7 +44,6 @@ from loopx.store import fsio
 from loopx.store.base import Store
 from loopx.store.select import change_token, open_store
 
-MANIFEST = "manifest.json"
 MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
 
@@ -351,18 +350,23 @@ def build(
                         trusted.add(p)
                         if getattr(a, "seen", None) is not None:
                             checked.add(p)
+            # What the manifest there lists: as the build memo knows it, when the manifest is
+            # still the one the memo's build wrote (`reuse.load`), else read from it.
+            listed = getattr(cache.memo, "listed", None) if cache is not None else None
             # Created only now (unless staged): a build the boundary refused leaves no folder.
             with outdir.open_folder(out, root) as folder:
                 result.report = write_tree(
                     folder if staging is None else staging.folder,
                     site.artifacts,
-                    manifest_entries(folder),
+                    listed if listed is not None else manifest_entries(folder),
                     trusted=trusted,
                     checked=checked,
                     overwrite=overwrite,
                     layout=outdir.BUILD,
                     staging=staging,
                 )
+            if listed is not None and cache is not None:
+                cache.memo.listed = None  # the folder holds this build's files now
         if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
             clean = {a.sha256 for _, a in public_items(site)}
             record_build(root, store, goals, names, clean)

@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 
 from loopx.build import facts, outdir
-from loopx.build.artifacts import AnyArtifact, DiskArtifact, Site
+from loopx.build.artifacts import MANIFEST, AnyArtifact, DiskArtifact, Site
 from loopx.build.fingerprint import digest as digest
 from loopx.build.fingerprint import fingerprint, remember
 from loopx.build.fingerprint import sources as sources
@@ -140,6 +140,9 @@ class Memo:
         self.fingerprint = fingerprint
         self.index = index
         self.units: dict[str, dict[Unit, tuple[UnitEntry, dict[str, Any] | None, Any]]] = {}
+        # What the output folder's manifest lists (path → (sha256, size), and the manifest
+        # itself), when it is still the manifest the memo's build wrote (`_listing`).
+        self.listed: dict[str, tuple[str | None, int | None]] | None = None
 
 
 def load(root: Path, out: Path) -> BuildCache:
@@ -162,14 +165,18 @@ def load(root: Path, out: Path) -> BuildCache:
     memo = cache.memo = Memo(folder, current, raw)
     cache.layouts = Layouts(folder, current)
     cache.facts.update(_facts(goals))
+    manifest = index.get("manifest")
+    listing = manifest.get("goals") if isinstance(manifest, dict) else None
+    listed: dict[str, tuple[str, int]] = {}
     with outdir.Folder(out) as target:
         for goal_id in sorted(g for g in goals if isinstance(g, str) and _ID.fullmatch(g)):
             record = _read(folder / _goal_file(goal_id))
             if not _of(record, current, goal_id) or not isinstance(record["units"], dict):
                 continue
+            lists = listed if isinstance(listing, list) and goal_id in listing else {}
             for audience, unit_record in sorted(record["units"].items()):
                 try:
-                    unit, entry = _unit(target, out, audience, goal_id, unit_record)
+                    unit, entry = _unit(target, out, audience, goal_id, unit_record, lists)
                 except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
                     continue
                 cache.entries[unit] = entry
@@ -180,7 +187,36 @@ def load(root: Path, out: Path) -> BuildCache:
                     parts = None
                 memo.units.setdefault(goal_id, {})[unit] = (entry, parts, unit_record)
                 cache.written.update((a.path, a.sha256) for a in entry[1][0])
+        memo.listed = _listing(target, manifest, listed)
     return cache
+
+
+def _listing(
+    target: outdir.Folder, recorded: Any, listed: dict[str, tuple[str, int]]
+) -> dict[str, tuple[str | None, int | None]] | None:
+    """What the manifest in `target` lists, without reading it: when it is still the file
+    the memo's build wrote (its identity on disk then, which an edit or another build
+    changes), the files of that build's units (`listed`: those of the goals it names, as
+    their records say; each record was written by that build or carried whole by it) and
+    its other files (`recorded["others"]`), if they are as many as it listed; else None
+    (then the manifest is read). Fewer means a record is missing or damaged; more cannot
+    be, as every one of them is that build's."""
+    if not isinstance(recorded, dict):
+        return None
+    seen, count, others = recorded.get("seen"), recorded.get("files"), recorded.get("others")
+    if not isinstance(seen, list) or type(count) is not int or not isinstance(others, list):
+        return None
+    try:
+        for path, sha, size in others:
+            if type(path) is not str or type(sha) is not str or type(size) is not int:
+                return None
+            listed[path] = (sha, size)
+        (now,) = target.identities("", [MANIFEST])
+    except (TypeError, ValueError, OSError, LoopxError):
+        return None
+    if now is None or list(now) != seen or len(listed) != count:
+        return None
+    return {MANIFEST: (None, None), **listed}
 
 
 def _facts(goals: dict[str, Any]) -> dict[str, tuple[tuple[Any, ...], dict[str, Any]]]:
@@ -201,10 +237,16 @@ def _facts(goals: dict[str, Any]) -> dict[str, tuple[tuple[Any, ...], dict[str, 
 
 
 def _unit(
-    target: outdir.Folder, out: Path, audience: str, goal_id: str, record: Any
+    target: outdir.Folder,
+    out: Path,
+    audience: str,
+    goal_id: str,
+    record: Any,
+    listed: dict[str, tuple[str, int]],
 ) -> tuple[Unit, UnitEntry]:
     """One recorded unit, when every file of it is still the file that was written; raises
-    ValueError (or a lookup or type error) otherwise."""
+    ValueError (or a lookup or type error) otherwise. Every file of a well-formed record
+    goes into `listed` (path → sha256 and size), changed on disk or not."""
     key, row, files = record["key"], record["row"], record["files"]
     if audience not in AUDIENCES or not isinstance(key, str) or row.get("goal_id") != goal_id:
         raise ValueError("not a unit")
@@ -224,10 +266,14 @@ def _unit(
         and all(s is None or type(s) is str for s in schemas)
     ):
         raise ValueError("not the files of a unit")
+    within = f"{audience}/goals/{goal_id}"
+    listed.update(
+        (f"{within}/{name}", (sha, at[0]))
+        for name, sha, at in zip(names, shas, recorded, strict=True)
+    )
     folders: dict[str, list[int]] = {}
     for i, name in enumerate(names):
         folders.setdefault(name.rpartition("/")[0], []).append(i)
-    within = f"{audience}/goals/{goal_id}"
     seen: list[Any] = [None] * len(names)
     for rel_dir, at in folders.items():
         where = f"{within}/{rel_dir}" if rel_dir else within
@@ -336,13 +382,38 @@ def save(
                 laid = cache.layouts if cache is not None else {}
                 kept = {unit[0]: laid.get(unit, []) for unit in units}
                 _write(folder / _goal_file(goal_id, ".layouts"), current, goal_id, kept)
-        index = orjson.dumps({"format": MEMO_FORMAT, "fingerprint": current, "goals": known})
+        with outdir.Folder(out) as target:
+            manifest = _manifest_record(target, site)
+        index = orjson.dumps(
+            {"format": MEMO_FORMAT, "fingerprint": current, "goals": known, "manifest": manifest}
+        )
         if not (same and memo is not None and memo.index == index):
             _write_file(folder / INDEX, index)
         _prune(folder, set(by_goal))
         remember(folder.parent)
     except (OSError, LoopxError):
         pass
+
+
+def _manifest_record(target: outdir.Folder, site: Site) -> dict[str, Any] | None:
+    """What `_listing` checks the manifest just written against: its identity on disk, how
+    many files it lists, the goals whose units' records list the most of them, and the
+    others (an audience's own files)."""
+    (seen,) = target.identities("", [MANIFEST])
+    if seen is None or MANIFEST not in site.artifacts:
+        return None
+    units = site.units
+    others = [
+        [a.path, a.sha256, a.size]
+        for a in site.artifacts.values()
+        if (a.audience, a.goal_id) not in units and a.path != MANIFEST
+    ]
+    return {
+        "seen": list(seen),
+        "files": len(site.artifacts) - 1,
+        "goals": sorted({g for _, g in units}),
+        "others": sorted(others),
+    }
 
 
 def _carried_whole(

@@ -156,14 +156,20 @@ class _Literals:
 
 @lru_cache(maxsize=1)
 def _rule_anchors() -> dict[str, tuple[int, ...]]:
-    """Every rule's anchors, each with the numbers of the rules it gates."""
+    """Every rule's anchors, each with the numbers of the rules it gates. The base64 segments
+    (not a rule: they say the base64 view is worth building) are two thirds of the 10,000
+    and gate nothing else, so they are tagged in one go (in C) and only the rules' own
+    anchors one by one: a fresh process that redacts or scans pays this once (~0.01 s less)."""
     tagged: dict[str, list[int]] = {}
     for number, rule in enumerate(RULES):
         for anchor in rule.anchors:
             tagged.setdefault(anchor, []).append(number)
-    for segment in base64_segments():  # not a rule: says the base64 view is worth building
-        tagged.setdefault(segment, []).append(_BASE64_ANCHOR)
-    return {anchor: tuple(sorted(set(numbers))) for anchor, numbers in tagged.items()}
+    out: dict[str, tuple[int, ...]] = dict.fromkeys(base64_segments(), (_BASE64_ANCHOR,))
+    for anchor, numbers in tagged.items():
+        if anchor in out:
+            numbers.append(_BASE64_ANCHOR)
+        out[anchor] = tuple(sorted(set(numbers)))
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -305,3 +305,20 @@ def test_a_stale_base64_table_is_not_used(monkeypatch: pytest.MonkeyPatch) -> No
         assert views.base64_segments() == views.segments_of(views._anchor_words())
     finally:
         views.base64_segments.cache_clear()
+
+
+def test_rule_anchors_tag_each_anchor_with_every_rule_it_gates() -> None:
+    """The anchor table (base64 segments tagged in one go) is what tagging every anchor of
+    every rule and every segment one by one makes."""
+    from loopx.privacy import scanner
+    from loopx.privacy.rules import RULES
+    from loopx.privacy.views import base64_segments
+
+    expected: dict[str, set[int]] = {}
+    for number, rule in enumerate(RULES):
+        for anchor in rule.anchors:
+            expected.setdefault(anchor, set()).add(number)
+    for segment in base64_segments():
+        expected.setdefault(segment, set()).add(len(RULES))
+    table = scanner._rule_anchors()
+    assert table == {a: tuple(sorted(n)) for a, n in expected.items()}
