@@ -28,7 +28,7 @@ def _page(ctx: GoalContext, gr: dict[str, Any]) -> str:
     return render(
         PAGE,
         gr=gr,
-        parts=to_svg_parts(gr, hrefs, known=ctx.layouts),
+        drawings=to_svg_parts(gr, hrefs, known=ctx.layouts),
         mermaid=_mermaid(ctx, gr),
         root="../../",
         title=st["goal"]["title"],
