@@ -10,6 +10,7 @@ never committed, so they are never warned about.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,29 @@ def _existing_folder(target: Path) -> Path:
     return folder
 
 
+def _outside_any_repository(folder: Path) -> bool:
+    """Whether git could find no repository for `folder`, told without starting it (a
+    `git rev-parse` costs a build a process): git looks for one in the folder's real path
+    and each folder above it, as a `.git` entry or a folder that is a git directory (which
+    has a `HEAD`). Only when none of them holds either, the path is already the real one
+    and no `GIT_*` variable could point git elsewhere (`GIT_DIR`, `GIT_WORK_TREE`, …) is
+    the answer no; otherwise git is asked. Nothing is followed: each name is `lstat`ed."""
+    if any(name.startswith("GIT_") for name in os.environ):
+        return False
+    if os.path.realpath(folder) != str(folder):
+        return False
+    for parent in (folder, *folder.parents):
+        for name in (".git", "HEAD"):
+            try:
+                os.lstat(parent / name)
+            except FileNotFoundError:
+                continue
+            except OSError:  # unreadable or not a folder on the way: ask git
+                return False
+            return False
+    return True
+
+
 def _host(url: str) -> str:
     match = _HOST.match(url.strip())
     return match["host"].lower() if match else ""
@@ -45,6 +69,8 @@ def exposure(target: Path, *, directory: bool = False) -> Exposure | None:
     """How writing team output to `target` (a file, or a folder when `directory`) could make
     it public."""
     folder = _existing_folder(target)
+    if _outside_any_repository(folder):
+        return None
     if git.work_tree_root(folder) is None or git.is_ignored(
         folder, target.absolute(), directory=directory
     ):
