@@ -231,6 +231,20 @@ def test_a_ledger_read_a_window_at_a_time_folds_as_read_at_once(
             fold_stream(BulkRead(cut + b'{"actor":{"agent_id"', G, window=window))
 
 
+def test_a_line_that_does_not_end_in_quote_brace_is_never_vouched_for() -> None:
+    # The bulk read does not compare a line's last two bytes with `"}`: what it checks
+    # implies them. Every other pair there (the sum, over the body, still holds) is refused.
+    head, last = b"", every_type_ledger().split(b"\n")[0][:-2]  # a ledger of one line
+    refused = 0
+    for a in range(256):
+        for b in range(256):
+            if (a, b) == (0x22, 0x7D) or 0x0A in (a, b):
+                continue
+            assert not bulk_vouches(head + last + bytes((a, b)) + b"\n")
+            refused += 1
+    assert refused == 255 * 255 - 1 and bulk_vouches(head + last + b'"}\n')
+
+
 def test_the_file_store_reads_its_ledger_into_the_reader_s_buffer(synth: FileStore) -> None:
     raw, got = synth.raw(G), bytearray()
     window = memoryview(bytearray(10_000))
