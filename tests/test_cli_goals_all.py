@@ -31,15 +31,20 @@ def three(cli: Any, project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     data[40] ^= 0x01
     ledger.write_bytes(bytes(data))
     shutil.rmtree(project / ".loopx" / "cache")
-    real = FileStore._bytes  # where every read of a ledger's bytes goes (read, raw)
+    # Where every read of a ledger's bytes goes: `_bytes` (read, raw) and `reading` (the
+    # bulk read of a load without a snapshot, a window at a time).
+    for name in ("_bytes", "reading"):
+        monkeypatch.setattr(FileStore, name, _failing_for_locked(getattr(FileStore, name)))
+    return project
 
+
+def _failing_for_locked(real: Any) -> Any:
     def read(self: FileStore, goal_id: str, *args: Any, **kwargs: Any) -> Any:
         if goal_id == "locked":
             raise StorageError("could not read the ledger: I/O error", code="io_error")
         return real(self, goal_id, *args, **kwargs)
 
-    monkeypatch.setattr(FileStore, "_bytes", read)
-    return project
+    return read
 
 
 def _json(cli: Any, root: Path, *args: str) -> Any:
