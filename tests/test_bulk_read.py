@@ -212,6 +212,47 @@ def test_a_load_without_a_snapshot_takes_the_bulk_read(
     assert G in store.snapshots
 
 
+@pytest.mark.parametrize("window", [1, 64, 700, 4096])
+def test_a_ledger_read_a_window_at_a_time_folds_as_read_at_once(
+    synth: FileStore, window: int
+) -> None:
+    # Windows smaller than a line (grown), ending inside a line or at its end: the lines,
+    # state and cursor are those of one read of all the bytes.
+    for buf in (every_type_ledger(), synth.raw(G)[:200_000]):
+        cut = buf[: buf.rindex(b"\n", 0, len(buf) - 1) + 1]  # whole lines only
+        whole, parts = BulkRead(cut, G), BulkRead(cut, G, window=window)
+        states = [fold_stream(parts), fold_stream(whole)]
+        for state in states:
+            assert state is not None
+            state.operations.bind(lambda cut=cut: index_of(BulkRead(cut, G, window=window)))
+        assert states[0] == states[1]
+        assert parts.cursor == whole.cursor == scan(cut, Cursor(), goal_id=G).cursor
+        with pytest.raises(Unchecked):  # a torn last line, wherever the window ends
+            fold_stream(BulkRead(cut + b'{"actor":{"agent_id"', G, window=window))
+
+
+def test_the_file_store_reads_its_ledger_into_the_reader_s_buffer(synth: FileStore) -> None:
+    raw, got = synth.raw(G), bytearray()
+    window = memoryview(bytearray(10_000))
+    with synth.reading(G) as read_at:
+        while n := read_at(window, len(got)):
+            got += window[:n]
+    assert got == raw
+    with synth.reading("no-such-goal") as read_at:
+        assert read_at(window, 0) == 0
+
+
+def test_a_cold_load_of_a_file_store_folds_its_ledger_as_it_reads_it(
+    synth: FileStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh = FileStore(synth.root)
+    monkeypatch.setattr(fresh, "raw", lambda *a, **k: pytest.fail("read the whole ledger"))
+    monkeypatch.setattr(fresh, "read", lambda *a, **k: pytest.fail("read the careful way"))
+    done = load_state(fresh, G, cache=False)
+    assert done.state is not None and done.state.revision == 3000
+    assert done.cursor == scan(synth.raw(G), Cursor(), goal_id=G).cursor
+
+
 def test_an_empty_or_missing_ledger_is_no_goal() -> None:
     assert load_state(MemoryStore(), G) == Loaded(None, Cursor(), None)
     assert same_as_careful(b"") == (None, Cursor(), None)

@@ -100,6 +100,33 @@ def test_a_created_entity_takes_its_fields_from_the_data_and_the_envelope() -> N
         from_event(Gate, {"gate_id": "g2"})
 
 
+@pytest.mark.parametrize("kind", ["todos", "gates", "evidence", "runs", "notes", "handoffs"])
+def test_a_created_entity_is_the_one_its_keywords_make(kind: str) -> None:
+    """`from_event` lays values out by position: the entity is the one `cls(**values)` makes,
+    for every field given or left to its default, stamps winning over the data."""
+    from dataclasses import MISSING, fields
+
+    from loopx.state.entities import _ENTITY_TYPES, from_event
+
+    cls = _ENTITY_TYPES[kind]
+    every = {f.name: [f"{f.name}-value"] for f in fields(cls)}
+    last = fields(cls)[-1].name
+    made = from_event(cls, {**every, "unknown": 1}, **{last: "stamped"})
+    assert made == cls(**{**every, last: "stamped"})
+    assert all(getattr(made, k) is not v for k, v in every.items() if k != last)  # copies
+    required = {
+        f.name: f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+    }
+    first, second = from_event(cls, required), from_event(cls, dict(required))
+    assert first == cls(**required) == second
+    for f in fields(cls):
+        if f.default_factory is not MISSING:  # a fresh list (or dict) for each entity
+            assert getattr(first, f.name) is not getattr(second, f.name)
+    for name in required:
+        with pytest.raises(TypeError):
+            from_event(cls, {k: v for k, v in required.items() if k != name})
+
+
 def test_the_entity_modules_of_the_fold_do_not_import_it() -> None:
     """Handlers are listed in the fold's one table: no module registers itself into it."""
     import subprocess

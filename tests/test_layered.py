@@ -141,3 +141,40 @@ def test_the_same_graph_gives_the_same_numbers_in_any_process() -> None:
     }
     assert len(outs) == 1
     assert json.loads(outs.pop()) == json.loads(json.dumps(lay(80, edges)))
+
+
+def test_a_dense_graph_is_laid_out_simply_and_quickly() -> None:
+    """Every todo depending on every earlier one: ~85,000 bends for 80 todos, which the full
+    layout took 21 s over (grandalf 88 s). Past SEGMENTS_MAX pieces of edges it is laid out
+    in time linear in its size: layers in the order given, each edge one straight piece."""
+    import time
+
+    n = 80
+    edges = [(j, i) for i in range(n) for j in range(i)]
+    assert layered.dense(n, edges)
+    started = time.process_time()
+    positions, routes = lay(n, edges)
+    assert time.process_time() - started < 5
+    assert [y for _, y in positions] == [k * LAYER for k in range(n)]
+    assert all(len(r) == 2 for r in routes)
+    assert routes[0] == [positions[0], positions[1]]
+    # Within the budget, the full layout: a complete graph of 20 still has its bends.
+    small = [(j, i) for i in range(20) for j in range(i)]
+    assert not layered.dense(20, small)
+    assert any(len(r) > 2 for r in lay(20, small)[1])
+
+
+def test_the_page_says_when_a_part_is_laid_out_simply() -> None:
+    from loopx.render import svg
+
+    def graph(n: int, edges: list[tuple[int, int]]) -> dict:  # type: ignore[type-arg]
+        return {
+            "nodes": [{"id": f"t{i}"} for i in range(n)],
+            "edges": [{"from": f"t{a}", "to": f"t{b}"} for a, b in edges],
+        }
+
+    complete = [(j, i) for i in range(40) for j in range(i)]
+    assert svg.laid_out_simply(graph(40, complete))
+    assert not svg.laid_out_simply(graph(40, [(i, i + 1) for i in range(39)]))
+    shifted = [(a + 3, b + 3) for a, b in complete]  # a second part beside a small one
+    assert svg.laid_out_simply(graph(43, [(0, 1), (1, 2), *shifted]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -277,17 +277,9 @@ def _load_whole(store: Store, goal_id: str, *, cache: bool) -> Loaded:
     """Fold a goal's whole ledger: in bulk (`loopx.store.bulk`: every line checked, folded
     as it is read, none kept) when every line is one the bulk read vouches for, else the
     careful way (`Store.read`), which says what is wrong or repairs a torn tail."""
-    from loopx.state.bulkfold import fold_stream
-    from loopx.store.bulk import BulkRead, Unchecked
-
-    bulk = BulkRead(store.raw(goal_id), goal_id)
-    try:
-        state = fold_stream(bulk)
-    except (Unchecked, LedgerDamage):  # the careful read finds it again (or first a line's
-        bulk.cursor = None  # damage: it checks every line before it folds)
-    bulk.buf = b""  # not kept while the careful read reads it again
-    if bulk.cursor is not None:
-        damage, cursor = None, bulk.cursor
+    state, cursor = _bulk_fold(store, goal_id)
+    if cursor is not None:
+        damage = None
         if state is not None:  # its operations index stands on the whole ledger read
             _bind_index(store, state)
     else:
@@ -297,6 +289,24 @@ def _load_whole(store: Store, goal_id: str, *, cache: bool) -> Loaded:
     if cache and state is not None and damage is None:
         save_snapshot(store, state, cursor)  # due: it is `state.revision` events behind
     return Loaded(state, cursor, damage.to_dict() if damage else None)
+
+
+def _bulk_fold(store: Store, goal_id: str) -> tuple[GoalState | None, Cursor | None]:
+    """The state and cursor of the bulk read of a goal's ledger; no cursor when it does not
+    vouch for every line (or a line's data is not its type's: the careful read, which
+    checks every line before it folds, finds that again, or first a line's damage). A store
+    that reads its ledger a window at a time (the file store) gives it so, any other all at
+    once; none of it is kept once this returns."""
+    from loopx.state.bulkfold import fold_stream
+    from loopx.store.bulk import BulkRead, Unchecked
+
+    reading = getattr(store, "reading", None)
+    with reading(goal_id) if reading is not None else nullcontext(store.raw(goal_id)) as source:
+        bulk = BulkRead(source, goal_id)
+        try:
+            return fold_stream(bulk), bulk.cursor
+        except (Unchecked, LedgerDamage):
+            return None, None
 
 
 def require_goal(store: Store, goal_id: str) -> GoalState:

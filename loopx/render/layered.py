@@ -22,6 +22,11 @@ from collections.abc import Sequence
 Point = tuple[float, float]
 ITERATIONS = 12  # ordering sweeps at most (Gansner et al. use 24)
 PATIENCE = 4  # sweeps without a better order before stopping
+# Layer-to-layer pieces of edges (each edge counts the layers it spans) above which a graph is
+# laid out simply (`dense`): a crafted ledger's dense graph (every todo depending on every
+# earlier one) makes tens of thousands of bends, and the full layout's work grows faster than
+# their number. The largest task graph of the benchmark root has ~400.
+SEGMENTS_MAX = 4000
 
 
 def lay_out(
@@ -37,9 +42,9 @@ def lay_out(
     edge (no loops) its route: its source's centre, a point per layer crossed, its target's
     centre. Nodes are `width` wide, the bends of long edges `dummy_width`; neighbours on a
     layer keep `gap` between them."""
-    flipped = _acyclic(count, edges)
-    ups = [(b, a) if f else (a, b) for (a, b), f in zip(edges, flipped, strict=True)]
-    rank = _ranks(count, ups)
+    flipped, ups, rank = _layered(count, edges)
+    if _segments(ups, rank) > SEGMENTS_MAX:
+        return _simply(count, edges, rank, width=width, gap=gap, layer_gap=layer_gap)
     chains: list[list[int]] = []
     for a, b in ups:
         chain = [a]
@@ -66,6 +71,52 @@ def lay_out(
         route = [points[v] for v in chain]
         routes.append(route[::-1] if f else route)
     return positions, routes
+
+
+def dense(count: int, edges: Sequence[tuple[int, int]]) -> bool:
+    """Whether `lay_out` lays this graph out simply: its nodes on their layers in the order
+    given, each edge one straight piece, no crossing reduced (more than SEGMENTS_MAX pieces
+    of edges between layers)."""
+    _, ups, rank = _layered(count, edges)
+    return _segments(ups, rank) > SEGMENTS_MAX
+
+
+def _layered(
+    count: int, edges: Sequence[tuple[int, int]]
+) -> tuple[list[bool], list[tuple[int, int]], list[int]]:
+    """Which edges are reversed, the edges pointing down, and each node's layer."""
+    flipped = _acyclic(count, edges)
+    ups = [(b, a) if f else (a, b) for (a, b), f in zip(edges, flipped, strict=True)]
+    return flipped, ups, _ranks(count, ups)
+
+
+def _segments(ups: list[tuple[int, int]], rank: list[int]) -> int:
+    return sum(rank[b] - rank[a] for a, b in ups)
+
+
+def _simply(
+    count: int,
+    edges: Sequence[tuple[int, int]],
+    rank: list[int],
+    *,
+    width: float,
+    gap: float,
+    layer_gap: float,
+) -> tuple[list[Point], list[list[Point]]]:
+    """The layout of a dense graph (`dense`), in time linear in its size: each layer's nodes
+    in the order given, centred under the widest layer; each edge straight from its
+    source's centre to its target's."""
+    layers: list[list[int]] = [[] for _ in range(max(rank) + 1)]
+    for v in range(count):
+        layers[rank[v]].append(v)
+    widest = max(len(layer) for layer in layers)
+    step = width + gap
+    positions: list[Point] = [(0.0, 0.0)] * count
+    for r, layer in enumerate(layers):
+        left = width / 2 + (widest - len(layer)) * step / 2
+        for i, v in enumerate(layer):
+            positions[v] = (left + i * step, r * layer_gap)
+    return positions, [[positions[a], positions[b]] for a, b in edges]
 
 
 def _acyclic(count: int, edges: Sequence[tuple[int, int]]) -> list[bool]:

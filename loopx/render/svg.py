@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from loopx.render.graph import FILLS, STROKES
-from loopx.render.layered import lay_out
+from loopx.render.layered import dense, lay_out
 
 MAX_NODES = 400
 ROW_WIDTH = 1400  # components wider than a screen wrap onto the next row
@@ -132,6 +132,20 @@ def _layout(g: dict[str, Any]) -> Layout | None:
         x_at += width + GAP
         row_height = max(row_height, height)
     return positions, dict(sorted(routes.items()))
+
+
+def laid_out_simply(g: dict[str, Any]) -> bool:
+    """Whether some part of the drawing of `g` is laid out simply (`layered.dense`: too many
+    long edges to untangle), which the page then says."""
+    if len(g["nodes"]) > MAX_NODES:
+        return False
+    drawn = {i: None for i, e in enumerate(g["edges"]) if e["from"] != e["to"]}
+    for members, edge_ids in _components(g, drawn):
+        number = {node: k for k, node in enumerate(members)}
+        ends = [(number[g["edges"][i]["from"]], number[g["edges"][i]["to"]]) for i in edge_ids]
+        if dense(len(members), ends):
+            return True
+    return False
 
 
 def _label(text: str, width: int = 24) -> list[str]:

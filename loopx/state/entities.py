@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypedDict, TypeVar
 
 OPEN_STATUSES = ("open", "active", "blocked")
@@ -750,22 +750,55 @@ _ENTITY_TYPES: dict[str, type] = {
 
 
 E = TypeVar("E")
-# Each record's field names, each mapped to itself: a value is stored under the class's own
-# (interned) name, not the decoded key equal to it, so `cls(**values)` binds each keyword by
-# identity instead of comparing it with the parameters' names one by one (issue 19).
-_FIELD_NAMES: dict[type, dict[str, str]] = {}
+_REQUIRED: Any = object()  # in a row of defaults: the field has none
+
+
+class _Row:
+    """A record's fields as `from_event` lays them out: each one's position in `__init__`,
+    the row of defaults (`_FACTORY` where the record makes a fresh list) and the positions
+    of the fields that have no default."""
+
+    __slots__ = ("places", "defaults", "required")
+
+    def __init__(self, cls: type) -> None:
+        found = fields(cls)
+        self.places = {f.name: at for at, f in enumerate(found)}
+        self.defaults = tuple(_default(f) for f in found)
+        self.required = tuple(at for at, value in enumerate(self.defaults) if value is _REQUIRED)
+
+
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    return _FACTORY if f.default_factory is not MISSING else _REQUIRED
+
+
+_ROWS: dict[type, _Row] = {}
 
 
 def from_event(cls: type[E], data: dict[str, Any], **stamps: Any) -> E:
     """A new entity from the event that creates it: the values of the event's data keys that
     name a field of `cls` (lists copied; a key without a field is left out), then `stamps`,
-    what the envelope adds (visibility, seq, time)."""
-    names = _FIELD_NAMES.get(cls)
-    if names is None:
-        names = _FIELD_NAMES[cls] = {f.name: f.name for f in fields(cls)}  # type: ignore[arg-type]
-    values = {names[k]: list(v) if type(v) is list else v for k, v in data.items() if k in names}
-    values.update(stamps)
-    return cls(**values)
+    what the envelope adds (visibility, seq, time). A field with no default and no value is
+    a `TypeError`, as `cls(**values)` would raise.
+
+    The values are passed by position (issue 19): a dict of them passed by keyword cost
+    more than all the rest of the fold's work on a new entity (11,000 in 50,000 events)."""
+    layout = _ROWS.get(cls)
+    if layout is None:
+        layout = _ROWS[cls] = _Row(cls)
+    places, row = layout.places, list(layout.defaults)
+    for key, value in data.items():
+        at = places.get(key)
+        if at is not None:
+            row[at] = list(value) if type(value) is list else value
+    for key, value in stamps.items():
+        row[places[key]] = value
+    for at in layout.required:
+        if row[at] is _REQUIRED:
+            name = fields(cls)[at].name  # type: ignore[arg-type]
+            raise TypeError(f"{cls.__name__} has no value for its field {name}")
+    return cls(*row)
 
 
 def state_from_dict(data: dict[str, Any]) -> GoalState:

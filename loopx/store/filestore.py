@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +141,26 @@ class FileStore:
 
     def raw(self, goal_id: str) -> bytes:
         return self._bytes(goal_id, Cursor())
+
+    @contextlib.contextmanager
+    def reading(self, goal_id: str) -> Iterator[Callable[[memoryview, int], int]]:
+        """The ledger's bytes, read without a lock as `raw` reads them, for a reader that
+        takes them a window at a time into a buffer of its own (`loopx.store.bulk`):
+        `read_at(into, offset)` fills `into` from `offset` and says how many it read."""
+        fs = fsio.current()
+        path = self.ledger_path(goal_id)
+        with fsio.guard("read the ledger"):
+            fd = None
+            with contextlib.suppress(FileNotFoundError):
+                fd = fs.open(path, os.O_RDONLY)
+            if fd is None:  # no ledger: no bytes
+                yield lambda into, offset: 0
+                return
+            try:
+                fs.check_size(fd)
+                yield lambda into, offset: fs.preadinto(fd, into, offset)
+            finally:
+                fs.close(fd)
 
     def verify(self, goal_id: str) -> VerifyReport:
         report = verify_buffer(goal_id, self.raw(goal_id))

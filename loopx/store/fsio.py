@@ -266,6 +266,10 @@ class FileSystem:
     def pread(self, fd: int, size: int, offset: int) -> bytes:
         return os.pread(fd, size, offset)
 
+    def preadinto(self, fd: int, into: memoryview, offset: int) -> int:
+        """`pread` into a buffer of the caller's: how many bytes were read (0 at the end)."""
+        return os.preadv(fd, [into], offset)
+
     def size(self, fd: int) -> int:
         return os.fstat(fd).st_size
 
@@ -354,6 +358,12 @@ class FileSystem:
             total += len(chunk)
             if total > limit:
                 raise _too_large(limit)
+
+    def check_size(self, fd: int, *, limit: int = MAX_READ) -> None:
+        """`file_too_large` when an open file holds more than `limit` bytes (a reader that
+        takes it a window at a time checks this first, as `read_from` does)."""
+        if self.size(fd) > limit:
+            raise _too_large(limit)
 
     def read_file(self, path: Path, offset: int = 0, *, limit: int = MAX_READ) -> bytes:
         """The bytes of regular file `path` from `offset` to its end, at most `limit`."""

@@ -109,6 +109,11 @@ class FaultFS(FileSystem):
             self._fail("pread")
         return super().pread(fd, size, offset)
 
+    def preadinto(self, fd: int, into: memoryview, offset: int) -> int:
+        if self._due("pread"):  # a read like any other: the same faults
+            self._fail("pread")
+        return super().preadinto(fd, into, offset)
+
     def size(self, fd: int) -> int:
         if self._due("size"):
             self._fail("size")

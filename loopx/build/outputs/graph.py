@@ -9,7 +9,7 @@ from loopx.build.registry import GoalContext, Output, Projection
 from loopx.projections import graph as graph_mod
 from loopx.render import graph as graph_source
 from loopx.render.env import render
-from loopx.render.svg import to_svg_parts
+from loopx.render.svg import laid_out_simply, to_svg_parts
 
 PAGE = "html/graph.html"
 
@@ -28,7 +28,8 @@ def _page(ctx: GoalContext, gr: dict[str, Any]) -> str:
     return render(
         PAGE,
         gr=gr,
-        parts=to_svg_parts(gr, hrefs, known=ctx.layouts),
+        drawings=to_svg_parts(gr, hrefs, known=ctx.layouts),
+        simply=laid_out_simply(gr),
         mermaid=_mermaid(ctx, gr),
         root="../../",
         title=st["goal"]["title"],
