@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -461,6 +460,8 @@ def save_build(
             if not _save(project, _build_goal_file(goal_id), body):
                 return
     if saved_covered is not covered:
+        import secrets  # only when the covered set is written anew (and its `random`, `hmac`)
+
         saved_id = secrets.token_hex(16)
         body = {
             "host": host,
