@@ -353,58 +353,81 @@ def test_a_hand_edited_todo_page_of_a_changed_goal_is_made_again(
 def test_the_remembered_fingerprint_follows_every_source_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`fingerprint.json` spares a fresh process reading every source file, only while each
-    is still the file it was computed from: an edit (same size, any mtime: its ctime moves),
-    a new file, or a forged record means reading and hashing them all again."""
+    """`code.json` spares a fresh process reading every source file (the package's, an
+    extension's, and the installed packages' whose code makes output bytes), only while each
+    is still the file it was hashed from, and only on the host that wrote it: an edit (same
+    size, any mtime: its ctime moves), a new file, an upgraded package or a memo of another
+    host's means reading and hashing again."""
     import time
 
     from loopx.build import fingerprint as fp
     from loopx.build import registry
 
+    names = {name for name, _ in fp.files()}
+    for package in ("jinja2", "markupsafe", "markdown_it", "mdurl", "orjson", "msgspec"):
+        assert any(n.startswith(f"package/{package}/") for n in names), package
+    lib = tmp_path / "lib" / "fakerender"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("STYLE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    monkeypatch.setattr(fp, "PACKAGES", (*fp.PACKAGES, "fakerender"))
     extension = tmp_path / "ext.py"
     extension.write_text("x = 1\n")
-    folder = tmp_path / "memo"
-    folder.mkdir()
+    folder = tmp_path / "project" / ".loopx" / "cache" / "build"
+    folder.mkdir(parents=True)
     real_files = fp.files
     listed = [("extension/ext.py", extension)]
     monkeypatch.setattr(fp, "files", lambda reg=(): iter([*real_files(reg), *listed]))
+    reads: list[Path] = []
+    real_read = Path.read_bytes
 
-    def fresh() -> tuple[str, bool]:
-        fp._remembered.cache_clear()
-        fp._computed.cache_clear()
-        digest, held = (
-            fp.fingerprint(folder),
-            fp._remembered(tuple(registry.projections()), folder)[2],
-        )
-        return digest, held
+    def read(path: Path) -> bytes:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(Path, "read_bytes", read)
+
+    def fresh() -> tuple[str, int]:
+        fp._fingerprint.cache_clear()
+        fp._memo.cache_clear()
+        fp._package.cache_clear()
+        reads.clear()
+        return fp.fingerprint(folder), len(reads)
 
     def full() -> str:
         return fp.digest(fp.sources(registry.projections()))
 
-    try:
-        first, held = fresh()
-        assert first == full() and not held
-        fp.remember(folder)
-        assert fresh() == (first, True)
-        before = extension.stat()
+    def edit(path: Path, text: str) -> None:
+        before = path.stat()
         time.sleep(0.01)
-        extension.write_text("x = 2\n")
-        os.utime(extension, ns=(before.st_atime_ns, before.st_mtime_ns))
-        edited, held = fresh()
-        assert edited != first and edited == full() and not held
+        path.write_text(text)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    try:
+        first, read_first = fresh()
+        assert first == full() and read_first > 300
+        fp.remember(folder)
+        assert fresh() == (first, 0)
+        edit(extension, "x = 2\n")
+        edited, read_edited = fresh()
+        assert edited != first and edited == full() and read_edited == 1
+        fp.remember(folder)
+        edit(lib / "__init__.py", "STYLE = 2\n")  # an upgrade of a package
+        upgraded, read_upgraded = fresh()
+        assert upgraded not in (first, edited) and upgraded == full() and read_upgraded == 1
         fp.remember(folder)
         listed.append(("extension/more.py", extension))
-        assert fresh() == (full(), False) and full() != edited
-        record = json.loads((folder / fp.FILE).read_text())
+        assert fresh() == (full(), 0) and full() != upgraded  # a new name
         listed.pop()
-        assert fresh() == (edited, True)
-        (folder / fp.FILE).write_text(json.dumps({**record, "digest": "forged"}))
-        assert fresh() == (edited, False)  # not a digest
-        (folder / fp.FILE).write_text(json.dumps({**record, "key": "0" * 64}))
-        assert fresh() == (edited, False)  # another installation's
+        assert fresh() == (upgraded, 0)
+        memo = json.loads((folder / fp.FILE).read_text())
+        (folder / fp.FILE).write_text(json.dumps({**memo, "host": "another-host"}))
+        digest, read_again = fresh()
+        assert digest == upgraded and read_again > 300  # another host's: not trusted
     finally:
-        fp._remembered.cache_clear()
-        fp._computed.cache_clear()
+        fp._fingerprint.cache_clear()
+        fp._memo.cache_clear()
+        fp._package.cache_clear()
 
 
 def test_a_changed_goal_takes_its_graph_layouts_from_the_memo(

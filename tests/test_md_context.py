@@ -105,6 +105,15 @@ def test_only_what_could_pair_is_escaped() -> None:
     assert finish(f"x {prose('end' + chr(92))}\nnext\n") == "x end\\\\\nnext\n"
 
 
+def test_a_run_escaped_in_part_is_escaped_whole() -> None:
+    # "***" on a line of its own is a thematic break, so its first star needs an escape; the
+    # two stars left after it then close an earlier "*1" unless they are escaped too (a
+    # hypothesis example: the paragraph rendered as emphasis).
+    doc = finish(f"{prose('*1')}\n{prose('***')}\n")
+    assert doc == "*1\n\\*\\*\\*\n"
+    assert shown(doc).texts == ["*1\n***"]
+
+
 def test_code_and_links_are_opaque_to_emphasis() -> None:
     """Runs inside code spans and links never pair with a value's."""
     doc = finish(f"- {code('todo_a')} {prose('b_')} {ref('https://x.example/a_b')}\n")

@@ -267,10 +267,8 @@ def _unit(
     ):
         raise ValueError("not the files of a unit")
     within = f"{audience}/goals/{goal_id}"
-    listed.update(
-        (f"{within}/{name}", (sha, at[0]))
-        for name, sha, at in zip(names, shas, recorded, strict=True)
-    )
+    paths = [f"{within}/{name}" for name in names]
+    listed.update(zip(paths, zip(shas, [at[0] for at in recorded], strict=True), strict=True))
     folders: dict[str, list[int]] = {}
     for i, name in enumerate(names):
         folders.setdefault(name.rpartition("/")[0], []).append(i)
@@ -282,10 +280,9 @@ def _unit(
             if identity is None or recorded[i] != identity:
                 raise ValueError("changed on disk")
             seen[i] = identity
-    within += "/"
     artifacts: list[AnyArtifact] = [
-        DiskArtifact(within + name, out, sha, at[0], audience, schema, goal_id, at, item_key)
-        for name, sha, schema, item_key, at in zip(names, shas, schemas, keys, seen, strict=True)
+        DiskArtifact(path, out, sha, at[0], audience, schema, goal_id, at, item_key)
+        for path, sha, schema, item_key, at in zip(paths, shas, schemas, keys, seen, strict=True)
     ]
     return (audience, goal_id), (key, (artifacts, row))
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -44,6 +43,7 @@ from typing import Any
 import orjson
 
 from loopx import __version__
+from loopx.build import fingerprint as code
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.build.tally import Tally
 from loopx.privacy.allowed import Allowance
@@ -81,14 +81,19 @@ def version_sources() -> list[Path]:
     return sources
 
 
-@lru_cache(maxsize=1)
-def version() -> str:
-    """The loopx version and a digest of `version_sources`: a development checkout changes
-    those, not the version."""
-    digest = hashlib.sha256(__version__.encode())
-    for source in version_sources():
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    return f"{FORMAT}+{__version__}+{digest.hexdigest()[:16]}"
+#: Installed packages a verdict depends on: the automaton that finds the strings.
+PACKAGES = ("ahocorasick_rs",)
+
+
+@lru_cache(maxsize=4)
+def version(project: Path) -> str:
+    """The loopx version and a digest of `version_sources` and of `PACKAGES` (a development
+    checkout changes those, not the version), their hashes remembered with the build
+    memo's (`loopx.build.fingerprint`)."""
+    named = [(str(source), source) for source in version_sources()]
+    named += list(code.packages(PACKAGES))
+    digest = code.of(named, code.memo_folder(project), __version__)
+    return f"{FORMAT}+{__version__}+{digest[:16]}"
 
 
 def fingerprint(names: frozenset[str], machine: bool) -> str:
@@ -121,12 +126,13 @@ def _load(project: Path, name: str) -> Any:
         loaded = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
-    return loaded if isinstance(loaded, dict) and loaded.get("version") == version() else None
+    current = version(project)
+    return loaded if isinstance(loaded, dict) and loaded.get("version") == current else None
 
 
 def _save(project: Path, name: str, body: dict[str, Any]) -> bool:
     """Keep a record for the next scan; a cache that cannot be written is no error (False)."""
-    return _write(project, name, orjson.dumps({"version": version(), **body}))
+    return _write(project, name, orjson.dumps({"version": version(project), **body}))
 
 
 def _write(project: Path, name: str, data: bytes) -> bool:
@@ -454,6 +460,8 @@ def save_build(
             if not _save(project, _build_goal_file(goal_id), body):
                 return
     if saved_covered is not covered:
+        import secrets  # only when the covered set is written anew (and its `random`, `hmac`)
+
         saved_id = secrets.token_hex(16)
         body = {
             "host": host,

@@ -20,7 +20,6 @@ import binascii
 import hashlib
 import html
 import re
-import textwrap
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
@@ -345,6 +344,8 @@ def table_source() -> str:
     """The text of `loopx/privacy/b64table.py` for the rules as they are (its test says
     when it is out of date: `python -c "from loopx.privacy.views import table_source as t;
     print(t(), end='')" > loopx/privacy/b64table.py`)."""
+    import textwrap  # only here: a tool's, never a scan's (an import a process spares)
+
     words = _anchor_words()
     lines = textwrap.wrap(" ".join(segments_of(words)), 88, break_on_hyphens=False)
     body = "\n".join(f'    "{line} "' for line in lines)  # joined, the spaces stay

@@ -214,4 +214,18 @@ def _finish_block(marked: str, table: bool) -> str:
             ordered = md_escape.ORDERED.match(value)
             if ordered:
                 marks.add(start + ordered.start(1))
+    _whole_runs(block, marks)
     return md_escape.join(text, marks)
+
+
+def _whole_runs(block: _Block, marks: set[int]) -> None:
+    """A value's `*`/`_` run escaped in part is escaped whole: what is left unescaped of it is
+    a new run, with the escaped `*` as its punctuation neighbour, that may open or close what
+    the whole run could not (a line's `***` escaped as a thematic break, `\\***`, closes an
+    earlier `*1` as emphasis)."""
+    if not marks:
+        return
+    for found in md_escape.RUN.finditer(block.text):
+        mine = [k for k in range(*found.span()) if block.owner(k) == TEXT]
+        if any(k in marks for k in mine):
+            marks.update(mine)
