@@ -4,9 +4,9 @@ A ledger line decoded into `TypedEnvelope` has every envelope field the readers 
 type, and nothing else: the decoder (msgspec, native) checks in one pass what `envelope_ok`
 checks field by field on a dict, and builds no dict and no key string for the envelope. A
 line that does not decode this way (an unknown field, a field of another type) is left to
-the dict reader, which decides about it as before. `data` stays raw bytes here: the reader
-decodes it with the same decoder as every other read (orjson), so the folded values are the
-ones a dict read gives, to the bit.
+the dict reader, which decides about it as before. `data` is decoded in the same pass, into
+plain dicts, lists and scalars (`Value`: integers within 64 bits, at most `DATA_DEPTH` levels);
+a line whose `data` does not fit that shape is likewise left to the dict reader.
 
 The fold's handlers read an event by key (`event["seq"]`); a `TypedEnvelope` answers that too.
 """
