@@ -230,7 +230,7 @@ def test_the_search_index_lists_what_the_audience_sees(root: Path) -> None:
     ok("todo", "add", *r, "--todo-id", "tag", "--title", "Fix </script><b>&", "--visibility",
        "public")  # fmt: skip
     site = build(root)
-    public = json.loads((site / "public/search.json").read_text())
+    public = json.loads((site / "public/goals/ship/search.json").read_text())
     assert problems("loopx.search/v1", public) == []
     hrefs = [i["href"] for i in public["items"]]
     assert hrefs == [
@@ -239,15 +239,57 @@ def test_the_search_index_lists_what_the_audience_sees(root: Path) -> None:
         "goals/ship/todos/docs.html",
         "goals/ship/todos/tag.html",
     ]  # the team todo is not there
-    team = json.loads((site / "team/search.json").read_text())
+    team = json.loads((site / "team/goals/ship/search.json").read_text())
     assert "goals/ship/todos/secret-plan.html" in [i["href"] for i in team["items"]]
-    script = (site / "public/search-index.js").read_text()
-    assert script.startswith("window.loopxSearch = {") and script.endswith("};\n")
+    script = (site / "public/goals/ship/search-index.js").read_text()
+    start = "(window.loopxSearch = window.loopxSearch || []).push("
+    assert script.startswith(start + "{") and script.endswith("});\n")
     assert "</script>" not in script and "\\u003c/script\\u003e\\u003cb\\u003e\\u0026" in script
-    assert json.loads(script[len("window.loopxSearch = ") : -2]) == public
+    assert json.loads(script[len(start) : -3]) == public
+    assert not (site / "public/search.json").exists()  # no index of the whole site
     index = (site / "public/index.html").read_text()
     assert '<div id="search" class="search" role="search" hidden>' in index
-    assert '<script src="search.js" defer></script>' in index
+    piece = '<script src="goals/ship/search-index.js" defer></script>\n'
+    loads = piece + '<script src="search.js" defer>'
+    assert loads in index  # the pieces first: deferred scripts run in order
+
+
+def test_the_index_page_loads_the_pieces_of_the_first_goals_within_the_limit(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each goal's piece holds at most ITEM_LIMIT items (the rest counted), and the index
+    page loads the first goals' pieces while they hold at most ITEM_LIMIT between them."""
+    from loopx.projections import search
+
+    r = ("--root", str(root))
+    for goal in ("alpha", "zulu"):
+        ok("goal", "create", *r, "--goal-id", goal, "--title", goal, "--objective", "o",
+           "--visibility", "public")  # fmt: skip
+    ok("todo", "add", *r, "--goal-id", "alpha", "--todo-id", "one", "--title", "One",
+       "--visibility", "public")  # fmt: skip
+    monkeypatch.setattr(search, "ITEM_LIMIT", 3)
+    site, _ = make_site(root, ("public",), None, validate=True)
+    index = site.artifacts["public/index.html"].data.decode()
+    loaded = [g for g in ("alpha", "ship", "zulu") if f"goals/{g}/search-index.js" in index]
+    assert loaded == ["alpha"]  # alpha holds 2 items, ship 3 (its team todo not counted)
+    piece = json.loads(site.artifacts["public/goals/ship/search.json"].data)
+    assert len(piece["items"]) == 3 and piece["truncated"] == 0
+    monkeypatch.setattr(search, "ITEM_LIMIT", 2)
+    site, _ = make_site(root, ("public",), None, validate=True)
+    index = site.artifacts["public/index.html"].data.decode()
+    assert [g for g in ("alpha", "ship", "zulu") if f"goals/{g}/search-index.js" in index] == [
+        "alpha"
+    ]
+    piece = json.loads(site.artifacts["public/goals/ship/search.json"].data)
+    assert len(piece["items"]) == 2 and piece["truncated"] == 1
+    monkeypatch.setattr(search, "ITEM_LIMIT", 6)
+    site, _ = make_site(root, ("public",), None, validate=True)
+    index = site.artifacts["public/index.html"].data.decode()
+    assert [g for g in ("alpha", "ship", "zulu") if f"goals/{g}/search-index.js" in index] == [
+        "alpha",
+        "ship",
+        "zulu",
+    ]
 
 
 def test_the_demo_readme_shows_badges_that_its_build_writes(tmp_path: Path) -> None:

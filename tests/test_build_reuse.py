@@ -154,6 +154,7 @@ def test_a_forged_or_damaged_memo_only_costs_a_full_render(
     broken = {
         ("public", "launch"): {"feed": {"entries": 5, "count": 1, "hidden": 0}},
         ("public", "prototype"): {"search": [None]},
+        ("team", "prototype"): {"search": -1},
         ("team", "launch"): {"feed": {"entries": [{"order": [1]}], "count": 1, "hidden": 0}},
         ("team", "docs"): {"search": "x", "feed": []},
     }
@@ -240,13 +241,13 @@ def test_a_rebuild_after_one_event_is_the_full_build_and_renders_only_that_goal(
     assert run_cli(added).exit_code == 0
     rendered: list[str] = []
     projected: list[str] = []
-    real_render, real_search, real_feed = work.goal_artifacts, search.search_items, feed._newest
+    real_render, real_search, real_feed = work.goal_artifacts, search.item_count, feed._newest
 
     def render(state: Any, *args: Any, **kwargs: Any) -> Any:
         rendered.append(state.goal_id)
         return real_render(state, *args, **kwargs)
 
-    def items(state: Any, lens: Any) -> Any:
+    def count(state: Any, lens: Any) -> Any:
         if lens.audience != "private":
             projected.append(state.goal_id)
         return real_search(state, lens)
@@ -257,13 +258,13 @@ def test_a_rebuild_after_one_event_is_the_full_build_and_renders_only_that_goal(
         return real_feed(state, lens)
 
     monkeypatch.setattr(work, "goal_artifacts", render)
-    monkeypatch.setattr(search, "search_items", items)
+    monkeypatch.setattr(search, "item_count", count)
     monkeypatch.setattr(feed, "_newest", newest)
     build(demo, out, head=REV_NEW, audiences=audiences, reuse=True)
     assert set(rendered) == set(projected) == {"launch"}
     assert len(rendered) == 3  # once per audience
     build(demo, full, head=REV_NEW, audiences=audiences)  # no memo: everything made again
-    assert "One" in _files(full)["public/search.json"]
+    assert "One" in _files(full)["public/goals/launch/search.json"]
     assert _files(out) == _files(full)
     assert check(demo, out, head=REV_NEW, audiences=audiences).ok
 
@@ -536,7 +537,7 @@ def test_a_ledger_changed_under_the_same_size_and_mtime_is_folded_again(
     folded = _folds(monkeypatch)
     build(demo, out, head=REV_NEW, reuse=True)
     assert folded == ["launch"]
-    search = _files(out)["public/search.json"]
+    search = _files(out)["public/goals/launch/search.json"]
     assert "Omega" in search and "Alpha" not in search
     build(demo, full, head=REV_NEW)
     assert _files(out) == _files(full)

@@ -137,6 +137,39 @@ def test_a_fresh_rebuild_scans_the_changed_public_files_only(
     assert scans.paths == [] and scans.full == 0
 
 
+def test_an_event_rescans_the_search_piece_of_its_goal_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search index is a piece per goal: an event on one goal changes (and the rebuild
+    scans) that goal's piece and the audience's small files, never an index of every goal's
+    todos."""
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="other", title="Other", objective="More", visibility="public")
+    )
+    todos.add_todo(
+        ctx, AddTodo(goal_id="other", title="Other work", todo_id="work", visibility="public")
+    )
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    scans = _Scans(monkeypatch)
+    before = _files(out)
+    todos.add_todo(
+        ctx,
+        AddTodo(goal_id="other", title="Findable newcomer", todo_id="new", visibility="public"),
+    )
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    after = _files(out)
+    changed = {p for p, sha in after.items() if before.get(p) != sha}
+    assert set(scans.paths) == changed
+    assert "public/goals/other/search.json" in changed
+    assert "public/goals/other/search-index.js" in changed
+    assert "Findable newcomer" in (out / "public/goals/other/search.json").read_text()
+    outside = {p for p in changed if not p.startswith("public/goals/other/")}
+    small = {"index.html", "index.json", "feed.xml", "badge.svg", "badge.json"}
+    assert outside <= {f"public/{name}" for name in small}, sorted(outside)
+
+
 def test_a_changed_file_is_scanned_for_every_forbidden_string(tmp_path: Path) -> None:
     root, out = tmp_path / "p", tmp_path / "site"
     _project(root)

@@ -292,14 +292,15 @@ _ENTRY = {"title", "href", "summary", "id", "updated", "order"}
 
 def _parts_ok(parts: dict[str, Any]) -> bool:
     """Whether a unit's carried parts have the shape the audience's files read (a damaged
-    or forged memo costs projecting that goal again, never a failed build): search items,
-    feed entries of text with their (time, goal, seq) order, whole counts. Whatever they
-    hold, the files made of them are scanned like every public byte that changed."""
+    or forged memo costs projecting that goal again, never a failed build): the count of
+    its search items, feed entries of text with their (time, goal, seq) order, whole
+    counts. Whatever they hold, the files made of them are scanned like every public byte
+    that changed."""
     if set(parts) - {"search", "feed"}:
         return False
-    search = parts.get("search", [])
-    if type(search) is not list or not all(type(i) is dict for i in search):
-        return False  # (an item is written as it is: any JSON in it is only JSON)
+    search = parts.get("search", 0)
+    if type(search) is not int or search < 0:
+        return False
     if "feed" not in parts:
         return True
     feed = parts["feed"]

@@ -4,11 +4,10 @@ the projection registry (`loopx.build.registry`; the projections are `loopx.buil
 Layout of a build folder:
 
     manifest.json
-    <audience>/index.html, index.json, badge.{json,svg}, feed.xml, search.json,
-               search-index.js, search.js, style.css
+    <audience>/index.html, index.json, badge.{json,svg}, feed.xml, search.js, style.css
     <audience>/goals/<goal>/index.html, status.json, graph.{json,mmd,dot,html},
                             workbench.{md,html}, feed.xml, badge.{json,svg},
-                            todos/<todo>.html
+                            search.json, search-index.js, todos/<todo>.html
     team|private only:      review.{json,md,html}, handoffs/<todo>.{md,json}
 """
 

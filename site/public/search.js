@@ -1,16 +1,20 @@
 /* loopx static search: a progressive enhancement of the index page. Without script (or
-   without search-index.js) the page is complete and the search box stays hidden. Works from
-   file:// too: the index arrives as a script, not through fetch(). No dependencies. */
+   without the goals' search-index.js) the page is complete and the search box stays hidden.
+   Works from file:// too: each goal's piece of the index arrives as a script that adds it to
+   window.loopxSearch, not through fetch(). No dependencies. */
 (function () {
   "use strict";
   var box = document.getElementById("search");
-  var data = window.loopxSearch;
-  if (!box || !data || !data.items) return;
+  var pieces = window.loopxSearch;
+  if (!box || !pieces || !pieces.length) return;
   var input = box.querySelector("input");
   var list = box.querySelector("ol");
   var said = box.querySelector("[role=status]");
-  var items = data.items.map(function (it) {
-    return { it: it, text: (it.title + " " + (it.todo_id || "") + " " + it.goal_id).toLowerCase() };
+  var items = [];
+  pieces.forEach(function (piece) {
+    (piece.items || []).forEach(function (it) {
+      items.push({ it: it, text: (it.title + " " + (it.todo_id || "") + " " + it.goal_id).toLowerCase() });
+    });
   });
   function run() {
     var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);

@@ -2,8 +2,9 @@
 page lists the links of goal projections in this order).
 
 Goal scope (`<audience>/goals/<goal>/`): status, graph, workbench, review, handoffs, todos,
-goal (the goal page), feed, summary (the index row and badge). Audience scope
-(`<audience>/`): index, badge, feed, search, assets.
+goal (the goal page), feed, summary (the index row and badge), search (the goal's piece of
+the search index). Audience scope (`<audience>/`): index, badge, feed, search (the script),
+assets.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ def _page(ctx: AudienceContext, idx: dict[str, Any]) -> str:
         generator=GENERATOR,
         audience=ctx.audience,
         project=ctx.project,
+        search=ctx["search"],  # the goals whose search pieces the page loads
         updated_at=max((r["updated_at"] for r in idx["goals"]), default=None),
     )
 

@@ -1,4 +1,4 @@
-{
+(window.loopxSearch = window.loopxSearch || []).push({
   "audience": "public",
   "generator": "loopx 0.1.0",
   "items": [
@@ -56,15 +56,8 @@
       "status": "open",
       "title": "Choose the license",
       "todo_id": "pick-license"
-    },
-    {
-      "goal_id": "prototype",
-      "href": "goals/prototype/index.html",
-      "kind": "goal",
-      "status": "achieved",
-      "title": "Prototype the ledger"
     }
   ],
   "schema": "loopx.search/v1",
   "truncated": 0
-}
+});

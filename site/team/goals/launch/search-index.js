@@ -1,38 +1,7 @@
-{
+(window.loopxSearch = window.loopxSearch || []).push({
   "audience": "team",
   "generator": "loopx 0.1.0",
   "items": [
-    {
-      "goal_id": "docs",
-      "href": "goals/docs/index.html",
-      "kind": "goal",
-      "status": "active",
-      "title": "Documentation pass"
-    },
-    {
-      "goal_id": "docs",
-      "href": "goals/docs/todos/readme.html",
-      "kind": "todo",
-      "status": "blocked",
-      "title": "README walkthrough",
-      "todo_id": "readme"
-    },
-    {
-      "goal_id": "docs",
-      "href": "goals/docs/todos/errors.html",
-      "kind": "todo",
-      "status": "open",
-      "title": "Error code table",
-      "todo_id": "errors"
-    },
-    {
-      "goal_id": "docs",
-      "href": "goals/docs/todos/screens.html",
-      "kind": "todo",
-      "status": "open",
-      "title": "Screenshot of the status page",
-      "todo_id": "screens"
-    },
     {
       "goal_id": "launch",
       "href": "goals/launch/index.html",
@@ -111,23 +80,8 @@
       "status": "open",
       "title": "Choose the license",
       "todo_id": "pick-license"
-    },
-    {
-      "goal_id": "prototype",
-      "href": "goals/prototype/index.html",
-      "kind": "goal",
-      "status": "achieved",
-      "title": "Prototype the ledger"
-    },
-    {
-      "goal_id": "prototype",
-      "href": "goals/prototype/todos/bench-replay.html",
-      "kind": "todo",
-      "status": "done",
-      "title": "Benchmark cold replay",
-      "todo_id": "bench-replay"
     }
   ],
   "schema": "loopx.search/v1",
   "truncated": 0
-}
+});
