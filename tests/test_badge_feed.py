@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import feedparser
 import pytest
@@ -267,29 +268,23 @@ def test_the_index_page_loads_the_pieces_of_the_first_goals_within_the_limit(
            "--visibility", "public")  # fmt: skip
     ok("todo", "add", *r, "--goal-id", "alpha", "--todo-id", "one", "--title", "One",
        "--visibility", "public")  # fmt: skip
-    monkeypatch.setattr(search, "ITEM_LIMIT", 3)
-    site, _ = make_site(root, ("public",), None, validate=True)
-    index = site.artifacts["public/index.html"].data.decode()
-    loaded = [g for g in ("alpha", "ship", "zulu") if f"goals/{g}/search-index.js" in index]
+
+    def built(limit: int) -> tuple[list[str], dict[str, Any]]:
+        """The goals the index page loads and the ship goal's piece, at `limit`."""
+        monkeypatch.setattr(search, "ITEM_LIMIT", limit)
+        site, _ = make_site(root, ("public",), None, validate=True)
+        index = site.artifacts["public/index.html"].data.decode()
+        loaded = [g for g in ("alpha", "ship", "zulu") if f"goals/{g}/search-index.js" in index]
+        return loaded, json.loads(site.artifacts["public/goals/ship/search.json"].data)
+
+    loaded, piece = built(3)
     assert loaded == ["alpha"]  # alpha holds 2 items, ship 3 (its team todo not counted)
-    piece = json.loads(site.artifacts["public/goals/ship/search.json"].data)
     assert len(piece["items"]) == 3 and piece["truncated"] == 0
-    monkeypatch.setattr(search, "ITEM_LIMIT", 2)
-    site, _ = make_site(root, ("public",), None, validate=True)
-    index = site.artifacts["public/index.html"].data.decode()
-    assert [g for g in ("alpha", "ship", "zulu") if f"goals/{g}/search-index.js" in index] == [
-        "alpha"
-    ]
-    piece = json.loads(site.artifacts["public/goals/ship/search.json"].data)
+    loaded, piece = built(2)
+    assert loaded == ["alpha"]
     assert len(piece["items"]) == 2 and piece["truncated"] == 1
-    monkeypatch.setattr(search, "ITEM_LIMIT", 6)
-    site, _ = make_site(root, ("public",), None, validate=True)
-    index = site.artifacts["public/index.html"].data.decode()
-    assert [g for g in ("alpha", "ship", "zulu") if f"goals/{g}/search-index.js" in index] == [
-        "alpha",
-        "ship",
-        "zulu",
-    ]
+    loaded, _ = built(6)
+    assert loaded == ["alpha", "ship", "zulu"]
 
 
 def test_the_demo_readme_shows_badges_that_its_build_writes(tmp_path: Path) -> None:
