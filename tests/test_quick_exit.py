@@ -38,15 +38,24 @@ run()
 """
 TRACED = "sys.settrace(lambda *args: None)"
 AT_EXIT = "import atexit; atexit.register(lambda: os.write(2, b'<atexit>'))"
-# A thread that is not a daemon, still working when the build returns: an ordinary exit
-# waits for it (it writes `late` after the build).
-LATE = (
-    "import threading, time\n"
-    "def late():\n"
-    "    time.sleep(0.5)\n"
-    "    open('late', 'w').write('done')\n"
-    "threading.Thread(target=late).start()"
-)
+# A thread that is not a daemon, still working when the command returns (it starts its work
+# then): an ordinary exit waits for it to write `late`.
+LATE = """
+import threading, time
+import loopx.cli.main as cli_main
+returned, command = threading.Event(), cli_main.main
+def main(args):
+    try:
+        command(args)
+    finally:
+        returned.set()
+cli_main.main = main
+def late():
+    returned.wait()
+    time.sleep(0.2)
+    open("late", "w").write("done")
+threading.Thread(target=late).start()
+"""
 
 
 def _process(root: Path, *args: str, prelude: str = "") -> subprocess.CompletedProcess[str]:
@@ -125,11 +134,19 @@ def test_a_thread_still_running_is_waited_for(two: tuple[Path, Path]) -> None:
     done = _process(root, "build", "--out", "site", prelude=LATE)
     assert done.returncode == 0 and MARK not in done.stderr, done.stderr
     assert (root / "late").read_text() == "done"
+    (root / "late").unlink()
     status = _process(root, "status", "--goal-id", "demo", prelude=LATE)  # every command
     assert status.returncode == 0 and MARK not in status.stderr
+    assert (root / "late").read_text() == "done"
 
 
 def _built(root: Path) -> Path:
     done = run_cli(["build", "--out", "site"], cwd=root)
     assert done.exit_code == 0, done.stderr
     return root / "site"
+
+
+def test_every_quick_end_runs_the_atexit_handlers(two: tuple[Path, Path]) -> None:
+    done = _process(two[0], "status", "--goal-id", "demo", "--format", "json", prelude=AT_EXIT)
+    assert done.returncode == 0 and done.stderr == f"<atexit>{MARK}"
+    assert [g["goal_id"] for g in json.loads(done.stdout)["goals"]] == ["demo"]

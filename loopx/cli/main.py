@@ -88,10 +88,12 @@ def _id_details(details: dict[str, Any], *, names: bool = True) -> str:
 # Commands that leave nothing pending when they return: every store is closed, every write
 # fsynced and closed, no worker, thread or temporary folder outlives them. Their process ends
 # without tearing the interpreter down (freeing every object of a folded goal and every
-# module: ~8% of a `loopx status`, ~4% of a rebuild that holds ~9,000 files). A build's
-# files are written (and fsynced where it syncs) and closed through `loopx.store.fsio` before
-# it returns, its flush thread joined and its worker pool ended. Serve, mcp, publish, imports
-# and store moves end the ordinary way.
+# module: ~8% of a `loopx status`, ~3% of a rebuild that holds ~9,000 files), after the
+# `atexit` handlers: a build writes and closes every file through `loopx.store.fsio`
+# (fsynced where it syncs), joins its flush thread and ends its worker pool before it
+# returns, but the store it reads through (`loopx.store.select`, not `loopx.cli.stores`) is
+# released by its finalizer (a PostgreSQL pool, a broker socket), which runs at exit. Serve,
+# mcp, publish, imports and store moves end the ordinary way.
 QUICK_EXIT = frozenset(
     {"status", "next", "log", "todo", "gate", "evidence", "run", "note", "goal", "agent"}
     | {"quota", "monitor", "wake", "turn", "review", "workbench", "graph", "handoff", "prime"}
@@ -110,10 +112,9 @@ def run() -> None:
 
 
 def _end(code: int) -> None:
-    """End the process with `code` as an ordinary exit would, but for freeing its objects
-    and modules: the `atexit` handlers run (a worker pool's finalizers, say) and the output
-    is flushed first. A thread that is not a daemon still running (which an ordinary exit
-    waits for) makes it an ordinary exit."""
+    """End the process with `code` as an ordinary exit does, but for freeing its objects and
+    modules: the `atexit` handlers run, then the output is flushed. A thread that is not a
+    daemon still running (which an ordinary exit waits for) makes it an ordinary exit."""
     import threading
 
     main_thread = threading.main_thread()
