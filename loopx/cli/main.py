@@ -92,12 +92,14 @@ def _id_details(details: dict[str, Any], *, names: bool = True) -> str:
 # `atexit` handlers: a build writes and closes every file through `loopx.store.fsio`
 # (fsynced where it syncs), joins its flush thread and ends its worker pool before it
 # returns, but the store it reads through (`loopx.store.select`, not `loopx.cli.stores`) is
-# released by its finalizer (a PostgreSQL pool, a broker socket), which runs at exit. Serve,
-# mcp, publish, imports and store moves end the ordinary way.
+# released by its finalizer (a PostgreSQL pool, a broker socket), which runs at exit. A scan
+# writes only its caches, each through `loopx.store.fsio` (replaced whole, closed) before it
+# returns, and reads the ledger through `loopx.cli.stores` (closed by `main`). Serve, mcp,
+# publish, imports and store moves end the ordinary way.
 QUICK_EXIT = frozenset(
     {"status", "next", "log", "todo", "gate", "evidence", "run", "note", "goal", "agent"}
     | {"quota", "monitor", "wake", "turn", "review", "workbench", "graph", "handoff", "prime"}
-    | {"build"}
+    | {"build", "scan"}
 )
 
 

@@ -1,17 +1,20 @@
 """The every-turn calls without click: `status`, `next`, `todo claim/renew/complete`,
-`handoff inspect` and `build` in the forms agents type them.
+`handoff inspect`, `build` and `scan` in the forms agents type them.
 
 Importing click and declaring a command's options costs a call more than its work (issue 19:
 ~55 M of `loopx status`'s ~310 M instructions). `parse` reads these commands' arguments with
 the same options, defaults, environment variables and conversions as their click
 declarations (`loopx.cli.status_cmd`, `loopx.cli.todo`, `loopx.cli.handoff`,
-`loopx.cli.build`, adapted by `loopx.cli.ergonomics`) and returns the call, or None for
-anything else it is not sure of — `--help`, an unknown or malformed option, a value click
-would refuse or read differently (one that starts with `-`), a missing required option, a
-stream click would wrap — which then goes to click, so every error and help text is click's
-own. A test holds each table below to its click declaration, and runs a table of argument
-lists both ways (same output, exit code). Both ways call the same plain function
-(`loopx.cli.status`, `loopx.cli.build_run`, …) with the values read.
+`loopx.cli.build`, `loopx.cli.scan`, adapted by `loopx.cli.ergonomics`) and returns the
+call, or None for anything else it is not sure of — `--help`, an unknown or malformed option,
+a value click would refuse or read differently (one that starts with `-`), a missing required
+option, a stream click would wrap — which then goes to click, so every error and help text is
+click's own. Positional arguments (`scan`'s PATHS) are read as click reads them: anywhere
+among the options, and every argument after `--`; before it, one that starts with `-` is
+taken for an option. A test holds each table below to its click declaration, and runs a
+table of argument lists both ways (same output, exit code). Both ways call the same plain
+function (`loopx.cli.status`, `loopx.cli.build_run`, `loopx.cli.scan_run`, …) with the
+values read.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ LEASE_RANGE = (1, 30 * 86400)  # a claim's lease: one second to thirty days (eng
 
 # How an option's value is read: text as given, a flag, one of `extra` (choices), an integer
 # within `extra` (low, high), a folder (click.Path(file_okay=False)), the workspace (a folder,
-# then its git work tree's top), or repeatable ids (each may be comma-separated).
+# then its git work tree's top), repeatable ids (each may be comma-separated), repeatable text
+# (a tuple, each as given), or an on/off flag (`--x/--no-x`: `extra` is the off flag).
 TEXT, FLAG, CHOICE, INT, IDS = "text", "flag", "choice", "int", "ids"
-FOLDER, WORKSPACE = "folder", "workspace"
+FOLDER, WORKSPACE, TEXTS, SWITCH = "folder", "workspace", "texts", "switch"
 
 # An option: its flag, the parameter's name, how it is read, its default, its environment
 # variable, whether it is required, and the choices or range.
@@ -120,6 +124,16 @@ COMMANDS: dict[tuple[str, ...], tuple[list[Option], str, str]] = {
         "inspect",
         "",
     ),
+    ("scan",): (
+        [
+            ("--ledger", "ledger", SWITCH, True, None, False, "--no-ledger"),
+            ("--machine", "machine", SWITCH, True, None, False, "--no-machine"),
+            ("--hash-name", "hash_names", TEXTS, (), None, False, None),
+            *_shared(("text", "json")),
+        ],
+        "scan",
+        "",
+    ),
     ("build",): (
         [
             ("--out", "out", FOLDER, None, None, False, None),
@@ -135,6 +149,9 @@ COMMANDS: dict[tuple[str, ...], tuple[list[Option], str, str]] = {
         "",
     ),
 }
+# The commands that take positional arguments: the parameter that holds them, a tuple of
+# paths each as click.Path(exists=False) reads it (a file or a folder; a missing path is taken).
+ARGUMENTS: dict[tuple[str, ...], str] = {("scan",): "paths"}
 
 
 def parse(args: list[str]) -> Callable[[], None] | None:
@@ -145,10 +162,18 @@ def parse(args: list[str]) -> Callable[[], None] | None:
         return None
     options, runner, what = found
     path = 1 if tuple(args[:1]) in COMMANDS else 2
-    given = _given(args[path:], {opt[0]: opt for opt in options})
+    flags = {opt[0]: opt for opt in options}
+    flags.update({opt[6]: opt for opt in options if opt[2] == SWITCH})
+    positional = ARGUMENTS.get(tuple(args[:path]))
+    given = _given(args[path:], flags, positional)
     if given is None:
         return None
     values: dict[str, Any] = {}
+    if positional is not None:
+        paths = [_path(raw, file_okay=True) for raw in given.pop(positional, [])]
+        if None in paths:
+            return None
+        values[positional] = tuple(paths)
     named: set[str] = set()  # given on the command line or by its environment variable
     for _flag, name, kind, default, envvar, required, extra in options:
         raw = given.get(name, _UNSET)
@@ -186,28 +211,38 @@ def _plain_streams() -> bool:
     return True
 
 
-def _given(args: list[str], options: dict[str, Option]) -> dict[str, Any] | None:
-    """Each option's value as typed (the last one given; a list for repeatable ids), or None
-    for an argument not read here."""
+def _given(
+    args: list[str], options: dict[str, Option], positional: str | None = None
+) -> dict[str, Any] | None:
+    """Each option's value as typed (the last one given; a list for repeatable ones) and,
+    under `positional`, the list of positional arguments, or None for an argument not read
+    here (a positional one where the command takes none)."""
     given: dict[str, Any] = {}
     i = 0
     while i < len(args):
+        if positional is not None and args[i] == "--":  # click: the rest are arguments
+            given.setdefault(positional, []).extend(args[i + 1 :])
+            break
+        if positional is not None and not args[i].startswith("-"):
+            given.setdefault(positional, []).append(args[i])
+            i += 1
+            continue
         flag, eq, value = args[i].partition("=")
         opt = options.get(flag) if flag.startswith("--") else None
         if opt is None:
             return None
         i += 1
-        if opt[2] == FLAG:
+        if opt[2] in (FLAG, SWITCH):
             if eq:
                 return None  # click: the option does not take a value
-            given[opt[1]] = True
+            given[opt[1]] = opt[2] == FLAG or flag == opt[0]
             continue
         if not eq:
             if i >= len(args) or args[i].startswith("-"):
                 return None
             value = args[i]
             i += 1
-        if opt[2] == IDS:
+        if opt[2] in (IDS, TEXTS):
             given.setdefault(opt[1], []).append(value)
         else:
             given[opt[1]] = value
@@ -216,8 +251,10 @@ def _given(args: list[str], options: dict[str, Option]) -> dict[str, Any] | None
 
 def _convert(kind: str, raw: Any, extra: Any) -> Any:
     """The value click converts `raw` to, or _UNSET where click could refuse it."""
-    if kind in (TEXT, FLAG):
+    if kind in (TEXT, FLAG, SWITCH):
         return raw
+    if kind == TEXTS:
+        return tuple(raw)
     if kind == CHOICE:
         return raw if raw in extra else _UNSET
     if kind == INT:
@@ -234,7 +271,7 @@ def _convert(kind: str, raw: Any, extra: Any) -> Any:
         return [v.strip() for value in raw for v in value.split(",") if v.strip()]
     if raw is None:
         return None
-    folder = _folder(raw)  # FOLDER, WORKSPACE
+    folder = _path(raw)  # FOLDER, WORKSPACE
     if folder is None or kind == FOLDER:
         return _UNSET if folder is None else folder
     from loopx.engine.git import checkout_root
@@ -242,9 +279,10 @@ def _convert(kind: str, raw: Any, extra: Any) -> Any:
     return checkout_root(folder)
 
 
-def _folder(raw: str | Path) -> Path | None:
-    """`raw` as click.Path(file_okay=False) takes it (a missing path is taken), or None where
-    click refuses it (a file, an unreadable folder) or could (text no path can be)."""
+def _path(raw: str | Path, *, file_okay: bool = False) -> Path | None:
+    """`raw` as click.Path(file_okay=file_okay) takes it (a missing path is taken), or None
+    where click refuses it (a file where only folders are, an unreadable path) or could
+    (text no path can be)."""
     import stat
 
     try:
@@ -253,7 +291,7 @@ def _folder(raw: str | Path) -> Path | None:
         return Path(raw)
     except ValueError:
         return None
-    if stat.S_ISREG(st.st_mode) or not os.access(raw, os.R_OK):
+    if (stat.S_ISREG(st.st_mode) and not file_okay) or not os.access(raw, os.R_OK):
         return None
     return Path(raw)
 
@@ -296,6 +334,10 @@ def _call(
         from loopx.cli.build_run import run_build
 
         run_build(**values)
+    elif runner == "scan":
+        from loopx.cli.scan_run import run_scan
+
+        run_scan(**values)
     else:
         _write_call(runner, what, values)
 

@@ -1,13 +1,14 @@
-"""`loopx scan`: the public-boundary scan, on any files or folders."""
+"""`loopx scan`: the public-boundary scan, on any files or folders (its click declaration;
+the command runs `loopx.cli.scan_run.run_scan`, which the quick parser calls too)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from loopx.cli.common import common, emit, open_store, print_findings
+from loopx.cli.common import common
+from loopx.cli.scan_run import run_scan
 
 
 @click.command("scan")
@@ -47,47 +48,4 @@ def scan_cmd(
     Each finding names the commands that clear it (`loopx redact field`, `loopx allow
     finding`) when a ledger field or id holds it. Exits 7 when anything is found.
     """
-    from loopx.model.errors import BoundaryViolation, InvalidInput
-    from loopx.privacy.scanner import Scanner, name_hash, scan_paths
-
-    if hash_names:
-        lines = [name_hash(n) for n in hash_names]
-        emit(fmt, {"hashes": lines}, "\n".join(lines))
-        return
-    if not paths:
-        raise InvalidInput("missing PATHS (files or folders to scan)", code="usage_error")
-
-    scan = _with_ledger(root, paths, machine) if ledger else None
-    found = scan.findings if scan is not None else scan_paths(paths, Scanner(machine=machine))
-    findings = [f.to_dict() for f in found]
-    data: dict[str, Any] = {"clean": not findings, "findings": findings, "ledger": bool(scan)}
-    if findings:
-        shown = findings[:1000]
-        if scan is not None:
-            from loopx.build.corrections import add_commands
-
-            add_commands(shown[:100], scan.goals(), scan.scanner())
-        if fmt != "json":  # JSON mode: the findings travel in the error envelope
-            print_findings(findings)
-        raise BoundaryViolation(
-            f"{len(findings)} finding(s) in the scanned paths",
-            count=len(findings),
-            findings=shown,
-        )
-    emit(fmt, data, "clean: nothing found" + (" (ledger included)" if scan else ""))
-
-
-def _with_ledger(root: Path | None, paths: tuple[Path, ...], machine: bool) -> Any:
-    """The scan with the project's ledger (see `loopx.build.folderscan`), or None when no
-    project is found and none was named."""
-    from loopx.build.folderscan import scan_folder
-    from loopx.model.errors import NotFound
-    from loopx.store.root import find_root
-
-    try:
-        project = find_root(root)
-    except NotFound:
-        if root is not None:
-            raise
-        return None
-    return scan_folder(project, open_store(project), paths, machine)
+    run_scan(paths=paths, ledger=ledger, machine=machine, hash_names=hash_names, root=root, fmt=fmt)
