@@ -94,6 +94,19 @@ def test_a_build_imports_no_click(goal: Path) -> None:
     assert "click" in loaded(goal, "build", "--out", out, "--help")  # the sanity check
 
 
+def test_a_scan_imports_no_click(goal: Path) -> None:
+    """A plain `loopx scan PATHS` is read by `loopx.cli.quick`: no click, clean or not (a
+    finding's exit 7 is asserted in tests/test_quick_build.py)."""
+    out = goal / "site"
+    assert run_cli(["build", "--root", str(goal), "--out", str(out)]).exit_code == 0
+    public = str(out / "public")
+    for _ in range(2):  # the first scan after the build, then one its caches answer
+        assert "click" not in loaded(goal, "scan", public)
+    assert "click" not in loaded(goal, "scan", public, "--no-ledger", "--format", "json")
+    assert "click" not in loaded(goal, "scan", "--hash-name", "someone")
+    assert "click" in loaded(goal, "scan", "--help")  # the sanity check
+
+
 def test_help_opens_no_store(goal: Path) -> None:
     modules = loaded(goal, "--help")
     assert not modules & (READS | {"loopx.store.select", "loopx.engine.core"})

@@ -1,10 +1,11 @@
-"""`loopx build` parsed without click (`loopx.cli.quick`) does what click's path does.
+"""`loopx build` and `loopx scan` parsed without click (`loopx.cli.quick`) do what click's
+path does.
 
 Each argument list of the table runs twice on two copies of one project, once as `main`
 runs it and once with the quick parser switched off (click reads every call): the exit
 code, stdout and stderr must be the same, and so must every file of the project after it
-(the output folders, the ledgers; the host caches aside). The build's option table is held
-to its click declaration in tests/test_quick_dispatch.py with the others.
+(the output folders, the ledgers; the host caches aside). Their option tables are held to
+their click declarations in tests/test_quick_dispatch.py with the others.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ GIT_ENV = {
 NAME = "dwhitfield"  # a user name of a work host: in a public id, the boundary refuses it
 ENV = {"LOOPX_PRIVATE_NAMES": ""}  # this host's own names are not the test's
 HEAD = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"  # a credential's shape
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -81,6 +83,11 @@ def _stale(root: Path) -> None:
     (root / "site" / "public" / "index.html").write_text("changed\n")
 
 
+def _odd(root: Path) -> None:
+    """A file whose name starts with `-` (only a path after `--`) holds a credential."""
+    (root / "-odd").write_text(f"token: {TOKEN}\n")
+
+
 # Argument lists, each with its environment, a change to the project first, whether quick
 # reads it, and the exit code both ways.
 CALLS: list[tuple[list[str], dict[str, str], Callable[[Path], None] | None, bool, int]] = [
@@ -125,6 +132,41 @@ CALLS: list[tuple[list[str], dict[str, str], Callable[[Path], None] | None, bool
     (["build", "--bogus"], {}, None, False, 2),
     (["build", "out"], {}, None, False, 2),
     (["build", "-o", "out"], {}, None, False, 2),
+    (["scan", "site/public"], {}, None, True, 0),
+    (["scan", "site/public", "--format", "json"], {}, None, True, 0),
+    (["scan", "--json", "site/public"], {}, None, True, 0),
+    (["scan", "site/team"], {}, None, True, 7),  # the team goal's text: findings printed
+    (["scan", "site/team", "--format=json"], {}, None, True, 7),
+    (["scan", "site/public"], {}, _names, True, 7),  # NAME in a public id
+    (["scan", "site/public", "--no-machine"], {}, _names, True, 7),  # the project's names
+    (["scan", "site/public", "--no-ledger"], {}, _names, True, 0),
+    (["scan", "--no-ledger", "site/team"], {}, None, True, 0),
+    (["scan", "site/team", "--no-ledger", "--ledger"], {}, None, True, 7),
+    (["scan", "site/public", "--machine", "--no-machine"], {}, None, True, 0),
+    (["scan", "a-file", "site"], {}, None, True, 7),  # a file and a folder
+    (["scan", "site/public/index.html", "site/public"], {}, None, True, 0),  # named twice
+    (["scan", "--no-ledger", "--", "-odd"], {}, _odd, True, 7),
+    (["scan", "--no-ledger", "--", "-odd", "--", "--json"], {}, _odd, True, 3),
+    (["scan", "--hash-name", NAME, "--hash-name=other"], {}, None, True, 0),
+    (["scan", "site/public", "--hash-name", NAME, "--json"], {}, None, True, 0),
+    (["scan"], {}, None, True, 2),  # no PATHS: the command's own usage error
+    (["scan", "--json"], {}, None, True, 2),
+    (["scan", "missing"], {}, None, True, 3),
+    (["scan", "site/public", "missing", "--no-ledger"], {}, None, True, 3),
+    (["scan", "site/public", "--root", "missing"], {}, None, True, 3),
+    (["scan", "site/public"], {"LOOPX_ROOT": "missing"}, None, True, 3),
+    (["scan", "site/public", "--no-ledger", "--root", "missing"], {}, None, True, 0),
+    (["scan", "site/public", "--debug"], {}, None, True, 0),
+    (["scan", "site/public", "--help"], {}, None, False, 0),
+    (["scan", "-h"], {}, None, False, 0),
+    (["scan", "site/public", "--bogus"], {}, None, False, 2),
+    (["scan", "-odd"], {}, _odd, False, 2),  # before `--`: an option (none such)
+    (["scan", "-"], {}, None, False, 3),  # click: a path named `-`
+    (["scan", "--ledger=yes", "site/public"], {}, None, False, 2),
+    (["scan", "site/public", "--hash-name"], {}, None, False, 2),
+    (["scan", "--hash-name", "--json"], {}, None, False, 0),  # click: the name "--json"
+    (["scan", "site/public", "--format", "markdown"], {}, None, False, 2),
+    (["scan", "site/public", "--root", "a-file"], {}, None, False, 2),
 ]
 
 
@@ -148,7 +190,7 @@ def _files(root: Path) -> dict[str, bytes]:
     CALLS,
     ids=lambda v: getattr(v, "__name__", None) or repr(v)[:60],
 )
-def test_a_build_reads_and_does_as_click(
+def test_a_build_or_scan_reads_and_does_as_click(
     seed: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -198,6 +198,7 @@ def _as_click(param: click.Parameter, ctx: click.Context) -> tuple[Any, ...]:
         assert not (param.type.min_open or param.type.max_open or param.type.clamp)
     elif isinstance(param.type, click.Path):
         assert not (param.type.file_okay or param.type.exists or param.type.resolve_path)
+        assert param.type.type is Path
         assert param.type.dir_okay and param.type.readable and not param.type.writable
         kind = quick.FOLDER
         if param.callback is not None:
@@ -205,18 +206,35 @@ def _as_click(param: click.Parameter, ctx: click.Context) -> tuple[Any, ...]:
             kind = quick.WORKSPACE
     elif getattr(param, "is_flag", False):
         kind = quick.FLAG
+        if param.secondary_opts:  # --x/--no-x
+            assert isinstance(param.type, click.types.BoolParamType)
+            kind, [extra] = quick.SWITCH, param.secondary_opts
     if getattr(param, "multiple", False):
-        assert param.callback is not None and param.callback.__name__ == "ids"
-        kind = quick.IDS
+        kind = quick.TEXTS if param.callback is None else quick.IDS
+        assert param.callback is None or param.callback.__name__ == "ids"
+        assert param.type.name == "text"
     else:
         assert param.type.name in ("text", "boolean", "integer range", "choice", "directory")
         assert param.callback is None or kind == quick.WORKSPACE
     name = param.name if param.expose_value else ""
     default = param.get_default(ctx)  # a flag's: False
     if default is getattr(click.core, "UNSET", object()):  # none declared (click >= 8.3)
-        default = () if kind == quick.IDS else None
+        default = () if kind in (quick.IDS, quick.TEXTS) else None
     assert param.nargs == 1 and not getattr(param, "prompt", None)
     return (param.opts[0], name, kind, default, param.envvar, param.required, extra)
+
+
+def _argument(param: click.Parameter) -> str:
+    """The name of a positional parameter quick reads: any number of paths, each a file or a
+    folder, missing or not, as `Path` (quick.ARGUMENTS)."""
+    kind = param.type
+    assert isinstance(param, click.Argument) and isinstance(kind, click.Path)
+    assert param.nargs == -1 and not param.required and param.envvar is None
+    assert param.callback is None and param.expose_value and param.name
+    assert kind.file_okay and kind.dir_okay and kind.readable and kind.type is Path
+    assert not (kind.exists or kind.writable or kind.resolve_path or kind.allow_dash)
+    assert not kind.executable
+    return param.name
 
 
 @pytest.mark.parametrize("path", sorted(quick.COMMANDS))
@@ -233,12 +251,14 @@ def test_each_table_is_its_click_declaration(path: tuple[str, ...]) -> None:
             adapt(command)
     here = click.Context(command)
     declared = sorted(_as_click(p, here) for p in command.params if isinstance(p, click.Option))
-    assert not [p for p in command.params if not isinstance(p, click.Option)]
+    arguments = [p for p in command.params if not isinstance(p, click.Option)]
+    named = quick.ARGUMENTS.get(path)
+    assert [_argument(p) for p in arguments] == ([named] if named is not None else [])
     table = sorted(quick.COMMANDS[path][0], key=lambda o: o[:3])
     assert [o[:3] for o in table] == [o[:3] for o in declared]
     assert table == [tuple(o) for o in declared]
-    for param in command.params:  # one spelling each: the table names the first
-        assert len(param.opts) == 1 and not param.secondary_opts
+    for param in command.params:  # one spelling each: the table names the first (and --no-x)
+        assert len(param.opts) == 1 and len(param.secondary_opts) <= 1
     # The configured options are filled in click's order (the first to fail is reported).
     configured = [o[1] for o in quick.COMMANDS[path][0] if o[1] in quick.CONFIGURED]
     assert configured == [p.name for p in command.params if p.name in quick.CONFIGURED]

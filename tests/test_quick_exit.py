@@ -1,8 +1,10 @@
-"""A `loopx build` process ends at once (`loopx.cli.main.run`, QUICK_EXIT) and loses nothing.
+"""A `loopx build` or `loopx scan` process ends at once (`loopx.cli.main.run`, QUICK_EXIT)
+and loses nothing.
 
 Each build runs as the console script does, in a fresh interpreter whose `os._exit` first
 says it was called: what the build prints, its exit code and every file it writes are as
-after an in-process build of a copy of the project, its worker pool included. Under a
+after an in-process build of a copy of the project, its worker pool included; a scan's too
+(its caches). Under a
 tracer, or with a thread still running that is not a daemon, the process exits the
 ordinary way; the `atexit` handlers run either way.
 """
@@ -150,3 +152,29 @@ def test_every_quick_end_runs_the_atexit_handlers(two: tuple[Path, Path]) -> Non
     done = _process(two[0], "status", "--goal-id", "demo", "--format", "json", prelude=AT_EXIT)
     assert done.returncode == 0 and done.stderr == f"<atexit>{MARK}"
     assert [g["goal_id"] for g in json.loads(done.stdout)["goals"]] == ["demo"]
+
+
+def _cache(root: Path) -> dict[str, list[str]]:
+    """The scan caches: each JSON file's name and its keys (it must parse whole)."""
+    folder = root / ".loopx" / "private" / "cache" / "scan"
+    return {p.name: sorted(json.loads(p.read_bytes())) for p in sorted(folder.glob("*.json"))}
+
+
+def test_a_scan_ended_at_once_prints_writes_its_caches_and_keeps_its_exit_code(
+    two: tuple[Path, Path],
+) -> None:
+    ours, theirs = two
+    for root in two:
+        _built(root)
+        (root / "leak.txt").write_text("token: ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2\n")
+    done = _process(ours, "scan", "site/public", prelude=AT_EXIT)
+    assert done.stderr == f"<atexit>{MARK}"  # the handlers ran, then the quick end
+    expected = run_cli(["scan", "site/public"], cwd=theirs)
+    assert (done.returncode, done.stdout) == (0, expected.stdout)
+    assert expected.stdout == "clean: nothing found (ledger included)\n"
+    assert _cache(ours) == _cache(theirs) and "clean-scan.json" in _cache(ours)  # written now
+    found = _process(ours, "scan", "site/public", "leak.txt", "--no-machine")
+    expected = run_cli(["scan", "site/public", "leak.txt", "--no-machine"], cwd=theirs)
+    assert (found.returncode, found.stdout) == (7, expected.stdout) and expected.exit_code == 7
+    assert found.stdout.startswith("leak.txt:1:8: github-token (plain)")
+    assert found.stderr.endswith(MARK) and "[public_boundary_violation]" in found.stderr
