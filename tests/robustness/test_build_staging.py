@@ -424,3 +424,25 @@ def test_files_staged_apart_are_adopted_and_moved_in_as_staged(tmp_path: Path) -
     assert report.written == ["team/g/a.html", "team/g/b.html"]
     assert _tree(out) == {"team/g/a.html": b"a", "team/g/b.html": b"new"}
     assert (out / "team/g/a.html").stat().st_ino == inode
+
+
+def test_a_link_a_worker_meets_while_staging_is_refused_as_the_parent_refuses_it(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`site/team` planted as a link to another folder: a worker staging a team file meets
+    it and the build fails with the very error a serial build gives; nothing is written
+    through the link, and the staging folder is gone."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    errors = []
+    for workers in ("1", "2"):
+        monkeypatch.setenv("LOOPX_BUILD_WORKERS", workers)
+        out = tmp_path / f"site-{workers}"
+        out.mkdir()
+        (out / "team").symlink_to(elsewhere, target_is_directory=True)
+        with pytest.raises(LoopxError) as err:
+            build(demo, out, head=REV_NEW, reuse=True)
+        errors.append((err.value.code, err.value.message.replace(f"site-{workers}", "site")))
+        assert sorted(p.name for p in out.iterdir()) == ["team"]
+    assert errors[0] == errors[1] and errors[0][0] == "unsafe_output_path"
+    assert list(elsewhere.iterdir()) == []
