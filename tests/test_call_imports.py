@@ -85,6 +85,15 @@ def test_review_reuses_its_markdown_without_the_template_engine(goal: Path) -> N
     assert not again & (NEVER | {"jinja2", "loopx.build.registry", "subprocess"})
 
 
+def test_a_build_imports_no_click(goal: Path) -> None:
+    """A plain `loopx build` (and `--check`) is read by `loopx.cli.quick`: no click."""
+    out = str(goal / "site")
+    for _ in range(2):  # the first build into the folder, then a rebuild
+        assert "click" not in loaded(goal, "build", "--out", out)
+    assert "click" not in loaded(goal, "build", "--out", out, "--check", "--format", "json")
+    assert "click" in loaded(goal, "build", "--out", out, "--help")  # the sanity check
+
+
 def test_help_opens_no_store(goal: Path) -> None:
     modules = loaded(goal, "--help")
     assert not modules & (READS | {"loopx.store.select", "loopx.engine.core"})

@@ -239,6 +239,18 @@ def test_each_table_is_its_click_declaration(path: tuple[str, ...]) -> None:
     assert table == [tuple(o) for o in declared]
     for param in command.params:  # one spelling each: the table names the first
         assert len(param.opts) == 1 and not param.secondary_opts
+    # The configured options are filled in click's order (the first to fail is reported).
+    configured = [o[1] for o in quick.COMMANDS[path][0] if o[1] in quick.CONFIGURED]
+    assert configured == [p.name for p in command.params if p.name in quick.CONFIGURED]
+
+
+def test_the_configured_options_are_those_of_the_defaults_module() -> None:
+    from loopx.cli.defaults import configured
+
+    for options, _, _ in quick.COMMANDS.values():
+        for _flag, name, kind, _default, _envvar, _required, extra in options:
+            choices = tuple(extra) if kind == quick.CHOICE else ()
+            assert (configured(name, choices) is not None) is (name in quick.CONFIGURED), name
 
 
 def test_the_ranges_are_the_engines() -> None:

@@ -1,19 +1,18 @@
-"""`loopx build`, `loopx diff`, `loopx publish`, `loopx serve`."""
+"""`loopx build`, `loopx diff`, `loopx publish`, `loopx serve`: their click declarations
+(`build` runs `loopx.cli.build_run.run_build`, which the quick parser calls too)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from loopx.cli.common import audience_option, common, echo, emit, path_option, print_findings
+from loopx.cli.build_run import findings_printed, kept_line, parse_head, project_root, run_build
+from loopx.cli.common import audience_option, common, echo, emit, path_option
 
 if TYPE_CHECKING:  # imported where used: `loopx --help` stays fast
     from loopx.build.gitpublish import BranchTarget
-    from loopx.build.pipeline import BuildResult, CheckResult
 
 HEAD_HELP = (
     "Git revision that decides evidence freshness (default: HEAD of the project "
@@ -40,35 +39,6 @@ AUDIENCES = click.option(
     show_default=True,
     help="Comma-separated audiences: public, team, private.",
 )
-
-
-def _head(value: str | None, default: str | None = None) -> str | None:
-    """`--head`: a commit hash, 'auto' (the project's git HEAD) or 'none'; `default` when
-    not given (AUTO for live views, None for committed artifacts)."""
-    from loopx.engine.git import AUTO
-
-    if value is None:
-        return AUTO if default == AUTO else default
-    if value.lower() == "none":
-        return None
-    if value.lower() == AUTO:
-        return AUTO
-    import re
-
-    from loopx.model.errors import InvalidInput
-
-    if not re.fullmatch(r"[0-9a-f]{7,64}", value):
-        raise InvalidInput(
-            "--head must be a git commit hash (7-64 hex digits), 'auto' or 'none'",
-            code="invalid_revision",
-        )
-    return value
-
-
-def _root(root: Path | None) -> Path:
-    from loopx.store.root import find_root
-
-    return find_root(root)
 
 
 @click.command("build")
@@ -113,103 +83,17 @@ def build_cmd(
     all-or-nothing. OUT is locked while it is written (a second build into it waits); no
     link in it is followed, and only files a manifest of ours wrote are replaced or removed.
     """
-    from loopx.build.pipeline import build, parse_audiences
-
-    project = _root(root)
-    out = out if out is not None else Path("site")
-    auds = parse_audiences(audiences)
-    if check_only:
-        result = _check(project, out, auds, audiences, head)
-        emit(fmt, result.to_dict(), f"{out} is up to date")
-        return
-    if set(auds) - {"public"}:
-        from loopx.build.exposure import guard_team_output
-
-        guard_team_output(out, lambda line: echo(line, err=True), directory=True)
-    with _findings_printed(fmt):
-        res = build(
-            project,
-            out,
-            audiences=auds,
-            head=_head(head),
-            validate=validate,
-            reuse=not force,
-            overwrite=overwrite,
-        )
-    emit(fmt, {**res.to_dict(), "out": str(out)}, lambda: _built_text(res, out, auds))
-
-
-@contextlib.contextmanager
-def _findings_printed(fmt: str) -> Iterator[None]:
-    """A refused boundary scan prints its findings first (in JSON mode they travel in the
-    error envelope)."""
-    from loopx.model.errors import BoundaryViolation
-
-    try:
-        yield
-    except BoundaryViolation as err:
-        if fmt != "json":
-            print_findings(err.details.get("findings", []))
-        raise
-
-
-def _check(
-    project: Path, out: Path, auds: tuple[str, ...], audiences: str, head: str | None
-) -> CheckResult:
-    """`build --check`: the comparison, or `build_stale` naming the command that fixes it."""
-    from loopx.build.pipeline import check
-    from loopx.model.errors import CheckFailed
-
-    result = check(project, out, audiences=auds, head=_head(head))
-    if not result.ok:
-        problems = (
-            [f"stale: {p}" for p in result.stale]
-            + [f"missing: {p}" for p in result.missing]
-            + [f"extra: {p}" for p in result.extra]
-        )
-        raise CheckFailed(
-            f"{out} is out of date ({len(problems)} file(s)); regenerate it with "
-            f"`{_rebuild_command(out, audiences, head)}`: "
-            f"{'; '.join(problems[:5])}{' …' if len(problems) > 5 else ''}",
-            code="build_stale",
-            **result.to_dict(),
-        )
-    return result
-
-
-def _built_text(res: BuildResult, out: Path, auds: tuple[str, ...]) -> str:
-    report = res.report
-    assert report is not None  # a build that returns has written
-    lines = [
-        f"built {len(res.site.artifacts)} files into {out}: {len(report.written)} written, "
-        f"{report.unchanged} unchanged, {len(report.removed)} removed"
-    ]
-    if report.kept:
-        lines.append(_kept_line(report.kept))
-    if "public" in auds:
-        lines.append(f"public boundary scan: clean; open {out}/public/index.html")
-    if "team" in auds:
-        lines.append(f"team pages: {out}/team/index.html")
-    return "\n".join(lines)
-
-
-def _kept_line(kept: list[str]) -> str:
-    shown = ", ".join(kept[:5]) + (f" and {len(kept) - 5} more" if len(kept) > 5 else "")
-    return (
-        f"kept {len(kept)} file(s) an earlier build or publish listed, because they changed "
-        f"since, a link is in the way, or the path is not one loopx writes: {shown}"
+    run_build(
+        out=out,
+        audiences=audiences,
+        head=head,
+        check_only=check_only,
+        validate=validate,
+        force=force,
+        overwrite=overwrite,
+        root=root,
+        fmt=fmt,
     )
-
-
-def _rebuild_command(out: Path, audiences: str, head: str | None) -> str:
-    import shlex
-
-    cmd = f"loopx build --out {shlex.quote(str(out))}"
-    if audiences != "public,team":
-        cmd += f" --audience {shlex.quote(audiences)}"
-    if head is not None:
-        cmd += f" --head {shlex.quote(head)}"
-    return cmd
 
 
 @click.command("diff")
@@ -236,7 +120,7 @@ def diff_cmd(
     from loopx.build.diffing import diff_builds, diff_revisions, render_markdown, render_text
 
     if goal_id is not None:
-        changes = diff_revisions(_root(root), goal_id, old, new, audience)
+        changes = diff_revisions(project_root(root), goal_id, old, new, audience)
     else:
         changes = diff_builds(Path(old), Path(new), audience)
     if fmt == "markdown":
@@ -344,7 +228,7 @@ def publish_cmd(
     configuration fill in what the flags leave out (with --to, they are not used)."""
     from loopx.build.publish import publish
 
-    project = _root(root)
+    project = project_root(root)
     flags = {
         "git_branch": git_branch,
         "prefix": prefix,
@@ -356,9 +240,13 @@ def publish_cmd(
         "remote": remote,
     }
     branch = _branch(project, to_dir, flags, overwrite)
-    with _findings_printed(fmt):
+    with findings_printed(fmt):
         result: dict[str, Any] = publish(
-            project, to_dir=to_dir, branch=branch, head=_head(head, "auto"), overwrite=overwrite
+            project,
+            to_dir=to_dir,
+            branch=branch,
+            head=parse_head(head, "auto"),
+            overwrite=overwrite,
         )
     emit(fmt, result, lambda: _published_text(result, to_dir))
 
@@ -417,7 +305,7 @@ def _branch(
 def _published_text(result: dict[str, Any], to_dir: Path | None) -> str:
     if to_dir is not None:
         return f"published {result['files']} public files to {to_dir}" + (
-            f"\n{_kept_line(result['kept'])}" if result.get("kept") else ""
+            f"\n{kept_line(result['kept'])}" if result.get("kept") else ""
         )
     where = f"branch {result['branch']}" + (
         f", folder {result['prefix']}/" if result["prefix"] else ""
@@ -458,12 +346,12 @@ def serve_cmd(
     from loopx.build.pipeline import parse_audiences
     from loopx.build.serve import serve
 
-    project = _root(root)
+    project = project_root(root)
     serve(
         project,
         port=port,
         audiences=parse_audiences(audiences),
-        head=_head(head, "auto"),
+        head=parse_head(head, "auto"),
         debounce=debounce,
         log=lambda line: echo(line, err=True),
     )

@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 
 import click
 
-from loopx.cli import terminal
 from loopx.cli.output import echo as echo
 from loopx.cli.output import emit as emit
 from loopx.cli.output import emit_rows as emit_rows
+from loopx.cli.output import print_findings as print_findings
 from loopx.cli.quick import MAX_INT
 from loopx.cli.stores import close_stores as close_stores
 from loopx.cli.stores import context as context
@@ -175,17 +175,3 @@ def workspace_option(what: str) -> Callable[[F], F]:
         callback=checkout_root_option,
         help=f"{what} (default: the git work tree of the current folder).",
     )
-
-
-def print_findings(findings: list[dict[str, Any]]) -> None:
-    """One line per finding (never the matched text), then the commands that clear it."""
-    for f in findings:  # a path or id may come from a checkout: one escaped line each
-        where = terminal.field(f["path"])
-        echo(f"{where}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
-        for command in f.get("clear", []):
-            echo(f"  clear with: {terminal.field(command)}")
-        if "clear" in f and not f["clear"]:
-            echo(
-                "  no ledger field or id holds it (generated or configured text): "
-                "change the project's configuration, or report it"
-            )

@@ -1,4 +1,5 @@
-"""What a command prints, without click: JSON, text, documents and a write's receipt.
+"""What a command prints, without click: JSON, text, documents, a write's receipt and the
+findings of a refused boundary scan.
 
 Every-turn calls run without importing click (`loopx.cli.quick`), so printing lives here;
 `echo_line` writes a line exactly as `click.echo` does on a standard stream (ANSI styles
@@ -97,3 +98,17 @@ def receipt_text(result: Result, what: str) -> str:
 def emit_result(fmt: str, result: Result, what: str) -> None:
     """Print a write's result: its JSON (status, receipt, repair), or its receipt text."""
     emit(fmt, result.to_dict(), lambda: receipt_text(result, what))
+
+
+def print_findings(findings: list[dict[str, Any]]) -> None:
+    """One line per finding (never the matched text), then the commands that clear it."""
+    for f in findings:  # a path or id may come from a checkout: one escaped line each
+        where = terminal.field(f["path"])
+        echo(f"{where}:{f['line']}:{f['column']}: {f['kind']} ({f['encoding']})")
+        for command in f.get("clear", []):
+            echo(f"  clear with: {terminal.field(command)}")
+        if "clear" in f and not f["clear"]:
+            echo(
+                "  no ledger field or id holds it (generated or configured text): "
+                "change the project's configuration, or report it"
+            )

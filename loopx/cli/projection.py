@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from loopx.cli.build import COMMITTED_HEAD_HELP, _head
+from loopx.cli.build import COMMITTED_HEAD_HELP
+from loopx.cli.build_run import parse_head
 from loopx.cli.common import audience_option, common, count, echo, emit, open_store, path_option
 
 
@@ -40,7 +41,7 @@ def _resolved_head(store: Any, head: str | None) -> str | None:
     """Committed artifacts compare evidence with no checkout unless `--head` names one."""
     from loopx.engine.git import resolve_head
 
-    return resolve_head(store.root, _head(head, default=None))
+    return resolve_head(store.root, parse_head(head, default=None))
 
 
 def _public_scan(store: Any, audience: str, name: str, text: str, goals: dict[str, str]) -> None:

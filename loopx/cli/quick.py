@@ -1,15 +1,17 @@
-"""The every-turn calls without click: `status`, `next`, `todo claim/renew/complete` and
-`handoff inspect` in the forms agents type them.
+"""The every-turn calls without click: `status`, `next`, `todo claim/renew/complete`,
+`handoff inspect` and `build` in the forms agents type them.
 
 Importing click and declaring a command's options costs a call more than its work (issue 19:
 ~55 M of `loopx status`'s ~310 M instructions). `parse` reads these commands' arguments with
 the same options, defaults, environment variables and conversions as their click
-declarations (`loopx.cli.status_cmd`, `loopx.cli.todo`, `loopx.cli.handoff`, adapted by
-`loopx.cli.ergonomics`) and returns the call, or None for anything else it is not sure of —
-`--help`, an unknown or malformed option, a value click would refuse or read differently (one
-that starts with `-`), a missing required option, a stream click would wrap — which then goes
-to click, so every error and help text is click's own. A test holds each table below to its
-click declaration, and runs a table of argument lists both ways (same output, exit code).
+declarations (`loopx.cli.status_cmd`, `loopx.cli.todo`, `loopx.cli.handoff`,
+`loopx.cli.build`, adapted by `loopx.cli.ergonomics`) and returns the call, or None for
+anything else it is not sure of — `--help`, an unknown or malformed option, a value click
+would refuse or read differently (one that starts with `-`), a missing required option, a
+stream click would wrap — which then goes to click, so every error and help text is click's
+own. A test holds each table below to its click declaration, and runs a table of argument
+lists both ways (same output, exit code). Both ways call the same plain function
+(`loopx.cli.status`, `loopx.cli.build_run`, …) with the values read.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ Option = tuple[str, str, str, Any, str | None, bool, Any]
 _UNSET: Any = object()
 # Set (to anything), click answers a shell-completion request instead of running the command.
 COMPLETE_VAR = "_LOOPX_COMPLETE"
+# The options whose default the project configures (`loopx.cli.defaults.configured`): filled
+# in, in the order a table lists them (its click declaration's), when left out.
+CONFIGURED = ("audience", "audiences", "out")
 
 
 def _shared(formats: tuple[str, ...]) -> list[Option]:
@@ -115,6 +120,20 @@ COMMANDS: dict[tuple[str, ...], tuple[list[Option], str, str]] = {
         "inspect",
         "",
     ),
+    ("build",): (
+        [
+            ("--out", "out", FOLDER, None, None, False, None),
+            ("--audience", "audiences", TEXT, "public,team", None, False, None),
+            ("--head", "head", TEXT, None, None, False, None),
+            ("--check", "check_only", FLAG, False, None, False, None),
+            ("--validate", "validate", FLAG, False, None, False, None),
+            ("--force", "force", FLAG, False, None, False, None),
+            ("--overwrite", "overwrite", FLAG, False, None, False, None),
+            *_shared(("text", "json")),
+        ],
+        "build",
+        "",
+    ),
 }
 
 
@@ -146,7 +165,9 @@ def parse(args: list[str]) -> Callable[[], None] | None:
             return None
         if name:
             values[name] = value
-    return lambda: _call(runner, what, values, named)
+    configured = [(opt[1], opt[6] if opt[2] == CHOICE else ()) for opt in options]
+    configured = [option for option in configured if option[0] in CONFIGURED]
+    return lambda: _call(runner, what, values, named, configured)
 
 
 def _plain_streams() -> bool:
@@ -237,17 +258,23 @@ def _folder(raw: str | Path) -> Path | None:
     return Path(raw)
 
 
-def _call(runner: str, what: str, values: dict[str, Any], named: set[str]) -> None:
+def _call(
+    runner: str,
+    what: str,
+    values: dict[str, Any],
+    named: set[str],
+    configured: list[tuple[str, tuple[str, ...]]],
+) -> None:
     """Run the command as its click callback would, `ergonomics.adapt`'s steps first: `--json`
-    for `--format json`, the configured audience, the default goal."""
+    for `--format json`, the configured options (name, choices) left out, the default goal."""
     if values.pop("as_json", False):
         values["fmt"] = "json"
-    if "audience" in values:
-        from loopx.cli.defaults import configured, fill
+    if configured:
+        from loopx.cli import defaults
 
-        audience = configured("audience", ("team", "private"))
-        assert audience is not None
-        fill(values, [audience], lambda name: name not in named)
+        options = [defaults.configured(name, choices) for name, choices in configured]
+        filled = [option for option in options if option is not None]
+        defaults.fill(values, filled, lambda name: name not in named)
     if "goal_id" in values and values["goal_id"] is None and runner != "status":
         from loopx.cli.stores import open_store
         from loopx.engine.defaults import default_goal
@@ -265,6 +292,10 @@ def _call(runner: str, what: str, values: dict[str, Any], named: set[str]) -> No
         from loopx.cli.handoff_inspect import show_inspected
 
         show_inspected(**values, named="agent_id" in named)
+    elif runner == "build":
+        from loopx.cli.build_run import run_build
+
+        run_build(**values)
     else:
         _write_call(runner, what, values)
 
