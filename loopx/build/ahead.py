@@ -1,10 +1,13 @@
 """What a first build into a folder does with each goal's files as its workers finish them,
 instead of after the last one: it stages them for the writer (`writer.Staging`).
 
-Team and private files are staged at once. A public file is staged only once the boundary
-has scanned it: when this build's scanner is ready (the parent builds it while the workers
-render) and the build scans cold (no earlier scan vouches for any file), each public file is
-scanned as it arrives with that very scanner, and one found clean is staged and recorded;
+Team and private files are staged at once, by the worker that rendered them (`apart`, in
+that process: creating thousands of files was most of what the parent did while the
+workers rendered, and they waited for it); the parent adopts them as it receives them. A
+public file is staged only once the boundary has scanned it, so the parent stages it: when
+this build's scanner is ready (the parent builds it while the workers render) and the
+build scans cold (no earlier scan vouches for any file), each public file is scanned as it
+arrives with that very scanner, and one found clean is staged and recorded;
 `vouch` then hands those to `boundary.scan_public` as scanned, which scans every other
 public file as before (and the whole partition again before it fails a build). Every public
 byte is still scanned once before it is written, by the scanner of exactly this build's
@@ -29,11 +32,20 @@ class Ahead:
         self.staging = staging
         self.scanning = scanning
         self.scanned: tuple[Forbidden, set[str]] | None = None  # the set, what it found clean
+        staging.open()  # before any worker forks: they stage into it
 
-    def made(self, unit: tuple[str, str], result: Any) -> None:
+    def apart(self, unit: tuple[str, str], result: Any) -> list[str] | None:
+        """`work.run_units`'s `apart`, in the process that rendered `unit`: a team or
+        private unit's files are staged there (the paths staged); a public one's are left
+        for this process to scan first (None)."""
+        if unit[0] == "public":
+            return None
+        return self.staging.stage_apart(result[0])
+
+    def made(self, unit: tuple[str, str], result: Any, staged: list[str] | None) -> None:
         files = result[0]
         if unit[0] != "public":
-            self.staging.stage(files)
+            self.staging.adopt(files, staged or ())
             return
         forbidden = self.scanning()
         if forbidden is None:

@@ -128,13 +128,15 @@ def make_site(
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
     meanwhile: Callable[[dict[str, GoalState]], None] | None = None,
-    made: Callable[[Unit, Any], None] | None = None,
+    made: Callable[[Unit, Any, Any], None] | None = None,
+    apart: Callable[[Unit, Any], Any] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
     `project`: the configuration's titles and links (default: read from `root`).
-    `meanwhile(every goal)`: work of this process done while workers render; `made(unit,
-    (files, row))`: each unit rendered, as soon as it is (`work.run_units`)."""
+    `meanwhile(every goal)`: work of this process done while workers render; `apart(unit,
+    (files, row))` in the process that rendered a unit, and `made(unit, (files, row), what
+    apart returned)` here: each unit rendered, as soon as it is (`work.run_units`)."""
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
@@ -155,6 +157,7 @@ def make_site(
         project=project,
         meanwhile=(lambda: meanwhile(every)) if meanwhile is not None else None,
         made=made,
+        apart=apart,
     )
     for audience in audiences:
         visible, hidden = split[audience]
@@ -315,6 +318,7 @@ def build(
                 project=project,
                 meanwhile=prepare if "public" in audiences else None,
                 made=ahead.made if ahead is not None else None,
+                apart=ahead.apart if ahead is not None else None,
             )
             if ahead is not None:
                 ahead.staging.flush_ahead()  # while the boundary scans

@@ -191,14 +191,17 @@ def run_units(
     cache: BuildCache | None = None,
     project: ProjectConfig | None = None,
     meanwhile: Callable[[], None] | None = None,
-    made: Callable[[Unit, Result], None] | None = None,
+    made: Callable[[Unit, Result, Any], None] | None = None,
+    apart: Callable[[Unit, Result], Any] | None = None,
 ) -> dict[Unit, UnitEntry]:
     """Every unit's (key, result): from `cache` when its key is unchanged, else rendered.
     With a cache, a unit rendered again still carries over each file its last build made
     of the same inputs (`site.goal_artifacts`). `meanwhile` is this process's own work,
-    done while workers render (or after, serially). `made(unit, result)` is called with
-    each unit rendered, as soon as this process has it (after `meanwhile`, in the order
-    the workers finish), so its files can be staged while the others render."""
+    done while workers render (or after, serially). `apart(unit, result)` is called in
+    the process that rendered the unit (a worker, or this one when serial), right after
+    it; `made(unit, result, what apart returned)` in this one, as soon as it has the
+    unit (after `meanwhile`, in the order the workers finish), so its files can be
+    staged while the others render."""
     project = project or ProjectConfig()
     keys = unit_keys(units, goals, head=head, visible=visible, validate=validate, project=project)
     results: dict[Unit, UnitEntry] = {}
@@ -224,6 +227,7 @@ def run_units(
         project=project,
         carried=carried,
         layouts=cache.layouts if cache is not None else None,
+        apart=apart,
     )
     try:
         fresh = _render(todo, goals, meanwhile, made)
@@ -243,15 +247,16 @@ def _render(
     todo: list[Unit],
     goals: dict[str, GoalState],
     meanwhile: Callable[[], None] | None,
-    made: Callable[[Unit, Result], None] | None = None,
+    made: Callable[[Unit, Result, Any], None] | None = None,
 ) -> dict[Unit, tuple[Result, list[Any] | None]]:
     workers = workers_for(goals, todo)
     done: dict[Unit, tuple[Result, list[Any] | None]] = {}
     if workers <= 1:
         for unit in todo:
             done[unit] = _run(unit)
+            kept = _apart(unit, done[unit][0])
             if made is not None:
-                made(unit, done[unit][0])
+                made(unit, done[unit][0], kept)
         if meanwhile is not None:
             meanwhile()
         return done
@@ -263,16 +268,26 @@ def _render(
         pending = pool.imap_unordered(_run_named, order, chunksize=1)
         if meanwhile is not None:
             meanwhile()  # the workers are forked already: this process is otherwise idle
-        for unit, out in pending:
+        for unit, out, kept in pending:
             done[unit] = out
             if made is not None:
-                made(unit, out[0])
+                made(unit, out[0], kept)
     return {unit: done[unit] for unit in order}
 
 
-def _run_named(unit: Unit) -> tuple[Unit, tuple[Result, list[Any] | None]]:
-    """`_run`, its result named by its unit (results arrive in the order they finish)."""
-    return unit, _run(unit)
+def _run_named(unit: Unit) -> tuple[Unit, tuple[Result, list[Any] | None], Any]:
+    """In a worker: `_run`, its result named by its unit (results arrive in the order they
+    finish), and what `apart` made of it here. Each file is hashed here too: the hash is
+    sent with its artifact, so the parent does not hash thousands of files itself."""
+    out = _run(unit)
+    for artifact in out[0][0]:
+        artifact.sha256  # noqa: B018 (a cached property, pickled with the artifact)
+    return unit, out, _apart(unit, out[0])
+
+
+def _apart(unit: Unit, result: Result) -> Any:
+    apart = _SHARED["apart"]
+    return apart(unit, result) if apart is not None else None
 
 
 def warm_renderer() -> None:

@@ -12,7 +12,8 @@ deleted only if it still has the hash its manifest listed. The journal records
 those hashes, so a roll-forward (or a journal planted in a checkout) can do no more.
 
 A cold build may start staging before every file is made (`Staging`: each goal's files as
-its workers render them, when nothing is at their paths yet); nothing is journaled until
+they are rendered, by the worker that rendered them, when nothing is at their paths yet; a
+worker's failure stops the build like any other error); nothing is journaled until
 `write_tree`, so an error or a crash before leaves only the staging folder, which `discard`
 (or the next writer's `recover`) removes, and the old folder untouched.
 
@@ -185,6 +186,9 @@ class Staging:
     Opening it finishes or discards an interrupted write first (`recover`), as a write does.
     `stage` writes each file whose path in the output folder holds nothing under
     `.loopx-staging/files/` at once; files already there are left for `write_tree` to compare.
+    A forked render worker stages its own files (`stage_apart`, into the folder `open` made
+    before the fork) and the parent `adopt`s them, so creating thousands of files is spread
+    over the workers instead of falling on the parent alone.
     `write_tree` then takes each staged file it still has to write with the same bytes as it
     is, and removes from the staging folder any other (a folder moved whole holds only its
     plan). An error before it: `discard` drops the staging folder, and the output folder is
@@ -203,6 +207,31 @@ class Staging:
 
     def stage(self, artifacts: Iterable[Any]) -> None:
         """Stage each artifact (`.path`, `.data`, `.sha256`) whose target is missing."""
+        for a in self._write(artifacts):
+            self.files[a.path] = (a.data, a.sha256)
+
+    def stage_apart(self, artifacts: Iterable[Any]) -> list[str]:
+        """`stage` in a forked render worker, into the staging folder the parent opened
+        before forking (`open`): the paths it staged, which the parent then `adopt`s with
+        the very artifacts it receives. Nothing is recorded here: this process's copy of
+        the staging is dropped with it."""
+        if self._staged is None:  # created here, the parent could never discard it
+            raise RuntimeError("the staging folder is opened before the workers fork")
+        return [a.path for a in self._write(artifacts)]
+
+    def adopt(self, artifacts: Iterable[Any], staged: Iterable[str]) -> None:
+        """Record the artifacts a worker staged (`stage_apart`: their paths `staged`) as if
+        `stage` had staged them: `hand_over` takes each only if it is still to be written
+        with these bytes, the very ones the worker wrote and sent."""
+        paths = set(staged)
+        for a in artifacts:
+            if a.path in paths:
+                self.files[a.path] = (a.data, a.sha256)
+
+    def _write(self, artifacts: Iterable[Any]) -> list[Any]:
+        """Write each artifact whose target is missing and that is not staged yet under the
+        staging folder; the ones written."""
+        written = []
         with fsio.guard("write the output folder"):
             for a in artifacts:
                 rel = a.path
@@ -213,7 +242,14 @@ class Staging:
                 staged = self._open()
                 staged.makedirs(rel.rpartition("/")[0])
                 fsio.write_new(staged.must(rel), a.data)  # discarded unless journaled
-                self.files[rel] = (a.data, a.sha256)
+                written.append(a)
+        return written
+
+    def open(self) -> None:
+        """Create the staging folder now (it is otherwise made with the first file staged):
+        before render workers fork, so they stage into it and `discard` drops it."""
+        with fsio.guard("write the output folder"):
+            self._open()
 
     def _open(self) -> Folder:
         if self._staged is None:

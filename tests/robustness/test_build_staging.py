@@ -5,6 +5,8 @@ that appears at a staged path meanwhile is still compared (and refused when not 
 
 from __future__ import annotations
 
+import errno
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,15 +31,23 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def _spy_staged(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths given to `stage` in this process, and those `stage_apart` staged in it (a
+    unit rendered here: serially; a worker's copy of this list is lost with it)."""
     staged: list[str] = []
-    real = writer.Staging.stage
+    real, real_apart = writer.Staging.stage, writer.Staging.stage_apart
 
     def stage(self: writer.Staging, artifacts: Any) -> None:
         items = list(artifacts)
         staged.extend(a.path for a in items)
         real(self, items)
 
+    def stage_apart(self: writer.Staging, artifacts: Any) -> list[str]:
+        done = real_apart(self, artifacts)
+        staged.extend(done)
+        return done
+
     monkeypatch.setattr(writer.Staging, "stage", stage)
+    monkeypatch.setattr(writer.Staging, "stage_apart", stage_apart)
     return staged
 
 
@@ -111,15 +121,15 @@ def test_a_fault_while_staging_early_leaves_the_folder_as_it_was(
     """The first write of the second goal staged fails: the error is `io_error`, and the
     folder made for the build is gone again."""
     calls: list[int] = []
-    real = writer.Staging.stage
+    real = writer.Staging.stage_apart
 
-    def stage(self: writer.Staging, artifacts: Any) -> None:
+    def stage_apart(self: writer.Staging, artifacts: Any) -> list[str]:
         calls.append(1)
         if len(calls) == 2:
             fsio.install(FaultFS(mode=mode, keep=3, name="write"))
-        real(self, artifacts)
+        return real(self, artifacts)
 
-    monkeypatch.setattr(writer.Staging, "stage", stage)
+    monkeypatch.setattr(writer.Staging, "stage_apart", stage_apart)
     out = tmp_path / "site"
     previous = fsio.current()
     try:
@@ -129,7 +139,7 @@ def test_a_fault_while_staging_early_leaves_the_folder_as_it_was(
     finally:
         fsio.install(previous)
     assert len(calls) == 2 and not out.exists()
-    monkeypatch.setattr(writer.Staging, "stage", real)
+    monkeypatch.setattr(writer.Staging, "stage_apart", real)
     build(demo, out, head=REV_NEW)
     assert check(demo, out, head=REV_NEW).ok
 
@@ -141,14 +151,14 @@ def test_a_crash_while_staging_early_is_discarded_by_the_next_writer(
     next writer finds no journal, so it removes the staging folder, and the build after it
     writes everything."""
     fs = FaultFS(mode="cut_lose")
-    real = writer.Staging.stage
+    real = writer.Staging.stage_apart
 
-    def stage(self: writer.Staging, artifacts: Any) -> None:
+    def stage_apart(self: writer.Staging, artifacts: Any) -> list[str]:
         real(self, artifacts)
         fs._power_cut()
         raise PowerCut("stage")
 
-    monkeypatch.setattr(writer.Staging, "stage", stage)
+    monkeypatch.setattr(writer.Staging, "stage_apart", stage_apart)
     out = tmp_path / "site"
     previous = fsio.install(fs)
     try:
@@ -161,7 +171,7 @@ def test_a_crash_while_staging_early_is_discarded_by_the_next_writer(
     assert list(staging.rglob("*.html")) and not (staging / writer.JOURNAL).exists()
     assert not writer.recover(out)  # nothing journaled: only litter, removed
     assert _tree(out) == {}
-    monkeypatch.setattr(writer.Staging, "stage", real)
+    monkeypatch.setattr(writer.Staging, "stage_apart", real)
     build(demo, out, head=REV_NEW)
     assert check(demo, out, head=REV_NEW).ok
 
@@ -309,3 +319,130 @@ def test_a_public_file_with_a_finding_is_never_staged(
     assert public  # the public goals' clean files were staged …
     assert not public & leaking  # … never one the scanner found the leak in
     assert not out.exists()
+
+
+class _Creators(fsio.FileSystem):
+    """Records which process created each staged file (`O_EXCL` under the staging folder):
+    one line `pid path` appended to `log` per file, so workers' lines survive them. With
+    `fail_in_workers`, such a create fails with EIO in any process but the test's own."""
+
+    def __init__(self, log: Path, fail_in_workers: bool = False) -> None:
+        self.log = log
+        self.parent = os.getpid()
+        self.fail = fail_in_workers
+
+    def open(self, path: Path, flags: int, mode: int = 0o644) -> int:
+        fd = super().open(path, flags, mode)
+        if flags & os.O_EXCL:
+            real = os.path.realpath(path)  # /proc/self/fd/N/name → the folder it is in
+            if f"/{writer.STAGING}/files/" in real:
+                if self.fail and os.getpid() != self.parent:
+                    os.close(fd)
+                    raise OSError(errno.EIO, os.strerror(errno.EIO))
+                rel = real.split(f"/{writer.STAGING}/files/", 1)[1]
+                line = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                try:
+                    os.write(line, f"{os.getpid()} {rel}\n".encode())
+                finally:
+                    os.close(line)
+        return fd
+
+    def creators(self) -> dict[str, int]:
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return {rel: int(pid) for pid, rel in (line.split(" ", 1) for line in lines)}
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_render_workers_stage_the_team_files_they_render_themselves(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    """With workers, each team file is created in the staging folder by the worker that
+    rendered it, never by the parent (which still stages the public files it scanned);
+    serially, this process stages them all. Either way each is then moved in as staged."""
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", workers)
+    fs = _Creators(tmp_path / "creators.log")
+    out = tmp_path / "site"
+    previous = fsio.install(fs)
+    try:
+        result = build(demo, out, head=REV_NEW, reuse=True)
+    finally:
+        fsio.install(previous)
+    made = fs.creators()
+    team = {rel: pid for rel, pid in made.items() if rel.startswith("team/goals/")}
+    public = {rel: pid for rel, pid in made.items() if rel.startswith("public/")}
+    assert team and public
+    if workers == "1":
+        assert set(made.values()) == {os.getpid()}
+    else:
+        assert os.getpid() not in team.values()  # each made by a worker …
+        assert set(public.values()) == {os.getpid()}  # … the scanned ones by the parent
+    assert result.report is not None and set(made) <= set(result.report.written)
+    assert check(demo, out, head=REV_NEW).ok
+    assert not (out / writer.STAGING).exists()
+
+
+def test_a_worker_that_fails_while_staging_leaves_no_folder(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A render worker's staging write fails: the build fails with `io_error` and what the
+    workers staged goes with the folder made for the build; a folder that was there stays
+    as it was."""
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    out = tmp_path / "site"
+    for existed in (False, True):
+        if existed:
+            (out / "keep").mkdir(parents=True)
+            (out / "keep" / "mine.txt").write_text("a user's file")
+        previous = fsio.install(_Creators(tmp_path / "creators.log", fail_in_workers=True))
+        try:
+            with pytest.raises(LoopxError) as err:
+                build(demo, out, head=REV_NEW, reuse=True)
+        finally:
+            fsio.install(previous)
+        assert err.value.code == "io_error"
+        assert _tree(out) == {"keep/mine.txt": b"a user's file"} if existed else not out.exists()
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_files_staged_apart_are_adopted_and_moved_in_as_staged(tmp_path: Path) -> None:
+    """What `stage_apart` wrote is taken as it is once adopted with the same bytes (the very
+    staged file is moved in); one the final build changed is written again."""
+    out = tmp_path / "site"
+    same, changed = _artifact("team/g/a.html", b"a"), _artifact("team/g/b.html", b"old")
+    with writer.first_write(out, None, outdir.BUILD, "manifest.json") as staging:
+        assert staging is not None
+        with pytest.raises(RuntimeError):
+            staging.stage_apart([same])  # no staging folder yet: a worker never makes one
+        staging.open()
+        paths = staging.stage_apart([same, changed])
+        assert paths == ["team/g/a.html", "team/g/b.html"] and staging.files == {}
+        inode = (out / writer.STAGING / "files" / "team/g/a.html").stat().st_ino
+        staging.adopt([same, changed], paths)
+        final = {same.path: same, changed.path: _artifact(changed.path, b"new")}
+        report = writer.write_tree(staging.folder, final, {}, layout=outdir.BUILD, staging=staging)
+    assert report.written == ["team/g/a.html", "team/g/b.html"]
+    assert _tree(out) == {"team/g/a.html": b"a", "team/g/b.html": b"new"}
+    assert (out / "team/g/a.html").stat().st_ino == inode
+
+
+def test_a_link_a_worker_meets_while_staging_is_refused_as_the_parent_refuses_it(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`site/team` planted as a link to another folder: a worker staging a team file meets
+    it and the build fails with the very error a serial build gives; nothing is written
+    through the link, and the staging folder is gone."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    errors = []
+    for workers in ("1", "2"):
+        monkeypatch.setenv("LOOPX_BUILD_WORKERS", workers)
+        out = tmp_path / f"site-{workers}"
+        out.mkdir()
+        (out / "team").symlink_to(elsewhere, target_is_directory=True)
+        with pytest.raises(LoopxError) as err:
+            build(demo, out, head=REV_NEW, reuse=True)
+        errors.append((err.value.code, err.value.message.replace(f"site-{workers}", "site")))
+        assert sorted(p.name for p in out.iterdir()) == ["team"]
+    assert errors[0] == errors[1] and errors[0][0] == "unsafe_output_path"
+    assert list(elsewhere.iterdir()) == []
