@@ -110,8 +110,16 @@ def _tree_pss(pid: int) -> int:
     return total
 
 
-def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> Measured:
-    """Run `cmd`, timing it and sampling the memory of its process tree."""
+def run(
+    cmd: list[str],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    sample: bool = True,
+) -> Measured:
+    """Run `cmd`, timing it and (with `sample`) sampling the memory of its process tree every
+    20 ms, which reads each process's page tables: a benchmark that compares the times of
+    tools with different numbers of processes turns it off (`peak_pss` is then 0)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(
@@ -120,18 +128,20 @@ def run(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None =
         peak = 0
         stop = threading.Event()
 
-        def sample() -> None:
+        def sample_pss() -> None:
             nonlocal peak
             while not stop.is_set():
                 peak = max(peak, _tree_pss(proc.pid))
                 stop.wait(0.02)
 
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        sampler = threading.Thread(target=sample_pss, daemon=True)
+        if sample:
+            sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
         stop.set()
-        sampler.join()
+        if sample:
+            sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)

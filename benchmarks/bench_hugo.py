@@ -11,6 +11,15 @@ dependencies, gates and evidence (`gen_root.write_markdown`, turned into a Hugo 
 minimal layouts). Each round runs both, one after the other, in alternating order, so both
 see the same load; the report gives medians of wall and CPU time (user + system, children
 included) and their ratios. Without `hugo` on PATH the benchmark says so and stops (exit 2).
+
+Every round builds into a folder of its own, and the folders are removed only once every
+round is timed: on a file system that does not reuse an inode soon after it is deleted
+(ext4 without a journal skips inodes deleted in the last 5 s, or 300 s while their inode
+table block is dirty), removing one round's 8,000-odd files made every file the next round
+created scan past them (a third of a cold build's CPU time, in `perf`), for whichever tool
+came next. Neither tool's memory is sampled while it is timed (`bench_build.run(...,
+sample=False)`): reading the page tables of loopx's three processes every 20 ms costs more
+than Hugo's one.
 """
 
 from __future__ import annotations
@@ -110,21 +119,23 @@ def bench(work: Path, *, size: tuple[int, int, int], rounds: int, hugo: str) -> 
     gen_root.write_markdown(root, md)
     r["hugo_pages"] = write_hugo(md, site)
     loopx_runs, hugo_runs = [], []
+    outputs: list[Path] = []  # removed only once every round is timed (see the docstring)
     for i in range(rounds):
         order = ("loopx", "hugo") if i % 2 == 0 else ("hugo", "loopx")
         for tool in order:
             if tool == "loopx":
                 _cold(root)
                 out = work / f"loopx-{i}"
-                loopx_runs.append(_must(run(_build_cmd(root, out)), "loopx build"))
+                loopx_runs.append(_must(run(_build_cmd(root, out), sample=False), "loopx build"))
                 r["loopx_files"] = _files(out)
-                shutil.rmtree(out)
             else:
                 out = work / f"hugo-{i}"
                 cmd = [hugo, "--quiet", "--source", str(site), "--destination", str(out)]
-                hugo_runs.append(_must(run(cmd), "hugo"))
+                hugo_runs.append(_must(run(cmd, sample=False), "hugo"))
                 r["hugo_files"] = _files(out)
-                shutil.rmtree(out)
+            outputs.append(out)
+    for out in outputs:
+        shutil.rmtree(out)
     r["loopx"] = _summary(loopx_runs)
     r["hugo_run"] = _summary(hugo_runs)
     r["wall_ratio"] = r["loopx"]["wall"] / r["hugo_run"]["wall"]
@@ -181,7 +192,8 @@ def section(r: dict[str, Any], rounds: int) -> str:
             "the end: the machine is shared, so wall times carry noise; CPU time is the steadier "
             "figure). The root of `benchmarks/gen_root.py` "
             f"({r['size'][0]} goals, {r['size'][1]} todos, {r['size'][2]} events); both tools "
-            "build the same pages, one after the other, alternating which goes first.",
+            "build the same pages, one after the other, alternating which goes first, each "
+            "round into a folder of its own (all removed at the end).",
             "",
             *rows,
             "",
