@@ -162,7 +162,23 @@ def _summary(runs: list[Any]) -> dict[str, Any]:
     }
 
 
-def section(r: dict[str, Any], rounds: int) -> str:
+def _mount(path: Path) -> str:
+    """The type of the file system `path` is on (`/proc/self/mounts`), or '' if unknown."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return ""
+    found, kind = "", ""
+    target = str(path.resolve())
+    for line in mounts:
+        fields = line.split()
+        inside = len(fields) > 2 and (target + "/").startswith(fields[1].rstrip("/") + "/")
+        if inside and len(fields[1]) >= len(found):
+            found, kind = fields[1], fields[2]
+    return kind
+
+
+def section(r: dict[str, Any], rounds: int, work: Path | None = None) -> str:
     m = r["machine"]
     load = ", ".join(f"{x:.1f}" for x in m["load"])
     end = ", ".join(f"{x:.1f}" for x in r["load_end"])
@@ -186,8 +202,9 @@ def section(r: dict[str, Any], rounds: int) -> str:
             START_MARK,
             "## Cold build against Hugo",
             "",
-            f"Command: `benchmarks/setup && python -m benchmarks.bench_hugo --rounds {rounds}` "
-            f"(loopx {m['loopx_commit']}, Python {m['python']}, {r['hugo']}, {m['cores']} "
+            f"Command: `benchmarks/setup && python -m benchmarks.bench_hugo --rounds {rounds}"
+            + (f" --work {work}` (a {_mount(work) or 'file system'} folder; " if work else "` (")
+            + f"loopx {m['loopx_commit']}, Python {m['python']}, {r['hugo']}, {m['cores']} "
             f"cores, {m['cpu'] or 'unknown CPU'}; load average {load} at the start, {end} at "
             "the end: the machine is shared, so wall times carry noise; CPU time is the steadier "
             "figure). The root of `benchmarks/gen_root.py` "
@@ -237,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     size = (10, 1000, 10_000) if args.quick else (gen_root.GOALS, gen_root.TODOS, gen_root.EVENTS)
     with workdir(args.work, args.keep) as work:
         r = bench(work, size=size, rounds=args.rounds, hugo=hugo)
-    text = section(r, args.rounds)
+    text = section(r, args.rounds, args.work)
     print(text)
     if not args.no_write and not args.quick:
         write_results(text)
