@@ -24,6 +24,15 @@ from tests.pg import (  # noqa: F401 (pg_empty, pg_store, pg_url: fixtures share
     pg_url,
 )
 
+# A git that commits as nobody in particular and reads no user or system configuration.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
 T0 = "2026-03-01T12:00:00Z"
 
 

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from loopx.resources import resource_dir
-from tests.conftest import T0, CliResult, ledger_bytes, run_cli
+from tests.conftest import GIT_ENV, T0, CliResult, ledger_bytes, run_cli
 
 pytestmark = pytest.mark.usefixtures("store_kind")
 
@@ -32,14 +32,6 @@ CONTEXT = {
     "key_decisions": ["Keep the public API"],
     "open_questions": ["Support tabs?"],
     "source_refs": ["https://example.com/pr/7"],
-}
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "HOME": "/nonexistent",
 }
 
 

@@ -20,16 +20,8 @@ import pytest
 
 from loopx.cli import quick
 from loopx.privacy.scanner import name_hash
-from tests.conftest import run_cli
+from tests.conftest import GIT_ENV, run_cli
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "HOME": "/nonexistent",
-}
 NAME = "dwhitfield"  # a user name of a work host: in a public id, the boundary refuses it
 ENV = {"LOOPX_PRIVATE_NAMES": ""}  # this host's own names are not the test's
 HEAD = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"

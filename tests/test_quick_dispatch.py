@@ -20,16 +20,8 @@ import click
 import pytest
 
 from loopx.cli import quick
-from tests.conftest import T0, CliResult, run_cli
+from tests.conftest import GIT_ENV, T0, CliResult, run_cli
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "HOME": "/nonexistent",
-}
 NOTE = {"work_summary": "Parser half done", "next_steps": ["Finish it"]}
 NOTE["files_touched"] = [{"path": "src/parser.py", "action": "modified"}]  # type: ignore[list-item]
 
