@@ -88,6 +88,18 @@ def test_the_fingerprint_covers_every_module_the_build_runs(demo: Path, tmp_path
     assert {"templates/style.css", "schemas/status.schema.json"} <= covered
 
 
+def test_the_fingerprint_walks_source_folders_but_not_compiled_ones(tmp_path: Path) -> None:
+    from loopx.build import fingerprint
+
+    for rel in ("a.py", "sub/b.py", "sub/__pycache__/b.cpython-311.pyc", "__pycache__/c.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "sub", target_is_directory=True)
+    # Compiled folders are not entered (a .py planted there is never imported), nor links.
+    assert fingerprint._walk(str(tmp_path), ".py") == ["a.py", "sub/b.py"]
+    assert fingerprint._walk(str(tmp_path), "") == ["a.py", "sub/b.py"]
+
+
 def test_a_changed_module_template_or_version_changes_the_fingerprint() -> None:
     from loopx.build import registry, reuse
 

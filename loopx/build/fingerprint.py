@@ -88,7 +88,7 @@ def _package(name: str) -> Path | None:
 def _walk(top: str, suffix: str) -> list[str]:
     """Every file under `top` whose name ends with `suffix` (not a `.pyc`), by its path
     relative to `top`, in the order of its parts (as sorted `Path`s are). Folders are
-    entered, links to folders are not."""
+    entered, links to folders are not, nor `__pycache__` (compiled files only)."""
     found: list[list[str]] = []
     pending: list[tuple[str, list[str]]] = [(top, [])]
     while pending:
@@ -96,7 +96,8 @@ def _walk(top: str, suffix: str) -> list[str]:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, [*parts, entry.name]))
+                    if entry.name != "__pycache__":
+                        pending.append((entry.path, [*parts, entry.name]))
                 elif (
                     entry.name.endswith(suffix)
                     and not entry.name.endswith(".pyc")
