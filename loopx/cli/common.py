@@ -14,7 +14,6 @@ import click
 from loopx.cli.output import echo as echo
 from loopx.cli.output import emit as emit
 from loopx.cli.output import emit_rows as emit_rows
-from loopx.cli.output import print_findings as print_findings
 from loopx.cli.quick import MAX_INT
 from loopx.cli.stores import close_stores as close_stores
 from loopx.cli.stores import context as context
