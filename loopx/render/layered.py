@@ -16,8 +16,9 @@ could vary: the same graph always gives the same numbers.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from math import inf
 
 Point = tuple[float, float]
 ITERATIONS = 12  # ordering sweeps at most (Gansner et al. use 24)
@@ -194,22 +195,20 @@ def _order(
                 if not seen[w]:
                     seen[w] = True
                     stack.append(w)
-    pos = [0] * total
-    for layer in layers:
-        for i, v in enumerate(layer):
-            pos[v] = i
+    pos = _positions(layers, total)
     best = [list(layer) for layer in layers]
     fewest = _crossings(layers, below, pos)
     stale = 0
+    median = [0.0] * total  # scratch for `_by_median`
     for sweep in range(ITERATIONS):
         if not fewest:
             break
         if sweep % 2 == 0:
             for r in range(1, len(layers)):
-                _by_median(layers[r], above, pos)
+                _by_median(layers[r], above, pos, median)
         else:
             for r in range(len(layers) - 2, -1, -1):
-                _by_median(layers[r], below, pos)
+                _by_median(layers[r], below, pos, median)
         crossings = _crossings(layers, below, pos)
         if crossings < fewest:
             best, fewest, stale = [list(layer) for layer in layers], crossings, 0
@@ -225,40 +224,50 @@ def _order(
     return best
 
 
-def _by_median(layer: list[int], nbrs: list[list[int]], pos: list[int]) -> None:
+def _by_median(
+    layer: list[int], nbrs: list[list[int]], pos: list[int], median: list[float]
+) -> bool:
     """Sort `layer` by the weighted median of each node's neighbours' positions on the
-    adjacent layer (Gansner et al.); a node with no neighbour there keeps its place."""
-    keyed: list[tuple[float, int, int]] = []
-    slots: list[int] = []
-    for i, v in enumerate(layer):
+    adjacent layer (Gansner et al.), and say whether that changed it; a node with no
+    neighbour there keeps its place. Ties keep their order (a stable sort of the nodes in
+    layer order). `median` is scratch space, one slot per node."""
+    at = pos.__getitem__
+    movers: list[int] = []
+    for v in layer:
         ends = nbrs[v]
         n = len(ends)
         if n == 1:
-            keyed.append((float(pos[ends[0]]), i, v))
-            slots.append(i)
-            continue
-        if not n:
-            continue
-        p = sorted([pos[u] for u in ends])
-        m = n // 2
-        if n % 2:
-            median = float(p[m])
-        elif n == 2:
-            median = (p[0] + p[1]) / 2
+            median[v] = pos[ends[0]]
+        elif n == 2:  # the mean of two: no need to sort them
+            median[v] = (pos[ends[0]] + pos[ends[1]]) / 2
+        elif n:
+            median[v] = _weighted_median(sorted(map(at, ends)))
         else:
-            left, right = p[m - 1] - p[0], p[-1] - p[m]
-            median = (
-                (p[m - 1] * right + p[m] * left) / (left + right)
-                if left + right
-                else (p[m - 1] + p[m]) / 2
-            )
-        keyed.append((median, i, v))
-        slots.append(i)
-    keyed.sort()
-    for slot, (_, _, v) in zip(slots, keyed, strict=True):
-        layer[slot] = v
+            continue
+        movers.append(v)
+    movers.sort(key=median.__getitem__)
+    if len(movers) < len(layer):  # the nodes without a neighbour there stay put
+        rest = iter(movers)
+        movers = [next(rest) if nbrs[v] else v for v in layer]
+    if movers == layer:
+        return False
+    layer[:] = movers
     for i, v in enumerate(layer):
         pos[v] = i
+    return True
+
+
+def _weighted_median(p: list[int]) -> float:
+    """The median of three or more sorted positions, weighted towards the side where they
+    lie closer together when there are two middle ones."""
+    n = len(p)
+    m = n // 2
+    if n % 2:
+        return p[m]
+    left, right = p[m - 1] - p[0], p[-1] - p[m]
+    if left + right:
+        return (p[m - 1] * right + p[m] * left) / (left + right)
+    return (p[m - 1] + p[m]) / 2
 
 
 def _exchange(
@@ -267,6 +276,7 @@ def _exchange(
     """Swap neighbours on a layer while that removes crossings with the layers around it
     (Gansner et al.'s transpose), until no swap helps (a few dozen passes at most); a
     layer is looked at again only when it or a layer next to it changed."""
+    at = pos.__getitem__
     dirty = [True] * len(layers)
     for _ in range(32):
         changed = [False] * len(layers)
@@ -275,13 +285,11 @@ def _exchange(
                 continue
             # Only this layer's nodes move while it is worked on: its neighbours' places
             # are fixed, and so are these lists.
-            ups = [sorted([pos[u] for u in above[v]]) for v in layer]
-            downs = [sorted([pos[u] for u in below[v]]) for v in layer]
+            ups = [sorted(map(at, above[v])) for v in layer]
+            downs = [sorted(map(at, below[v])) for v in layer]
             for i in range(len(layer) - 1):
                 a_up, b_up, a_down, b_down = ups[i], ups[i + 1], downs[i], downs[i + 1]
-                kept = _inversions(a_up, b_up) + _inversions(a_down, b_down)
-                swapped = _inversions(b_up, a_up) + _inversions(b_down, a_down)
-                if kept > swapped:
+                if _gain(a_up, b_up) + _gain(a_down, b_down) > 0:
                     v, w = layer[i], layer[i + 1]
                     layer[i], layer[i + 1] = w, v
                     pos[v], pos[w] = i + 1, i
@@ -296,35 +304,46 @@ def _exchange(
         ]
 
 
-def _inversions(left: list[int], right: list[int]) -> int:
-    """Pairs of an edge from the left node and one from the right node that cross: a
-    position in `left` greater than one in `right` (both sorted)."""
+def _gain(left: list[int], right: list[int]) -> int:
+    """How many crossings swapping two neighbours removes between their layer and one next
+    to it, where the left one has edges to the sorted places `left` and the right one to
+    `right`: the pairs of a place in `left` greater than one in `right`, less the pairs of
+    one smaller."""
     if not left or not right:
         return 0
-    if len(right) == 1:
-        r = right[0]
-        return sum(1 for a in left if a > r)
-    n, j = 0, 0
-    for a in left:  # for each a, the positions in `right` below it
-        while j < len(right) and right[j] < a:
-            j += 1
-        n += j
+    if len(left) == 1 and len(right) == 1:
+        a, b = left[0], right[0]
+        return (a > b) - (a < b)
+    n = -len(left) * len(right)
+    for a in left:  # +2 for each place in `right` below a, +1 for each equal to it
+        n += bisect_left(right, a) + bisect_right(right, a)
     return n
 
 
 def _crossings(layers: list[list[int]], below: list[list[int]], pos: list[int]) -> int:
     """Edge crossings between each pair of adjacent layers: the inversions among the
     lower ends of the edges taken in order of their upper ends (each counted against the
-    sorted ends seen before it)."""
+    sorted ends seen before it: those greater than it)."""
+    at = pos.__getitem__
     total = 0
     for layer in layers[:-1]:
         seen: list[int] = []
+        insert = seen.insert
+        n = 0  # len(seen)
         for u in layer:
             ends = below[u]
-            for p in sorted([pos[v] for v in ends]) if len(ends) > 1 else [pos[v] for v in ends]:
+            if len(ends) == 1:
+                p = pos[ends[0]]
                 k = bisect_right(seen, p)
-                total += len(seen) - k
-                seen.insert(k, p)
+                total += n - k
+                insert(k, p)
+                n += 1
+            else:
+                for p in sorted(map(at, ends)):
+                    k = bisect_right(seen, p)
+                    total += n - k
+                    insert(k, p)
+                    n += 1
     return total
 
 
@@ -340,104 +359,146 @@ def _coordinates(
     the layer above or below and compacting to the left or right, blocks of nodes aligned
     with a median neighbour, placed as far to their side as the spacing allows; the four
     aligned to the narrowest of them, each node at the average of its two median x."""
-    marked = _conflicts(layers, below, count)
     total = len(sizes)
+    pos = _positions(layers, total)
+    marked = _conflicts(layers, below, count, pos)
+    # Each node's neighbours on its layer, and the spacing between them (the same both
+    # ways round): the constraints of every compaction, to the left or mirrored.
+    after, before = [-1] * total, [-1] * total
+    space_after, space_before = [0.0] * total, [0.0] * total
+    for layer in layers:
+        for w, v in zip(layer, layer[1:], strict=False):
+            after[w], before[v] = v, w
+            space_after[w] = space_before[v] = (sizes[w] + sizes[v]) / 2 + gap
     candidates: list[list[float]] = []
     for downward in (True, False):
         sweep = layers if downward else layers[::-1]
-        nbrs = above if downward else below
-        for leftward in (True, False):
-            ordered = [layer if leftward else layer[::-1] for layer in sweep]
-            xs = _compact(ordered, nbrs, marked, sizes, gap, total)
-            candidates.append(xs if leftward else [-x for x in xs])
+        tries = _median_neighbours(above if downward else below, pos, marked)
+        candidates.append(_compact(sweep, tries, after, space_after, total))
+        mirrored = [layer[::-1] for layer in sweep]
+        xs = _compact(mirrored, [t[::-1] for t in tries], before, space_before, total)
+        candidates.append([-x for x in xs])
     spans = [(min(xs), max(xs)) for xs in candidates]
     narrowest = min(range(4), key=lambda k: (spans[k][1] - spans[k][0], k))
     lo, hi = spans[narrowest]
     for k in range(4):
         shift = lo - spans[k][0] if k % 2 == 0 else hi - spans[k][1]
         candidates[k] = [x + shift for x in candidates[k]]
-    out = []
-    for v in range(total):
-        a, b, c, d = sorted(xs[v] for xs in candidates)
-        out.append((b + c) / 2)
-    return out
+    return [(b + c) / 2 for _, b, c, _ in map(sorted, zip(*candidates, strict=True))]
 
 
-def _conflicts(layers: list[list[int]], below: list[list[int]], count: int) -> set[tuple[int, int]]:
+def _positions(layers: list[list[int]], total: int) -> list[int]:
+    """Each node's place on its layer, counted from the left."""
+    pos = [0] * total
+    for layer in layers:
+        for i, v in enumerate(layer):
+            pos[v] = i
+    return pos
+
+
+def _conflicts(
+    layers: list[list[int]], below: list[list[int]], count: int, pos: list[int]
+) -> set[tuple[int, int]]:
     """Type 1 conflicts (Brandes and Köpf): the segments, not between two bends of long
     edges, that cross a segment that is; those are never aligned, so long edges stay
-    straight."""
-    pos = {v: i for layer in layers for i, v in enumerate(layer)}
+    straight. A segment from place pu to place pv crosses one from a to b when a < pu and
+    b > pv or the other way round, so the inner segments, sorted by a, are looked up by
+    the greatest b left of pu and the least b right of it."""
     marked: set[tuple[int, int]] = set()
     for layer in layers:
-        inner = [(pos[u], pos[v]) for u in layer if u >= count for v in below[u] if v >= count]
+        inner = sorted(
+            (pos[u], pos[v]) for u in layer if u >= count for v in below[u] if v >= count
+        )
         if not inner:
             continue
+        starts = [a for a, _ in inner]
+        most = [-1]  # most[k]: the greatest b of the first k inner segments
+        for _, b in inner:
+            most.append(max(most[-1], b))
+        least = [len(pos)] * (len(inner) + 1)  # least[k]: the least b from the k-th on
+        for k in range(len(inner) - 1, -1, -1):
+            least[k] = min(least[k + 1], inner[k][1])
         for u in layer:
             for v in below[u]:
                 if u >= count and v >= count:
                     continue
                 pu, pv = pos[u], pos[v]
-                if any((pu - a) * (pv - b) < 0 for a, b in inner):
+                if most[bisect_left(starts, pu)] > pv or least[bisect_right(starts, pu)] < pv:
                     marked.add((u, v))
     return marked
 
 
+def _median_neighbours(
+    nbrs: list[list[int]], pos: list[int], marked: set[tuple[int, int]]
+) -> list[tuple[int, ...]]:
+    """For each node, the neighbours it may align with, in the order an alignment to the
+    left tries them: its left median neighbour, then its right one if that is another
+    (reversed, the order for an alignment to the right), without the marked segments."""
+    tries: list[tuple[int, ...]] = []
+    for v, ends in enumerate(nbrs):
+        d = len(ends)
+        if d == 1:
+            medians: tuple[int, ...] = (ends[0],)
+        elif d:
+            ends = sorted(ends, key=pos.__getitem__)
+            lo, hi = (d - 1) // 2, d // 2
+            medians = (ends[lo],) if lo == hi else (ends[lo], ends[hi])
+        else:
+            medians = ()
+        if marked:
+            medians = tuple(u for u in medians if (u, v) not in marked and (v, u) not in marked)
+        tries.append(medians)
+    return tries
+
+
 def _compact(
     layers: list[list[int]],
-    nbrs: list[list[int]],
-    marked: set[tuple[int, int]],
-    sizes: list[float],
-    gap: float,
+    tries: list[tuple[int, ...]],
+    right: list[int],
+    space: list[float],
     total: int,
 ) -> list[float]:
     """One alignment and its compaction, for layers swept top to bottom and ordered left to
-    right (the caller mirrors them for the other three): each node joins the block of its
-    median neighbour on the layer before (the left median first) unless that crosses an
-    alignment already made or a marked segment; then each block is placed as far left as
-    the nodes to its left allow."""
-    pos = [0] * total
-    for layer in layers:
-        for i, v in enumerate(layer):
-            pos[v] = i
+    right (the caller mirrors them for the other three; `right`: each node's neighbour to
+    the right in that order, or -1, `space` the spacing to it): each node joins the block
+    of the first of its median neighbours on the layer before (`tries`) whose alignment
+    would not cross one already made; then each block is placed as far left as the nodes
+    to its left allow."""
+    pos = _positions(layers, total)
     root = list(range(total))
-    align = list(range(total))
+    ring = list(range(total))  # each block's nodes top to bottom, the last back to the root
     for layer in layers[1:]:
         r = -1
         for v in layer:
-            ns = sorted(nbrs[v], key=pos.__getitem__)
-            d = len(ns)
-            if not d:
-                continue
-            for m in dict.fromkeys(((d - 1) // 2, d // 2)):
-                if align[v] != v:
-                    break
-                u = ns[m]
-                if r < pos[u] and (u, v) not in marked and (v, u) not in marked:
-                    align[u] = v
-                    root[v] = root[u]
-                    align[v] = root[v]
+            for u in tries[v]:
+                if r < pos[u]:
+                    ring[u] = v
+                    root[v] = ring[v] = root[u]
                     r = pos[u]
-    # The blocks' constraints: a block sits at least the spacing right of the block of
-    # each node just left of one of its nodes. Blocks never cross, so this is acyclic.
-    left_of: dict[int, list[tuple[int, float]]] = {}
+                    break
+    # A block sits at least the spacing right of the block of each node just left of one
+    # of its nodes. Blocks never cross, so these constraints are acyclic: a block is placed
+    # once every block left of it is (its x the greatest they ask for, 0 when none do), and
+    # then pushes the blocks right of it.
+    waiting = [0] * total
     for layer in layers:
-        for i in range(1, len(layer)):
-            w, v = layer[i - 1], layer[i]
-            need = (sizes[w] + sizes[v]) / 2 + gap
-            left_of.setdefault(root[v], []).append((root[w], need))
-    blocks = [v for layer in layers for v in layer if root[v] == v]
-    waiting = {b: len(left_of.get(b, ())) for b in blocks}
-    right_of: dict[int, list[int]] = {}
-    for b in blocks:
-        for a, _ in left_of.get(b, ()):
-            right_of.setdefault(a, []).append(b)
-    x = [0.0] * total
-    ready = [b for b in blocks if not waiting[b]]
+        for v in layer[1:]:
+            waiting[root[v]] += 1
+    ready = [v for layer in layers for v in layer if root[v] == v and not waiting[v]]
+    x = [0.0 if not n else -inf for n in waiting]  # -inf: the greatest of none yet
     for b in ready:  # grows as it goes
-        x[b] = max((x[a] + need for a, need in left_of.get(b, ())), default=0.0)
-        for c in right_of.get(b, ()):
-            waiting[c] -= 1
-            if not waiting[c]:
-                ready.append(c)
-    return [x[root[v]] for v in range(total)]
+        w = b
+        while True:  # each node of the block, pushing the block right of it
+            v = right[w]
+            if v >= 0:
+                c = root[v]
+                pushed = x[b] + space[w]
+                if pushed > x[c]:
+                    x[c] = pushed
+                waiting[c] -= 1
+                if not waiting[c]:
+                    ready.append(c)
+            w = ring[w]
+            if w == b:
+                break
+    return [x[r] for r in root]
