@@ -7,13 +7,15 @@ same graph always gives the same bytes. Very large graphs are not drawn (see MAX
 
 from __future__ import annotations
 
+import re
 from collections.abc import MutableMapping
 from functools import lru_cache
 from html import escape
+from operator import itemgetter
 from typing import Any
 
 from loopx.render.graph import FILLS, STROKES
-from loopx.render.layered import dense, lay_out
+from loopx.render.layered import SEGMENTS_MAX, dense, lay_out
 
 MAX_NODES = 400
 ROW_WIDTH = 1400  # components wider than a screen wrap onto the next row
@@ -32,26 +34,36 @@ Known = MutableMapping[Shape, "Layout | None"]
 
 
 def _components(g: dict[str, Any], edges: dict[int, Any]) -> list[tuple[list[str], list[int]]]:
-    """Connected components in node order, each with its edges in edge order."""
-    parent = {n["id"]: n["id"] for n in g["nodes"]}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i in edges:
-        a, b = find(g["edges"][i]["from"]), find(g["edges"][i]["to"])
-        if a != b:
-            parent[b] = a
-    members: dict[str, list[str]] = {}
+    """Connected components in order of their first node, each with its nodes in node order
+    and its edges in edge order."""
+    number: dict[str, int] = {}
     for n in g["nodes"]:
-        members.setdefault(find(n["id"]), []).append(n["id"])
-    edge_ids: dict[str, list[int]] = {}
-    for i in edges:
-        edge_ids.setdefault(find(g["edges"][i]["from"]), []).append(i)
-    return [(nodes, edge_ids.get(root, [])) for root, nodes in members.items()]
+        number.setdefault(n["id"], len(number))
+    ends = [(number[g["edges"][i]["from"]], number[g["edges"][i]["to"]]) for i in edges]
+    near: list[list[int]] = [[] for _ in number]
+    for a, b in ends:
+        near[a].append(b)
+        near[b].append(a)
+    part = [-1] * len(number)
+    count = 0
+    for start in range(len(number)):  # numbered in node order: a part by its first node
+        if part[start] >= 0:
+            continue
+        part[start] = count
+        stack = [start]
+        while stack:
+            for w in near[stack.pop()]:
+                if part[w] < 0:
+                    part[w] = count
+                    stack.append(w)
+        count += 1
+    members: list[list[str]] = [[] for _ in range(count)]
+    for n in g["nodes"]:
+        members[part[number[n["id"]]]].append(n["id"])
+    edge_ids: list[list[int]] = [[] for _ in range(count)]
+    for i, (a, _) in zip(edges, ends, strict=True):
+        edge_ids[part[a]].append(i)
+    return list(zip(members, edge_ids, strict=True))
 
 
 def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
@@ -63,20 +75,26 @@ def layout(g: dict[str, Any], known: Known | None = None) -> Layout | None:
     process it is remembered by the shape with its ids numbered in order of appearance
     (`_laid_out`): the layout never looks at an id's text, so the many parts of one build
     that are shaped alike (a lone todo, a pair) are laid out once."""
+    laid = _remembered_layout(g, known)
+    if laid is None:
+        return None
+    positions, routes = laid
+    return dict(positions), {i: list(points) for i, points in routes.items()}
+
+
+def _remembered_layout(g: dict[str, Any], known: Known | None) -> Layout | None:
+    """`layout` itself, without the copy it hands out: the dicts and lists are the ones
+    remembered, which a drawing only reads."""
     shape = (
         tuple(n["id"] for n in g["nodes"]),
         tuple((e["from"], e["to"]) for e in g["edges"]),
     )
     if known is not None and shape in known:
-        laid = known[shape]
-    else:
-        laid = _numbered_layout(shape)
-        if known is not None:
-            known[shape] = laid
-    if laid is None:
-        return None
-    positions, routes = laid
-    return dict(positions), {i: list(points) for i, points in routes.items()}
+        return known[shape]
+    laid = _numbered_layout(shape)
+    if known is not None:
+        known[shape] = laid
+    return laid
 
 
 def _numbered_layout(shape: Shape) -> Layout | None:
@@ -141,6 +159,8 @@ def laid_out_simply(g: dict[str, Any]) -> bool:
         return False
     drawn = {i: None for i, e in enumerate(g["edges"]) if e["from"] != e["to"]}
     for members, edge_ids in _components(g, drawn):
+        if not _may_be_dense(len(members), len(edge_ids)):
+            continue
         number = {node: k for k, node in enumerate(members)}
         ends = [(number[g["edges"][i]["from"]], number[g["edges"][i]["to"]]) for i in edge_ids]
         if dense(len(members), ends):
@@ -148,21 +168,40 @@ def laid_out_simply(g: dict[str, Any]) -> bool:
     return False
 
 
+def _may_be_dense(count: int, edges: int) -> bool:
+    """False when a part of `count` nodes and `edges` edges cannot be `dense`, which needs
+    more than SEGMENTS_MAX layer-to-layer pieces of edges: its nodes take `count` layers at
+    most, so no edge crosses more than `count - 1` (most parts of a page are a few todos, and
+    the answer comes without laying them out)."""
+    return edges * (count - 1) > SEGMENTS_MAX
+
+
 def _label(text: str, width: int = 24) -> list[str]:
-    words, lines, line = " ".join(text.split()).split(" "), [], ""
-    for word in words:
-        if len(line) + len(word) + 1 > width and line:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-        if len(lines) == 2:
-            break
-    if line and len(lines) < 2:
-        lines.append(line)
-    if len(lines) == 2 and len(" ".join(words)) > len(" ".join(lines)):
-        lines[1] = _cut(lines[1][: width - 1]) + "…"
-    return [ln if len(ln) <= width else _cut(ln[:width]) for ln in lines]
+    """At most two lines of at most `width` characters, filled greedily word by word (a word
+    longer than a line is cut); a label longer than two lines ends in "…"."""
+    clean = " ".join(text.split())
+    if len(clean) <= width:  # it fits on one line as it is
+        return [clean] if clean else []
+    first, rest = _line(clean, width)
+    if not rest:  # one word, too long
+        return [_cut(first[:width])]
+    second, more = _line(rest, width)
+    if more:
+        second = _cut(second[: width - 1]) + "…"
+    return [ln if len(ln) <= width else _cut(ln[:width]) for ln in (first, second)]
+
+
+def _line(words: str, width: int) -> tuple[str, str]:
+    """The first line of `words` (single spaces between them) and the words after it: as
+    many whole words as fit in `width`, or the first word alone when it does not fit."""
+    if len(words) <= width:
+        return words, ""
+    end = words.rfind(" ", 0, width + 1)
+    if end < 0:
+        end = words.find(" ")
+        if end < 0:
+            return words, ""
+    return words[:end], words[end + 1 :]
 
 
 def _cut(piece: str) -> str:
@@ -173,23 +212,43 @@ def _cut(piece: str) -> str:
     return piece[: len(piece) - len(last) + last.index("@")] if "@" in last else piece
 
 
-def _ports(g: dict[str, Any], pos: dict[str, tuple[float, float]]) -> dict[tuple[int, str], float]:
-    """Where each edge leaves its source and enters its target, as an x offset from the
-    node's centre: the edges meeting one side of a node are spread along it in the order of
-    the nodes at their other ends, so arrowheads never pile onto one point."""
-    sides: dict[tuple[str, str], list[tuple[float, int]]] = {}
+def _ports(
+    g: dict[str, Any], pos: dict[str, tuple[float, float]]
+) -> tuple[dict[int, float], dict[int, float]]:
+    """Where each edge leaves its source and where it enters its target (by edge index), as
+    an x offset from the node's centre: the edges meeting one side of a node are spread
+    along it in the order of the nodes at their other ends, so arrowheads never pile onto
+    one point."""
+    outs: dict[str, list[tuple[float, int]]] = {}
+    ins: dict[str, list[tuple[float, int]]] = {}
     for i, e in enumerate(g["edges"]):
-        if e["from"] == e["to"]:
+        a, b = e["from"], e["to"]
+        if a == b:
             continue
-        sides.setdefault((e["from"], "out"), []).append((pos[e["to"]][0], i))
-        sides.setdefault((e["to"], "in"), []).append((pos[e["from"]][0], i))
-    ports: dict[tuple[int, str], float] = {}
-    for (_, side), ends in sides.items():
+        outs.setdefault(a, []).append((pos[b][0], i))
+        ins.setdefault(b, []).append((pos[a][0], i))
+    return _spread(outs), _spread(ins)
+
+
+def _spread(sides: dict[str, list[tuple[float, int]]]) -> dict[int, float]:
+    """Each edge's offset along its side, the sides' ends given as (x at the other end, edge
+    index); a side's ends are sorted in place."""
+    at: dict[int, float] = {}
+    for ends in sides.values():
+        if len(ends) == 1:  # most sides: the centre
+            at[ends[0][1]] = 0.0
+            continue
         ends.sort()
-        step = min(PORT_GAP, (NODE_W - 40) / max(len(ends) - 1, 1))
-        for k, (_, i) in enumerate(ends):
-            ports[(i, side)] = round((k - (len(ends) - 1) / 2) * step, 1)
-    return ports
+        for (_, i), offset in zip(ends, _offsets(len(ends)), strict=True):
+            at[i] = offset
+    return at
+
+
+@lru_cache(maxsize=64)
+def _offsets(count: int) -> tuple[float, ...]:
+    """The offsets of `count` edge ends along one side, left to right."""
+    step = min(PORT_GAP, (NODE_W - 40) / max(count - 1, 1))
+    return tuple(round((k - (count - 1) / 2) * step, 1) for k in range(count))
 
 
 def _route(
@@ -202,45 +261,65 @@ def _route(
 ) -> str:
     """An SVG path from the bottom of the source box to the top of the target box (at the
     offsets `ends` from their centres), through the routed points between them, smoothed
-    with quadratic curves."""
+    with quadratic curves (a cubic one when there are none); each number formatted once."""
     x1, y1 = pos[e["from"]]
     x2, y2 = pos[e["to"]]
-    x1, x2 = x1 + ends[0], x2 + ends[1]
-    via = [(x, y) for x, y in points[1:-1]]
-    pts = [(x1, y1 + NODE_H / 2), *via, (x2, y2 - NODE_H / 2)]
-    pts = [(x + dx, y + dy) for x, y in pts]
-    if len(pts) == 2:
-        (ax, ay), (bx, by) = pts
-        mid = (ay + by) / 2
-        return f"M{ax:.1f},{ay:.1f} C{ax:.1f},{mid:.1f} {bx:.1f},{mid:.1f} {bx:.1f},{by:.1f}"
-    parts = [f"M{pts[0][0]:.1f},{pts[0][1]:.1f}"]
-    for (ax, ay), (bx, by) in zip(pts[1:-1], pts[2:], strict=False):
-        parts.append(f"Q{ax:.1f},{ay:.1f} {(ax + bx) / 2:.1f},{(ay + by) / 2:.1f}")
-    parts.append(f"L{pts[-1][0]:.1f},{pts[-1][1]:.1f}")
+    ax, ay = x1 + ends[0] + dx, y1 + NODE_H / 2 + dy
+    bx, by = x2 + ends[1] + dx, y2 - NODE_H / 2 + dy
+    if len(points) <= 2:  # most edges: one layer down, no bend
+        fax, fbx, mid = f"{ax:.1f}", f"{bx:.1f}", f"{(ay + by) / 2:.1f}"
+        return f"M{fax},{ay:.1f} C{fax},{mid} {fbx},{mid} {fbx},{by:.1f}"
+    pts = [(x + dx, y + dy) for x, y in points[1:-1]]
+    pts.append((bx, by))
+    parts = [f"M{ax:.1f},{ay:.1f}"]
+    for (px, py), (qx, qy) in zip(pts, pts[1:], strict=False):
+        parts.append(f"Q{px:.1f},{py:.1f} {(px + qx) / 2:.1f},{(py + qy) / 2:.1f}")
+    parts.append(f"L{bx:.1f},{by:.1f}")
     return " ".join(parts)
 
 
-def _outline(n: dict[str, Any], x: float, y: float, fill: str, stroke: str) -> str:
+_MARKUP = re.compile("[&<>\"']").search  # what `escape` replaces: text without it is kept
+_WHO = {"user": "a person's todo", "agent": "an agent's todo"}
+_BOX = f'width="{NODE_W}" height="{NODE_H}"'
+_INSET = 4  # px between a person's todo's two borders
+_INNER = (
+    f'width="{NODE_W - 2 * _INSET}" height="{NODE_H - 2 * _INSET}" '
+    f'rx="{NODE_H / 2 - _INSET:.0f}" fill="none"'
+)
+_LEADING = FONT + 3  # px from one line of a label to the next
+_BASELINE = FONT * 0.35  # from a line's middle down to its baseline
+_TEXT = f'text-anchor="middle" font-family="system-ui, sans-serif" font-size="{FONT}" fill="#111">'
+
+
+@lru_cache(maxsize=256)
+def _style(kind: str, role: str | None, status: str) -> tuple[str, str, str, str, str]:
+    """What a node's drawing takes from its kind, role and status, escaped and formatted
+    once for all nodes alike: its title before and after its ref, its outline's shape,
+    paint and stroke."""
+    fill, stroke = FILLS.get(status, "#fff"), STROKES.get(status, "#333")
+    words = "decision gate" if kind == "gate" else _WHO.get(role or "", "") or kind
+    shape = "gate" if kind == "gate" else "user" if role == "user" else "box"
+    paint = f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"/>'
+    return f"<title>{escape(words)} ", f" ({escape(status)})</title>", shape, paint, stroke
+
+
+def _outline(shape: str, x: float, y: float, paint: str, stroke: str) -> str:
     """A gate is a hexagon (as in the DOT and Mermaid sources); a person's todo a stadium with
     a double border; an agent's todo a rounded rectangle."""
-    paint = f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"'
-    if n["kind"] == "gate":
+    if shape == "gate":
         cut, w, h = 16, NODE_W, NODE_H
         points = [
             (x + cut, y), (x + w - cut, y), (x + w, y + h / 2),
             (x + w - cut, y + h), (x + cut, y + h), (x, y + h / 2),
         ]  # fmt: skip
-        return f'<polygon points="{" ".join(f"{px:.1f},{py:.1f}" for px, py in points)}" {paint}/>'
-    if n.get("role") == "user":
-        inset = 4
+        return f'<polygon points="{" ".join(f"{px:.1f},{py:.1f}" for px, py in points)}" {paint}'
+    if shape == "user":
         return (
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{NODE_H}" '
-            f'rx="{NODE_H / 2:.0f}" {paint}/>'
-            f'<rect x="{x + inset:.1f}" y="{y + inset:.1f}" width="{NODE_W - 2 * inset}" '
-            f'height="{NODE_H - 2 * inset}" rx="{NODE_H / 2 - inset:.0f}" fill="none" '
-            f'stroke="{stroke}" stroke-width="1"/>'
+            f'<rect x="{x:.1f}" y="{y:.1f}" {_BOX} rx="{NODE_H / 2:.0f}" {paint}'
+            f'<rect x="{x + _INSET:.1f}" y="{y + _INSET:.1f}" {_INNER} stroke="{stroke}" '
+            'stroke-width="1"/>'
         )
-    return f'<rect x="{x:.1f}" y="{y:.1f}" width="{NODE_W}" height="{NODE_H}" rx="6" {paint}/>'
+    return f'<rect x="{x:.1f}" y="{y:.1f}" {_BOX} rx="6" {paint}'
 
 
 _DASHES = {
@@ -250,21 +329,29 @@ _DASHES = {
 }
 
 
-def _node(n: dict[str, Any], x: float, y: float) -> str:
-    """A node's outline (coloured by its status) and its label, centred, one tspan a line."""
-    fill, stroke = FILLS.get(n["status"], "#fff"), STROKES.get(n["status"], "#333")
-    lines = _label(n["label"])
-    leading = FONT + 3
-    text = "".join(
-        f'<tspan x="{x + NODE_W / 2:.1f}" dy="{0 if i == 0 else leading}">{escape(line)}</tspan>'
-        for i, line in enumerate(lines)
+def _node(n: dict[str, Any], x: float, y: float, href: str | None) -> str:
+    """A node: its title, its outline (coloured by its status) and its label, centred, one
+    tspan a line; a link to `href` when given. Text is escaped only when it holds markup."""
+    head, tail, shape, paint, stroke = _style(n["kind"], n.get("role"), n["status"])
+    label = n["label"]
+    lines = _label(label)
+    if _MARKUP(label):
+        lines = [escape(line) for line in lines]
+    cx = f"{x + NODE_W / 2:.1f}"
+    text = f'<tspan x="{cx}" dy="0">{lines[0]}</tspan>' if lines else ""
+    if len(lines) == 2:  # `_label` makes two at most
+        text += f'<tspan x="{cx}" dy="{_LEADING}">{lines[1]}</tspan>'
+    ty = y + NODE_H / 2 - (len(lines) - 1) * _LEADING / 2 + _BASELINE
+    ref = n["ref"]
+    if _MARKUP(ref):
+        ref = escape(ref)
+    drawn = (
+        f"{head}{ref}{tail}{_outline(shape, x, y, paint, stroke)}"
+        f'<text x="{cx}" y="{ty:.1f}" {_TEXT}{text}</text>'
     )
-    ty = y + NODE_H / 2 - (len(lines) - 1) * leading / 2 + FONT * 0.35
-    return (
-        _outline(n, x, y, fill, stroke)
-        + f'<text x="{x + NODE_W / 2:.1f}" y="{ty:.1f}" text-anchor="middle" '
-        f'font-family="system-ui, sans-serif" font-size="{FONT}" fill="#111">{text}</text>'
-    )
+    if href:
+        return f'<a href="{escape(href) if _MARKUP(href) else href}">{drawn}</a>'
+    return f"<g>{drawn}</g>"
 
 
 def to_svg_parts(
@@ -299,7 +386,7 @@ def to_svg(
     """Inline SVG of the graph (links to todo pages via `node_href`), or None if too large.
     `part`: what this drawing's ids end with and its title adds, when it is one of several
     on a page (`to_svg_parts`). `known`: see `layout`."""
-    laid = layout(g, known)
+    laid = _remembered_layout(g, known)
     if laid is None:
         return None
     pos, routes = laid
@@ -307,8 +394,8 @@ def to_svg(
         return ""
     ident, label = part
     pad = 16
-    width = max(x for x, _ in pos.values()) + NODE_W / 2 + pad * 2
-    height = max(y for _, y in pos.values()) + NODE_H / 2 + pad * 2
+    width = max(pos.values())[0] + NODE_W / 2 + pad * 2
+    height = max(map(itemgetter(1), pos.values())) + NODE_H / 2 + pad * 2
     dy = pad
     dx = pad
     out = [
@@ -320,27 +407,19 @@ def to_svg(
         'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 '
         'L0,10 z" fill="#555"/></marker></defs>',
     ]
-    ports = _ports(g, pos)
+    leaves, enters = _ports(g, pos)
+    arrow = f' marker-end="url(#arrow{ident})"/>'
     for i, e in enumerate(g["edges"]):
         if e["from"] == e["to"]:
             continue
-        ends = (ports[(i, "out")], ports[(i, "in")])
+        path = _route(routes.get(i, []), pos, e, dx, dy, (leaves[i], enters[i]))
         out.append(
-            f'<path d="{_route(routes.get(i, []), pos, e, dx, dy, ends)}" fill="none" '
-            f'stroke="#555" stroke-width="1.4"{_DASHES[e["kind"]]} '
-            f'marker-end="url(#arrow{ident})"/>'
+            f'<path d="{path}" fill="none" stroke="#555" stroke-width="1.4"'
+            f"{_DASHES[e['kind']]}{arrow}"
         )
+    hrefs = node_href or {}
     for n in g["nodes"]:
         x, y = pos[n["id"]]
-        x, y = x + dx - NODE_W / 2, y + dy - NODE_H / 2
-        shape = _node(n, x, y)
-        who = {"user": "a person's todo", "agent": "an agent's todo"}.get(n.get("role", ""), "")
-        kind = "decision gate" if n["kind"] == "gate" else who or n["kind"]
-        title = f"<title>{escape(kind)} {escape(n['ref'])} ({escape(n['status'])})</title>"
-        href = (node_href or {}).get(n["id"])
-        if href:
-            out.append(f'<a href="{escape(href)}">{title}{shape}</a>')
-        else:
-            out.append(f"<g>{title}{shape}</g>")
+        out.append(_node(n, x + dx - NODE_W / 2, y + dy - NODE_H / 2, hrefs.get(n["id"])))
     out.append("</svg>")
     return "\n".join(out)
