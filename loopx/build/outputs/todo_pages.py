@@ -14,9 +14,15 @@ from loopx.privacy.audience import Lens
 from loopx.projections.base import GENERATOR, evidence_item, ordered_todos, todo_card
 from loopx.projections.waiting import monitor_item
 from loopx.render.env import environment
+from loopx.render.frame import Framed
 from loopx.state.entities import GoalState
 
 PAGE = "html/todo.html"
+# What every todo page of one goal (and audience) is given alike (`shared` in `_inputs`).
+GOAL_KEYS = ("goal_id", "goal_title", "repository", "root", "generator", "audience", "project")
+# The page around the blocks that differ from todo to todo is rendered once per goal (the
+# base page, the repository link): thousands of pages a build, it was a fifth of each.
+PAGES = Framed(PAGE, GOAL_KEYS, holes=("title", "crumbs", "main", "changed", "source"))
 
 
 def _project(ctx: GoalContext) -> dict[str, Any]:
@@ -109,7 +115,7 @@ def _inputs(ctx: GoalContext, data: dict[str, Any]) -> dict[str, dict[str, Any]]
 
 
 def _page(inputs: dict[str, Any]) -> str:
-    return environment().get_template(PAGE).render(**inputs)
+    return PAGES.render(environment(), inputs)
 
 
 PROJECTIONS = (
