@@ -317,3 +317,26 @@ def test_todo_pages_are_the_whole_template_with_the_base_page_rendered_once_a_go
         page = site.artifacts[f"{audience}/goals/ship/todos/{todo}.html"].data.decode()
         assert page == env.get_template("html/todo.html").render(**given)
     assert bases.count("html/todo.html") == len(pages)
+
+
+def test_the_todo_pages_read_each_title_through_the_lens_once(built: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A todo's title is read through the audience's lens (for the public, a scan of the
+    text) once, for its card; the pages that link to it take the card's."""
+    from loopx.build.outputs import todo_pages
+    from loopx.build.pipeline import gather
+    from loopx.build.registry import GoalContext
+    from loopx.model.config import ProjectConfig
+    from loopx.privacy.audience import Lens
+    from loopx.store.filestore import FileStore
+
+    (state,) = gather(FileStore(built.parent)).values()
+    ctx = GoalContext(
+        audience="public", head=None, project=ProjectConfig(), state=state, visible_goals={"ship"}
+    )
+    read: list[object] = []
+    text = Lens.text
+    monkeypatch.setattr(Lens, "text", lambda self, v: (read.append(v), text(self, v))[1])
+    data = todo_pages._project(ctx)
+    titles = sorted(t.title for t in state.todos.values())
+    assert sorted(v for v in read if v in titles) == titles
+    assert data["titles"]["docs"] == data["pages"]["docs"]["t"]["title"] == "Write the docs"

@@ -39,7 +39,8 @@ def _project(ctx: GoalContext) -> dict[str, Any]:
         if e.todo_id is not None and e.todo_id in visible and lens.sees(e.visibility):
             evidence.setdefault(e.todo_id, []).append(e)
     gates = _gates(state, lens)
-    titles = {t.todo_id: lens.text(t.title) for t in todos}
+    cards = {t.todo_id: todo_card(t, lens, state) for t in todos}
+    titles = {todo: card["title"] for todo, card in cards.items()}  # the lens's text, once
     pages = {}
     for t in todos:
         held, shown = gates.get(t.todo_id, []), evidence.get(t.todo_id, [])
@@ -50,7 +51,7 @@ def _project(ctx: GoalContext) -> dict[str, Any]:
             + [e.recorded_at for e in shown]
         )
         pages[t.todo_id] = {
-            "t": todo_card(t, lens, state),
+            "t": cards[t.todo_id],
             "facts": facts,
             "dependents": dependents.get(t.todo_id, []),
             "gates": [{"status": g.status, "question": lens.text(g.question)} for g in held],
