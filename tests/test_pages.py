@@ -340,3 +340,18 @@ def test_the_todo_pages_read_each_title_through_the_lens_once(built: Path, monke
     titles = sorted(t.title for t in state.todos.values())
     assert sorted(v for v in read if v in titles) == titles
     assert data["titles"]["docs"] == data["pages"]["docs"]["t"]["title"] == "Write the docs"
+
+
+def test_todo_pages_write_dates_as_the_shared_component_does(built: Path) -> None:
+    """todo.html writes out the dates every page shows (a macro call costs a page as much as
+    a dozen fields): each is what `parts.when` makes of the same time."""
+    from loopx.render.env import environment
+
+    when = environment().globals["parts"].when
+    pages = list(built.glob("*/goals/*/todos/*.html"))
+    times = [
+        m for p in pages for m in re.finditer(r'<time datetime="([^"]*)">.*?</time>', p.read_text())
+    ]
+    assert len(pages) >= 8 and len(times) >= 2 * len(pages)
+    assert all(m.group(0) == str(when(m.group(1))) for m in times)
+    assert str(when(None)) == "–"  # the page's own fallback for a missing date
