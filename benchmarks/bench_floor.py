@@ -10,7 +10,7 @@ are), each a fresh process:
 
 - `python -c pass`: the interpreter's own start;
 - the import, and nothing else, of every module outside loopx that a one-event rebuild
-  imports (the Python library, jinja2, markdown-it, orjson, ...), then of every module it
+  imports (the Python library, jinja2, orjson, ...), then of every module it
   imports (loopx's own too): the list is read off `python -X importtime` of that very
   rebuild;
 - `loopx build` with nothing new, then after one event (a governed `loopx todo complete` on a

@@ -369,7 +369,7 @@ def test_the_remembered_fingerprint_follows_every_source_file(
     from loopx.build import registry
 
     names = {name for name, _ in fp.files()}
-    for package in ("jinja2", "markupsafe", "markdown_it", "mdurl", "orjson", "msgspec"):
+    for package in ("jinja2", "markupsafe", "orjson", "msgspec"):
         assert any(n.startswith(f"package/{package}/") for n in names), package
     lib = tmp_path / "lib" / "fakerender"
     lib.mkdir(parents=True)
@@ -410,7 +410,7 @@ def test_the_remembered_fingerprint_follows_every_source_file(
 
     try:
         first, read_first = fresh()
-        assert first == full() and read_first > 300
+        assert first == full() and read_first > 250
         fp.remember(folder)
         assert fresh() == (first, 0)
         edit(extension, "x = 2\n")
@@ -428,7 +428,7 @@ def test_the_remembered_fingerprint_follows_every_source_file(
         memo = json.loads((folder / fp.FILE).read_text())
         (folder / fp.FILE).write_text(json.dumps({**memo, "host": "another-host"}))
         digest, read_again = fresh()
-        assert digest == upgraded and read_again > 300  # another host's: not trusted
+        assert digest == upgraded and read_again > 250  # another host's: not trusted
     finally:
         fp._fingerprint.cache_clear()
         fp._memo.cache_clear()

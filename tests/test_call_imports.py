@@ -94,6 +94,15 @@ def test_a_build_imports_no_click(goal: Path) -> None:
     assert "click" in loaded(goal, "build", "--out", out, "--help")  # the sanity check
 
 
+def test_a_build_renders_its_review_pages_without_a_markdown_renderer(goal: Path) -> None:
+    """`review.html` comes from its own template (tests/test_review_page.py holds it to what
+    `review.md` shows): a build imports no markdown-it."""
+    out = goal / "site"
+    modules = loaded(goal, "build", "--out", str(out))
+    assert (out / "team" / "goals" / "demo" / "review.html").is_file()
+    assert "jinja2" in modules and "markdown_it" not in modules
+
+
 def test_a_scan_imports_no_click(goal: Path) -> None:
     """A plain `loopx scan PATHS` is read by `loopx.cli.quick`: no click, clean or not (a
     finding's exit 7 is asserted in tests/test_quick_build.py)."""

@@ -49,7 +49,16 @@ def test_outside_any_repository_no_process_is_started(
         pytest.skip("the temporary folder is inside a git repository")
     started = _counting(monkeypatch)
     assert exposure.exposure(real / "site", directory=True) is None
+    # Variables that cannot give git a repository (CI machines set many) change nothing.
+    monkeypatch.setenv("GIT_SSL_CAINFO", "/etc/ssl/certs/ca-certificates.crt")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(real.parent))
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    assert exposure.exposure(real / "site", directory=True) is None
     assert started == []
+    for name in ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE"):  # each may point git at one
+        monkeypatch.setenv(name, str(real / "elsewhere"))
+        assert exposure._outside_any_repository(real) is False
+        monkeypatch.delenv(name)
 
 
 def test_a_repository_is_found_however_the_folder_is_reached(

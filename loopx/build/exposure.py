@@ -21,6 +21,12 @@ from loopx.model.errors import BoundaryViolation
 
 PUBLIC_FORGES = ("bitbucket.org", "codeberg.org", "github.com", "gitlab.com")
 SETTING = "loopx.visibility"
+# The variables that can give git a repository its walk up from the folder would not find
+# (git(1), "The Git Repository"): the repository itself, its common part, the work tree. The
+# others either act inside a repository already found (GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY),
+# only stop the walk early (GIT_CEILING_DIRECTORIES, GIT_DISCOVERY_ACROSS_FILESYSTEM), or have
+# nothing to do with finding one (GIT_SSL_CAINFO, GIT_AUTHOR_NAME, GIT_TERMINAL_PROMPT).
+_REDIRECTING = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE")
 _HOST = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^@/]*@)?(?P<host>[^:/]+)", re.IGNORECASE)
 
 
@@ -42,9 +48,9 @@ def _outside_any_repository(folder: Path) -> bool:
     `git rev-parse` costs a build a process): git looks for one in the folder's real path
     and each folder above it, as a `.git` entry or a folder that is a git directory (which
     has a `HEAD`). Only when none of them holds either, the path is already the real one
-    and no `GIT_*` variable could point git elsewhere (`GIT_DIR`, `GIT_WORK_TREE`, …) is
+    and no variable points git elsewhere (`_REDIRECTING`: `GIT_DIR`, `GIT_WORK_TREE`, …) is
     the answer no; otherwise git is asked. Nothing is followed: each name is `lstat`ed."""
-    if any(name.startswith("GIT_") for name in os.environ):
+    if any(os.environ.get(name) is not None for name in _REDIRECTING):
         return False
     if os.path.realpath(folder) != str(folder):
         return False

@@ -38,8 +38,8 @@ PACKAGE = Path(__file__).resolve().parent.parent
 FILE = "code.json"
 _CAP = 4 << 20
 #: Installed packages whose code decides output bytes: the template engine and its escaping,
-#: the Markdown renderer and the URL normalising it uses, the JSON writer, the ledger reader.
-PACKAGES = ("jinja2", "markupsafe", "markdown_it", "mdurl", "orjson", "msgspec")
+#: the JSON writer, the ledger reader.
+PACKAGES = ("jinja2", "markupsafe", "orjson", "msgspec")
 
 Identity = tuple[int, int, int, int, int]  # size, mtime, ctime, inode, device
 

@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from loopx.render import md_context, md_escape
+from loopx.render import html_text, md_context, md_escape
 from loopx.render.changes import change_markdown
 from loopx.resources import resource_dir
 
@@ -63,6 +63,10 @@ def environment() -> jinja2.Environment:
     env.filters["fence"] = md_escape.fence
     env.filters["one_line"] = md_escape.one_line
     env.filters["change_md"] = change_markdown
+    # HTML pages that show what a Markdown file shows (`html_text`): escaped by the page.
+    env.filters["line"] = html_text.line
+    env.filters["code_html"] = html_text.code
+    env.filters["change_html"] = html_text.change
     env.filters["short"] = _short
     env.filters["when"] = _when
     env.filters["ticks"] = _ticks

@@ -38,13 +38,14 @@ _CLOSING_HASHES = re.compile(r"#+[ \t]*$")
 _DELIMITER_ROW = re.compile(r"\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?")
 
 
-def _clean(value: Any) -> str:
+def clean(value: Any) -> str:
+    """The value as text, with the marker characters (never written) as U+FFFD."""
     return _MARKERS.sub("\ufffd", str(value))
 
 
 def prose(value: Any) -> str:
     """Prose, to be escaped by `finish` (one line)."""
-    line = md_escape.one_line(_clean(value))
+    line = md_escape.one_line(clean(value))
     return TEXT_OPEN + line + TEXT_CLOSE if line else ""
 
 
@@ -53,19 +54,19 @@ def _opaque(rendered: str) -> str:
 
 
 def code(value: Any) -> str:
-    return _opaque(md_escape.code(_clean(value)))
+    return _opaque(md_escape.code(clean(value)))
 
 
 def code_cell(value: Any) -> str:
-    return _opaque(md_escape.code_cell(_clean(value)))
+    return _opaque(md_escape.code_cell(clean(value)))
 
 
 def ref(value: Any) -> str:
-    return _opaque(md_escape.ref(_clean(value)))
+    return _opaque(md_escape.ref(clean(value)))
 
 
 def ref_cell(value: Any) -> str:
-    return _opaque(md_escape.ref_cell(_clean(value)))
+    return _opaque(md_escape.ref_cell(clean(value)))
 
 
 def finish(markdown: str) -> str:

@@ -47,7 +47,12 @@ ORDERED = re.compile(r"\d{1,9}([.)])(?:\s|$)")
 
 def one_line(value: Any) -> str:
     """The text on one line: line breaks and tabs as spaces, no surrounding whitespace."""
-    return str(value).translate(_LINE_BREAKS).strip()
+    return flat(value).strip()
+
+
+def flat(value: Any) -> str:
+    """The text with line breaks and tabs as spaces (what a code span shows)."""
+    return str(value).translate(_LINE_BREAKS)
 
 
 def punct(ch: str) -> bool:
@@ -179,11 +184,11 @@ def _code(text: str, cell: bool) -> str:
 
 def code(value: Any) -> str:
     """A code span showing the text verbatim (line breaks become spaces)."""
-    return _code(str(value).translate(_LINE_BREAKS), cell=False)
+    return _code(flat(value), cell=False)
 
 
 def code_cell(value: Any) -> str:
-    return _code(str(value).translate(_LINE_BREAKS), cell=True)
+    return _code(flat(value), cell=True)
 
 
 def is_web_url(text: str) -> bool:
