@@ -137,7 +137,7 @@ def report(r: Floor) -> str:
         ("`python -c pass`", "pass", None),
         (f"+ importing the {r.outside} modules outside loopx", "imports outside loopx", "pass"),
         (f"+ importing loopx's own {r.own}", "every import", "imports outside loopx"),
-        ("`loopx build`, nothing new (imports less: no Markdown)", "no-event rebuild", None),
+        ("`loopx build`, nothing new", "no-event rebuild", None),
         ("`loopx build` after one event", "one-event rebuild", "every import"),
     ]
     lines = [

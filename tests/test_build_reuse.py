@@ -281,23 +281,17 @@ def test_a_rebuild_after_one_event_is_the_full_build_and_renders_only_that_goal(
     assert check(demo, out, head=REV_NEW, audiences=audiences).ok
 
 
-class _CountingPages:
-    """Stands in for the Jinja environment of the todo pages: records each page made."""
+def _count_pages(monkeypatch: pytest.MonkeyPatch, made: list[tuple[str, str]]) -> None:
+    """Record each todo page made (audience, todo), as it is made."""
+    from loopx.build.outputs import todo_pages
 
-    def __init__(self, made: list[tuple[str, str]]) -> None:
-        from loopx.render.env import environment
+    render = todo_pages.PAGES.render
 
-        self.made, self.real = made, environment()
+    def counted(env: Any, inputs: dict[str, Any]) -> str:
+        made.append((inputs["audience"], inputs["t"]["todo_id"]))
+        return render(env, inputs)
 
-    def get_template(self, name: str) -> Any:
-        template, made = self.real.get_template(name), self.made
-
-        class Counted:
-            def render(self, **inputs: Any) -> str:
-                made.append((inputs["audience"], inputs["t"]["todo_id"]))
-                return template.render(**inputs)
-
-        return Counted()
+    monkeypatch.setattr(todo_pages.PAGES, "render", counted)
 
 
 def test_a_changed_goal_makes_only_the_todo_pages_whose_inputs_changed(
@@ -308,15 +302,13 @@ def test_a_changed_goal_makes_only_the_todo_pages_whose_inputs_changed(
     over, and writes byte for byte what a full build writes. The private audience (its text
     read from the blob store) and a build with no memo (`--check`, `--force`) make every
     page."""
-    from loopx.build.outputs import todo_pages
-
     out, full = tmp_path / "site", tmp_path / "full"
     audiences = ("public", "team", "private")
     build(demo, out, head=REV_NEW, audiences=audiences, reuse=True)
     renamed = ["todo", "update", "--root", str(demo), "--goal-id", "launch"]
     assert run_cli([*renamed, "--todo-id", "status-page", "--title", "Status pages"]).exit_code == 0
     made: list[tuple[str, str]] = []
-    monkeypatch.setattr(todo_pages, "environment", lambda: _CountingPages(made))
+    _count_pages(monkeypatch, made)
     result = build(demo, out, head=REV_NEW, audiences=audiences, reuse=True)
     # itself, what it needs, and what needs it (a team todo): the public sees fewer
     linked = {"public": {"status-page", "cli"}, "team": {"status-page", "cli", "release-notes"}}

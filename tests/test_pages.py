@@ -241,15 +241,17 @@ def test_a_todo_page_looks_its_fields_up_as_items(built: Path, monkeypatch) -> N
     """The todo page (one per todo: thousands in a build) reads its dictionaries with
     `d["key"]`: Jinja2's `d.key` first asks the dict for an attribute, which costs an
     exception per field (a sixth of the page's render time)."""
+    from loopx.build.outputs import todo_pages
     from loopx.build.pipeline import make_site
     from loopx.render.env import environment
 
     env = environment()
     template = env.get_template("html/todo.html")
     inputs: list[dict] = []
-    render = template.render
-    monkeypatch.setattr(template, "render", lambda **k: (inputs.append(k), render(**k))[1])
+    made = todo_pages.PAGES.render
+    monkeypatch.setattr(todo_pages.PAGES, "render", lambda e, k: (inputs.append(k), made(e, k))[1])
     make_site(built.parent, ("public", "team"), None)
+    render = template.render
     assert len(inputs) >= 8
     asked: list[tuple[object, str]] = []
     lookup = env.getattr
@@ -282,3 +284,74 @@ def test_pages_take_the_shared_components_without_an_import_each(built: Path, mo
     assert imported == []
     page = site.artifacts["public/goals/ship/todos/parser.html"].data.decode()
     assert '<time datetime="2026-03-02T08:30:00Z">2026-03-02 08:30 UTC</time>' in page
+
+
+def test_todo_pages_are_the_whole_template_with_the_base_page_rendered_once_a_goal(
+    built: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A todo page is its goal's frame (the base page, the repository link: rendered once
+    per goal and audience, not once per todo) with its own blocks in it, byte for byte
+    what rendering `todo.html` whole gives, for every audience."""
+    from loopx.build.outputs import todo_pages
+    from loopx.build.pipeline import make_site
+    from loopx.render.env import environment
+
+    env = environment()
+    base = env.get_template("html/base.html")
+    bases: list[str] = []
+    root = base.root_render_func
+
+    def counted(ctx):  # type: ignore[no-untyped-def]
+        bases.append(ctx.name)
+        return root(ctx)
+
+    monkeypatch.setattr(base, "root_render_func", counted)
+    inputs: list[dict] = []
+    made = todo_pages.PAGES.render
+    monkeypatch.setattr(todo_pages.PAGES, "render", lambda e, k: (inputs.append(k), made(e, k))[1])
+    site, _ = make_site(built.parent, ("public", "team", "private"), None)
+    pages = {(k["audience"], k["t"]["todo_id"]): k for k in inputs}
+    assert len(pages) == len(inputs) >= 12 and bases.count("html/todo.html") == 3
+    bases.clear()
+    for (audience, todo), given in pages.items():
+        page = site.artifacts[f"{audience}/goals/ship/todos/{todo}.html"].data.decode()
+        assert page == env.get_template("html/todo.html").render(**given)
+    assert bases.count("html/todo.html") == len(pages)
+
+
+def test_the_todo_pages_read_each_title_through_the_lens_once(built: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A todo's title is read through the audience's lens (for the public, a scan of the
+    text) once, for its card; the pages that link to it take the card's."""
+    from loopx.build.outputs import todo_pages
+    from loopx.build.pipeline import gather
+    from loopx.build.registry import GoalContext
+    from loopx.model.config import ProjectConfig
+    from loopx.privacy.audience import Lens
+    from loopx.store.filestore import FileStore
+
+    (state,) = gather(FileStore(built.parent)).values()
+    ctx = GoalContext(
+        audience="public", head=None, project=ProjectConfig(), state=state, visible_goals={"ship"}
+    )
+    read: list[object] = []
+    text = Lens.text
+    monkeypatch.setattr(Lens, "text", lambda self, v: (read.append(v), text(self, v))[1])
+    data = todo_pages._project(ctx)
+    titles = sorted(t.title for t in state.todos.values())
+    assert sorted(v for v in read if v in titles) == titles
+    assert data["titles"]["docs"] == data["pages"]["docs"]["t"]["title"] == "Write the docs"
+
+
+def test_todo_pages_write_dates_as_the_shared_component_does(built: Path) -> None:
+    """todo.html writes out the dates every page shows (a macro call costs a page as much as
+    a dozen fields): each is what `parts.when` makes of the same time."""
+    from loopx.render.env import environment
+
+    when = environment().globals["parts"].when
+    pages = list(built.glob("*/goals/*/todos/*.html"))
+    times = [
+        m for p in pages for m in re.finditer(r'<time datetime="([^"]*)">.*?</time>', p.read_text())
+    ]
+    assert len(pages) >= 8 and len(times) >= 2 * len(pages)
+    assert all(m.group(0) == str(when(m.group(1))) for m in times)
+    assert str(when(None)) == "–"  # the page's own fallback for a missing date

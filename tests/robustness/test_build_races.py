@@ -31,7 +31,10 @@ from tests.conftest import make_ctx, run_cli
 
 ROUNDS = int(os.environ.get("LOOPX_BUILD_RACE_ROUNDS", "50"))
 HEADS = ("a" * 40, "b" * 40)
-LOOPX = shutil.which("loopx") or str(Path(sys.executable).with_name("loopx"))
+# The installed command of the interpreter running the tests (PATH may find another loopx
+# first: a pyenv shim, a second checkout's); PATH's only when it has none.
+_BESIDE = Path(sys.executable).with_name("loopx")
+LOOPX = str(_BESIDE) if _BESIDE.is_file() else shutil.which("loopx") or "loopx"
 
 
 def small_project(root: Path) -> None:
