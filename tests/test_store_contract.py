@@ -348,6 +348,23 @@ def test_blobs_are_kept_by_sha256(store: Any) -> None:
     assert store.put_blob(b"") == "sha256:" + hashlib.sha256(b"").hexdigest()
 
 
+def test_blobs_read_in_a_reading_block_are_the_same(store: Any) -> None:
+    """`reading_blobs()` only makes many reads cheaper: inside it (nested too) every blob,
+    missing or not, reads as outside it, and one stored inside it is read back."""
+    refs = [store.put_blob(f"private body {i}".encode()) for i in range(40)]
+    absent = ["sha256:" + "0" * 64, "sha256:" + refs[0][7:9] + "f" * 62]
+    outside = {ref: store.get_blob(ref) for ref in [*refs, *absent]}
+    assert all(outside[r] is not None for r in refs) and outside[absent[0]] is None
+    with store.reading_blobs():
+        assert {ref: store.get_blob(ref) for ref in outside} == outside
+        with store.reading_blobs():
+            assert store.get_blob(refs[1]) == outside[refs[1]]
+        assert store.get_blob(refs[2]) == outside[refs[2]]  # the outer block still reads
+        added = store.put_blob(b"stored inside the block")
+        assert store.get_blob(added) == b"stored inside the block"
+    assert {ref: store.get_blob(ref) for ref in outside} == outside
+
+
 def test_file_blobs_live_under_private_and_never_in_a_ledger(file_store: FileStore) -> None:
     ref = file_store.put_blob(b"secret body")
     hexdigest = ref.split(":", 1)[1]

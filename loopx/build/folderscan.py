@@ -71,16 +71,17 @@ def _ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidd
     parts: list[GoalStrings] = []
     heads: dict[str, str] = {}
     folded: list[str] = []
-    for goal_id, token in current.items():
-        hit = entries.get(goal_id)
-        if hit is None or hit[1] != token:
-            state = load_state(store, goal_id).state
-            if state is None:
-                continue
-            hit = entries[goal_id] = (state.head, token, goal_strings(state, store.get_blob))
-            folded.append(goal_id)
-        heads[goal_id] = hit[0]
-        parts.append(hit[2])
+    with store.reading_blobs():  # every private text of the goals made again
+        for goal_id, token in current.items():
+            hit = entries.get(goal_id)
+            if hit is None or hit[1] != token:
+                state = load_state(store, goal_id).state
+                if state is None:
+                    continue
+                hit = entries[goal_id] = (state.head, token, goal_strings(state, store.get_blob))
+                folded.append(goal_id)
+            heads[goal_id] = hit[0]
+            parts.append(hit[2])
     key, forbidden = scancache.ledger_key(current, heads), merge(parts, previous)
     scancache.save_goals(project, entries, folded)
     scancache.save_forbidden(project, key, forbidden)

@@ -106,5 +106,6 @@ def _typed_scanner(target: gitpublish.BranchTarget, goals: Any, store: Any) -> A
     typed = [t for t in (target.message, target.identity) if t and t != gitpublish.DEFAULT_IDENTITY]
     if not typed:
         return None
-    found = non_public_strings(goals, store.get_blob).within(typed)
+    with store.reading_blobs():
+        found = non_public_strings(goals, store.get_blob).within(typed)
     return Scanner(sorted(found.texts), forbidden_ids=sorted(found.ids), machine=False, rules=False)

@@ -99,6 +99,11 @@ class Store(Protocol):
 
     def get_blob(self, digest: str) -> bytes | None: ...
 
+    def reading_blobs(self) -> AbstractContextManager[None]:
+        """A block in which many blobs are read (`get_blob`), which a store may make cheaper
+        per blob (the file store opens each shard folder once); the same answers either way."""
+        ...
+
 
 class SnapshotStale(Exception):
     """A cached cursor no longer matches the ledger (internal: triggers a full replay)."""

@@ -12,6 +12,7 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -277,3 +278,6 @@ class FileStore:
     def get_blob(self, digest: str) -> bytes | None:
         with fsio.guard("read a private blob"):
             return self.blobs.get(digest)
+
+    def reading_blobs(self) -> AbstractContextManager[None]:
+        return self.blobs.reading()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from loopx.model.ids import check_id
@@ -90,3 +90,6 @@ class MemoryStore:
 
     def get_blob(self, digest: str) -> bytes | None:
         return self.blobs.get(digest if digest.startswith("sha256:") else "sha256:" + digest)
+
+    def reading_blobs(self) -> AbstractContextManager[None]:
+        return nullcontext()

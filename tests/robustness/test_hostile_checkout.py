@@ -25,6 +25,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile_tree import MARKER, SECRET, leaked, make_project, ok, sentinel, tree_digest
@@ -412,6 +413,52 @@ def test_a_blob_that_is_not_what_its_name_says_is_not_on_this_host(
     assert (outside / "secret.txt").read_bytes() == SECRET
 
 
+@pytest.mark.parametrize("how", ["swapped", "linked", "fifo", "linked folder"])
+def test_a_reading_block_refuses_what_get_refuses(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside `BlobStore.reading()` (what a scan of every private text reads in) a blob is
+    read through its shard folder's descriptor: a swapped, linked or special file, or a
+    shard folder that is a link, is not on this host, as outside it; each shard folder is
+    opened once; every descriptor is closed when the block ends."""
+    from loopx.store import fsio
+    from loopx.store.blobs import BlobStore
+
+    fsio.confine(tmp_path / "project")
+    store = BlobStore(tmp_path / "project" / ".loopx" / "private" / "blobs")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(SECRET)
+    kept = store.put(b"an intact blob in the same shard")
+    shard = store.path(kept).parent
+    victim = "sha256:" + shard.name + "0" * 62  # a name in the same shard folder
+    (shard / victim[9:]).write_bytes(b"planted")
+    if how == "linked folder":
+        moved = tmp_path / "elsewhere"
+        shard.rename(moved)
+        shard.symlink_to(moved)
+    else:
+        _plant(shard / victim[9:], how, outside)
+    opened: list[str] = []
+    real_open = fsio.FileSystem.open
+
+    def counting(self: Any, path: Path, flags: int, mode: int = 0o644) -> int:
+        opened.append(str(path))
+        return real_open(self, path, flags, mode)
+
+    monkeypatch.setattr(fsio.FileSystem, "open", counting)
+    fds_before = len(os.listdir("/proc/self/fd"))
+    with store.reading():
+        assert store.get(victim) is None
+        got = [store.get(kept) for _ in range(3)]
+        assert len(os.listdir("/proc/self/fd")) > fds_before or how == "linked folder"
+    expected = None if how == "linked folder" else b"an intact blob in the same shard"
+    assert got == [expected] * 3 and store.get(kept) == expected  # as outside the block
+    assert opened.count(str(shard)) == 1  # the shard folder, once for the whole block
+    assert len(os.listdir("/proc/self/fd")) == fds_before
+    assert (outside / "secret.txt").read_bytes() == SECRET
+
+
 def test_blob_reads_are_capped(tmp_path: Path) -> None:
     from loopx.store.blobs import MAX_BLOB_BYTES, BlobStore
 
@@ -422,6 +469,8 @@ def test_blob_reads_are_capped(tmp_path: Path) -> None:
     with path.open("wb") as fh:
         fh.truncate(MAX_BLOB_BYTES + 1)
     assert store.get(ref) is None
+    with store.reading():
+        assert store.get(ref) is None
 
 
 # -- evidence add --file ------------------------------------------------------------------
