@@ -56,17 +56,16 @@ class BlobStore:
 
     def get(self, ref: str) -> bytes | None:
         """The blob's bytes, or None when this host has no intact copy of it."""
-        path = self.path(ref)
-        shard, name = path.parent.name, path.name
+        h = _hex(ref)
         data: bytes | None
         try:
             if self._shards is None:
-                data = fsio.current().read_file(path, limit=MAX_BLOB_BYTES)
-            else:
-                data = self._read_in(shard, name)
+                data = fsio.current().read_file(self.path(ref), limit=MAX_BLOB_BYTES)
+            else:  # no path made: a scan reads thousands
+                data = self._read_in(h[:2], h[2:])
         except (FileNotFoundError, NotADirectoryError, fsio.UnsafePath, fsio.TooLarge):
             return None
-        if data is None or hashlib.sha256(data).hexdigest() != shard + name:
+        if data is None or hashlib.sha256(data).hexdigest() != h:
             return None
         return data
 
