@@ -290,8 +290,9 @@ def test_todo_pages_are_the_whole_template_with_the_base_page_rendered_once_a_go
     built: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     """A todo page is its goal's frame (the base page, the repository link: rendered once
-    per goal and audience, not once per todo) with its own blocks in it, byte for byte
-    what rendering `todo.html` whole gives, for every audience."""
+    per goal and audience, not once per todo, and the first page once more whole) with its
+    own blocks in it, byte for byte what rendering `todo.html` whole gives, for every
+    audience."""
     from loopx.build.outputs import todo_pages
     from loopx.build.pipeline import make_site
     from loopx.render.env import environment
@@ -311,7 +312,8 @@ def test_todo_pages_are_the_whole_template_with_the_base_page_rendered_once_a_go
     monkeypatch.setattr(todo_pages.PAGES, "render", lambda e, k: (inputs.append(k), made(e, k))[1])
     site, _ = make_site(built.parent, ("public", "team", "private"), None)
     pages = {(k["audience"], k["t"]["todo_id"]): k for k in inputs}
-    assert len(pages) == len(inputs) >= 12 and bases.count("html/todo.html") == 3
+    # Per goal and audience (three here): the frame, and the first page whole, held to it.
+    assert len(pages) == len(inputs) >= 12 and bases.count("html/todo.html") == 6
     bases.clear()
     for (audience, todo), given in pages.items():
         page = site.artifacts[f"{audience}/goals/ship/todos/{todo}.html"].data.decode()

@@ -53,7 +53,42 @@ def test_pages_are_the_whole_page_and_their_frame_is_rendered_once_a_group() -> 
     framed = Framed("page.html", ("site",), holes=("title", "main"))
     assert _pages(framed, env, GIVEN) == whole
     assert "<title>&lt;one&gt; · A&amp;B</title>" in whole[0] and "<nav>A&amp;B</nav>" in whole[0]
-    assert len(frames) == 3  # A&B, then C, then A&B again: one frame for each run of a group
+    # A&B, then C, then A&B again: for each run of a group its frame, and its first page
+    # whole (held to the framed one)
+    assert len(frames) == 6
+
+
+@pytest.mark.parametrize(
+    ("base", "page", "why"),
+    [
+        (BASE.replace("{{ site }}", "{{ item | default('D') }}"), PAGE, "default on a field"),
+        (
+            BASE,
+            PAGE.replace(
+                '{% extends "base.html" %}',
+                '{% extends "base.html" %}{% set item = "set at the top" %}',
+            ),
+            "a name the page sets at its top",
+        ),
+        (
+            BASE.replace("{% block title %}{% endblock %}", "{% block title %}T{% endblock %}"),
+            PAGE.replace("{% block title %}{{ item }}", "{% block title %}{{ super() }}{{ item }}"),
+            "super() in a hole",
+        ),
+        (
+            BASE.replace("{{ site }}", "{{ 'yes' if item is defined else 'no' }}"),
+            PAGE,
+            "a field asked whether it is defined",
+        ),
+    ],
+)
+def test_a_frame_unlike_its_first_page_is_not_used(base: str, page: str, why: str) -> None:
+    """What StrictUndefined lets a frame get wrong, the group's first page, rendered whole
+    and framed, shows: those pages are rendered whole, every byte as the whole template."""
+    env, _ = _env(base, page)
+    whole = [env.get_template("page.html").render(**inputs) for inputs in GIVEN]
+    framed = Framed("page.html", ("site",), holes=("title", "main"))
+    assert _pages(framed, env, GIVEN) == whole, why
 
 
 @pytest.mark.parametrize(

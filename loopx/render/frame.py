@@ -8,8 +8,11 @@ each render about as much as the page's own fields, thousands of pages a build.
 Safe by construction: a frame is rendered from the inputs its pages share alone, so with
 StrictUndefined a frame that would use one page's field fails, and those pages are then
 rendered whole; so they are when a hole is not placed exactly once, by the block itself
-(as `{{ self.title() }}` would place it a second time). What StrictUndefined lets pass is
-a frame asking whether a page's field `is defined`: a frame must not."""
+(as `{{ self.title() }}` would place it a second time). What StrictUndefined lets pass (a
+page's field asked whether it `is defined`, or read through `default`; a name the template
+sets at its top, which only the frame's render sees; `super()` in a hole) is caught on the
+group's first page, which is rendered whole and framed: when the two differ, the group's
+pages are rendered whole. A page the frame fails on is rendered whole."""
 
 from __future__ import annotations
 
@@ -37,11 +40,17 @@ class Framed:
         # the same objects for every page of a group: the comparison is one of identities
         if last is not None and last[0] is template and last[1] == group:
             frame = last[2]
-        else:
-            shared = {k: inputs[k] for k in self.shared}
-            frame = _Frame.make(template, shared, self.holes)
-            self._last = (template, group, frame)
-        return template.render(**inputs) if frame is None else frame.render(inputs)
+            return template.render(**inputs) if frame is None else frame.render(inputs)
+        shared = {k: inputs[k] for k in self.shared}
+        frame = _Frame.make(template, shared, self.holes)
+        whole = template.render(**inputs)
+        # The group's first page is rendered both ways: a frame that gives it other bytes
+        # (a page field read through `default`, a name the page's template sets at its top,
+        # `super()` in a hole) is not used for the group.
+        if frame is not None and frame.render(inputs) != whole:
+            frame = None
+        self._last = (template, group, frame)
+        return whole
 
 
 class _Mark(str):
@@ -101,8 +110,8 @@ class _Frame:
                 if hole is not None:
                     out.extend(blocks[hole](ctx))
             return "".join(out)
-        except Exception:
-            template.environment.handle_exception()  # raises, at the template's line
+        except Exception:  # what the frame cannot render, the whole template may
+            return template.render(**inputs)
 
 
 def _placing(mark: _Mark) -> Any:
