@@ -85,6 +85,36 @@ def _pages(corpus: Corpus) -> list[tuple[str, str]]:
     return out
 
 
+def _odd_names(written_store: object) -> None:
+    """Evidence of a kind, and a gate for an authority, that Markdown would read as emphasis
+    if written raw (both are valid: `[a-z][a-z0-9_-]*`, an id)."""
+    from loopx.engine import evidence, gates
+    from loopx.engine.clock import FixedClock
+    from loopx.engine.commands import AddEvidence, OpenGate
+    from loopx.engine.core import Context
+
+    ctx = Context(
+        written_store, FixedClock("2026-03-02T12:00:00Z", 60), agent_id="m", session_id="s"
+    )
+    evidence.add_evidence(
+        ctx, AddEvidence(goal_id="demo", kind="a-_b_", summary="odd kind", visibility="team")
+    )
+    gates.open_gate(
+        ctx, OpenGate(goal_id="demo", gate_id="g_2", authority="x-_lead_", question="Odd?")
+    )
+
+
+def test_kinds_and_authorities_show_as_in_the_markdown() -> None:
+    written = _write(Corpus(prose=["Plain words"], paths=["src/a.py"], refs=["https://x.example"]))
+    _odd_names(written.store)
+    state = require_goal(written.store, "demo")
+    ctx = _context(state, "team", None, {"demo"}, None)
+    markdown, page = ctx.text("review", "review.md"), ctx.text("review", "review.html")
+    _same(markdown, page)
+    shown = elements(article(page))
+    assert ("text", "a-_b_") in shown and ("text", " (pending, for x-_lead_)") in shown
+
+
 def _same(markdown: str, page: str) -> None:
     want = elements(BUILD.render(markdown))
     got = elements(article(page))
