@@ -385,3 +385,82 @@ def test_the_cli_outputs_round_trip(tmp_path: Path) -> None:
             assert seen.has_link(refs[0]) and (refs[0], refs[0]) in seen.links
             assert seen.has_link(refs[1]) and "javascript:x()" in seen.code
             assert all(href.startswith("https://") for href, _ in seen.links)
+
+
+ODD = {
+    "agent": "a-_b_",
+    "session": "s-_1_",
+    "kind": "k-_x_",
+    "authority": "x-_lead_",
+    "by": "r-_y_",
+}
+
+
+def test_names_that_read_as_emphasis_show_as_written() -> None:
+    """Ids and kinds are valid with `-_` in them (`a-_b_`), which Markdown written raw would
+    read as emphasis: every Markdown projection that names an agent, a session, an evidence
+    kind or a gate's authority or resolver shows them as written."""
+    from loopx.engine.commands import ResolveGate
+
+    store = MemoryStore()
+    clock = FixedClock(T0, 60)
+    me = Context(store, clock, agent_id="maintainer", session_id="m")
+    agent = Context(store, clock, agent_id=ODD["agent"], session_id=ODD["session"])
+    create_goal(me, CreateGoal(goal_id="demo", title="Odd names", objective="Show them."))
+    todos.add_todo(me, AddTodo(goal_id="demo", todo_id="t1", title="Work"))
+    todos.claim_todo(agent, ClaimTodo(goal_id="demo", todo_id="t1"))
+    evidence.add_evidence(
+        me,
+        AddEvidence(
+            goal_id="demo",
+            kind=ODD["kind"],
+            summary="seen",
+            todo_id="t1",
+            revision=REV,
+            visibility="team",
+        ),
+    )
+    for gate_id in ("g1", "g2"):
+        gates.open_gate(
+            me,
+            OpenGate(
+                goal_id="demo",
+                gate_id=gate_id,
+                authority=ODD["authority"],
+                question="Ok?",
+                blocks=["t1"],
+            ),
+        )
+    by = Context(store, clock, agent_id=ODD["authority"], session_id="r")  # its resolver too
+    gates.resolve_gate(by, ResolveGate(goal_id="demo", gate_id="g2", resolution="approve"))
+    note = {"work_summary": "Done so far", "next_steps": ["Go on"]}
+    prepare_handoff(
+        agent,
+        PrepareHandoff(
+            goal_id="demo", todo_id="t1", note=note, git_revision=REV, visibility="team"
+        ),
+    )
+    state = require_goal(store, "demo")
+    digest = handoff_digest(state, "t1", audience="team", read_blob=None, workspace_facts=None)
+    docs = {
+        "workbench": (
+            workbench_markdown(state, head=None, visible={"demo"}),
+            ("kind", "authority"),
+        ),
+        "review": (
+            review(state, head=None, visible={"demo"}, audience="team")[1],
+            ("kind", "authority"),
+        ),
+        "handoff": (
+            render_digest_markdown(digest, template="markdown"),
+            ("kind", "authority", "agent", "session"),
+        ),
+        "digest": (
+            render_digest_markdown(digest, template="digest"),
+            ("kind", "authority", "agent", "session"),
+        ),
+    }
+    for name, (markdown, names) in docs.items():
+        seen = shown(markdown, BUILD)
+        for key in names:
+            assert seen.has_text(ODD[key]) or ODD[key] in seen.code, (name, key, markdown)
