@@ -36,6 +36,15 @@ def _when(value: Any) -> str:
     return f"{text[:10]} {text[11:16]} UTC"
 
 
+def _time(value: Any) -> Markup:
+    """A ledger timestamp as a `<time>` element for people (`_when`), `–` when unset: what
+    every page shows of a date (`parts.when` is this; a todo page calls it directly, as a
+    macro call costs a page as much as a dozen fields)."""
+    if not value:
+        return Markup("–")
+    return Markup('<time datetime="{}">{}</time>').format(value, _when(value))
+
+
 @cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -69,6 +78,7 @@ def environment() -> jinja2.Environment:
     env.filters["change_html"] = html_text.change
     env.filters["short"] = _short
     env.filters["when"] = _when
+    env.filters["time"] = _time
     env.filters["ticks"] = _ticks
     # The components every page shares (`html/parts.html`: dates, commit links, freshness),
     # as `parts` in every template: the module `{% import %}` would give, made once. Each
