@@ -14,11 +14,9 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from loopx.projections.diff import describe
 from loopx.render import md_escape
+from loopx.render.changes import described
 from loopx.render.md_context import clean
-
-_IDS = frozenset({"goal_id", "todo_id", "gate_id", "evidence_id"})
 
 
 def _shown(value: Any) -> str:
@@ -40,12 +38,4 @@ def code(value: Any) -> Markup:
 def change(change: dict[str, Any]) -> Markup:
     """A change from `loopx diff` as one line of HTML: ids as code, the rest as text (the
     same sentence `render.changes.change_markdown` writes in Markdown)."""
-    fields: dict[str, Any] = {
-        key: (code(value) if key in _IDS else escape(line(value)))
-        if isinstance(value, str)
-        else value
-        for key, value in change.items()
-        if key not in ("kind", "text")
-    }
-    fields["kind"] = change["kind"]
-    return Markup(describe(fields))
+    return Markup(described(change, code, lambda value: escape(line(value))))
