@@ -564,3 +564,123 @@ def test_a_private_scanner_of_a_few_files_finds_what_one_of_all_the_text_finds(
     narrowed = scanners.private(reads=[read])
     expected = whole.scan_bytes(page, "p")
     assert (narrowed.scan_read(read, "p") if narrowed is not None else []) == expected
+
+
+# --- right after a build: the build memo's strings name the blobs ---------------------------
+
+
+def _built(root: Path, site: Path) -> None:
+    """A build as the CLI makes one: with its memo (the goals' strings at their heads)."""
+    build(root, site, audiences=("public",), reuse=True)
+
+
+def test_a_first_scan_after_a_build_folds_no_goal_and_merges_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first scan after a build (no scan record yet) reads the blobs the build memo's
+    strings name and looks for their text in the build's files: no goal folded, no merge,
+    only the private scanner; the next scan reads nothing again."""
+    root, _ = _public_project(tmp_path)
+    site = tmp_path / "site"
+    shutil.rmtree(site)
+    _built(root, site)
+    merges: list[int] = []
+    merge = folderscan.merge
+    monkeypatch.setattr(folderscan, "merge", lambda *a: merges.append(1) or merge(*a))
+    counting = _Counting(monkeypatch)
+    assert _scan(root, site / "public") == []
+    assert counting.folded == [] and merges == [] and counting.built == ["private"]
+    held = scancache.load_private(root)
+    assert held is not None and held.by_goal is not None and sorted(held.by_goal) == ["g", "h"]
+    assert "The vendor asked us to keep the price private" in held.texts
+    counting.built.clear()
+    assert _scan(root, site / "public") == [] and counting.built == []
+    # The exact way agrees.
+    monkeypatch.setattr(folderscan, "_bounded", lambda *a: None)
+    (root / ".loopx/private/cache/scan/clean-scan.json").unlink()
+    assert _scan(root, site / "public") == []
+
+
+def test_a_first_scan_after_a_build_finds_the_blob_text_in_a_file_the_build_vouched_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build reads no blob, so a file it vouched for may still hold private text: the
+    first scan finds it from the blobs the memo names (then decides the exact way)."""
+    root, _ = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "leak.html").write_text("<p>The vendor asked us to keep the price private</p>\n")
+    _vouch(root, folder / "leak.html")
+    counting = _Counting(monkeypatch)
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
+    assert counting.built == ["private", "private"]  # the blobs' text, then the merge's
+
+
+def test_a_first_scan_without_the_build_memo_is_made_the_exact_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A goal's strings missing from the memo, the memo of another host (a copy of the
+    folder), a ledger changed since the build: nothing is taken from the memo."""
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    cache = root / ".loopx/private/cache/scan"
+    kept = {p.name: p.read_bytes() for p in cache.iterdir()}
+
+    def fresh_scan() -> list[str]:
+        for name in ("private.json", "clean-scan.json", "forbidden.json"):
+            (cache / name).unlink(missing_ok=True)
+        for scanned in cache.glob("goal-*.json"):  # the strings a scan kept
+            scanned.unlink()
+        counting = _Counting(monkeypatch)
+        assert _scan(root, site / "public") == []
+        return sorted(counting.folded)
+
+    goal_file = next(cache.glob("build-goal-*.json"))
+    goal_file.unlink()
+    assert fresh_scan() == ["g", "h"]
+    goal_file.write_bytes(kept[goal_file.name])
+    (cache / "host").unlink()
+    (cache / "host").write_bytes(kept["host"])  # same bytes, another inode: another host
+    assert fresh_scan() == ["g", "h"]
+    _built(root, site)  # a memo of this host again
+    todos.add_todo(ctx, AddTodo(goal_id="h", title="Later", todo_id="later", visibility="public"))
+    assert fresh_scan() == ["g", "h"]  # the build's files are vouched for another ledger
+
+
+def test_a_whole_record_grows_from_the_changed_goals_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first scan (a whole record: every goal's blob text) an event and a build: the
+    scan folds only the changed goal, finds its new blob text in a vouched file, and takes
+    the allow entries of the unchanged goals from the record, the changed goal's anew."""
+    from loopx.privacy.allowed import Allowance
+
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    assert _scan(root, site / "public") == []
+    held = scancache.load_private(root)
+    assert held is not None and held.by_goal is not None
+    planted = Allowance("non-public-text", "not-an-id-of-g")
+    stale = {**held.by_goal, "g": held.by_goal["g"] | {planted}}
+    scancache.save_private(root, scancache.Private(held.key, held.texts, held.allowed, stale))
+
+    secret = "The auditor flagged the storage bill twice"
+    add_note(ctx, AddNote(goal_id="g", text=secret, visibility="private"))
+    _built(root, site)
+    counting = _Counting(monkeypatch)
+    assert _scan(root, site / "public") == []
+    assert counting.folded == ["g"] and "full" not in counting.built
+    grown = scancache.load_private(root)
+    assert grown is not None and grown.by_goal is not None and secret in grown.texts
+    assert planted not in grown.allowed and planted not in grown.by_goal["g"]
+    assert grown.by_goal["h"] == held.by_goal["h"]
+
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
+    _vouch(root, folder / "leak.html")
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]

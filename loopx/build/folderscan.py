@@ -35,8 +35,10 @@ from loopx.build.boundary import (
     merge,
     project_names,
 )
+from loopx.build.scancache import Private
 from loopx.engine.core import load_state
-from loopx.privacy.distinct import Needles
+from loopx.privacy.audience import BlobText
+from loopx.privacy.distinct import Needles, distinctive_text
 from loopx.privacy.scanner import (
     Finding,
     Read,
@@ -92,8 +94,8 @@ def _keep_private(project: Path, key: scancache.Key, forbidden: Forbidden) -> No
     """Record the exact private text of `key` for the next scan's bounded way (`_bounded`),
     unless that is what the record already says."""
     held = scancache.load_private(project)
-    if held is None or held[0] != key or held[1] != forbidden.private:
-        scancache.save_private(project, key, forbidden.private, forbidden.allowed)
+    if held is None or held.key != key or held.texts != forbidden.private:
+        scancache.save_private(project, Private(key, forbidden.private, forbidden.allowed))
 
 
 def _previous(
@@ -327,74 +329,129 @@ def _sha(data: bytes) -> str:
 # After a build, every public file is vouched for by the build for this very ledger: only the
 # private text of the blob store is left to look for. Its exact set is the merged forbidden
 # set's (a full merge of every goal's strings); a superset of it decides as well whenever it
-# finds nothing, and one is at hand without merging: while no goal is gone, each changed
-# goal's public text only grew and its allow entries did not shrink, the private text the
-# merge keeps is among what it kept before plus the changed goals' blob text (a text kept
-# out because public, boilerplate or inside a public text stays out). Anything found, or a
-# file nothing vouched for, and the scan is made again the exact way.
+# finds nothing, and one is at hand without merging:
+#
+# - right after a build, before any scan: the text of every blob the goals' fields name, as
+#   the build memo holds their strings (a build reads no blob, so each such field gives its
+#   strings the blob's reference instead: `boundary._texts`), the distinctive ones. No goal
+#   is folded; the blobs are read. This set is whole: it holds every goal's blob text, kept
+#   by the merge or not;
+# - after a ledger change, the set the last scan looked for and the changed goals' blob text.
+#   A whole set stays whole so. One the merge made (the exact way's) holds only while no
+#   goal is gone and each changed goal's public text only grew and its allow entries did not
+#   shrink: then the private text the merge keeps is among what it kept before plus the
+#   changed goals' blob text (a text kept out because public, boilerplate or inside a public
+#   text stays out).
+#
+# Anything found, or a file nothing vouched for, and the scan is made again the exact way.
 
 
 def _bounded(project: Path, store: Store, files: Files, machine: bool) -> FolderScan | None:
     """The scan for a superset of the private text, or None when it cannot decide."""
-    held = scancache.load_private(project)
-    if held is None:
-        return None
-    before, bound, allowed = held
-    current = scancache.tokens(store)
-    key, added = before, frozenset[str]()
-    if [[g, *t] for g, _, *t in before] != [[g, *t] for g, t in current.items()]:
-        grown = _grown(project, store, before, current)
-        if grown is None:
-            return None
-        key, added = grown
     names = project_names(project)
     stamp = scancache.fingerprint(names, machine)
-    seen = scancache.load_clean(project, "scan", key, stamp)
-    built = scancache.load_clean(project, "build", key, stamp)
+    current = scancache.tokens(store)
+    held = scancache.load_private(project)
+    now = None
+    if held is not None:
+        same = [[g, *t] for g, _, *t in held.key] == [[g, *t] for g, t in current.items()]
+        now = held if same else _grown(project, store, held, current)
+    if now is None:
+        now = _after_build(project, store, files, current, stamp)
+        if now is None:
+            return None
+    seen = scancache.load_clean(project, "scan", now.key, stamp)
+    built = scancache.load_clean(project, "build", now.key, stamp)
     if any(d not in seen and d not in built for _, _, d in files):
         return None  # a file nothing vouched for: the whole forbidden set is needed
-    earlier = scancache.load_clean(project, "scan", before, stamp) if key != before else set()
-    superset = Forbidden(frozenset(), frozenset(), allowed=allowed, private=bound | added)
+    # Files an earlier scan found clean of what it looked for then need be read only for the
+    # text added since (while no allow entry it honoured is gone).
+    earlier: set[str] = set()
+    since = None
+    if held is not None and held.key != now.key and now.allowed >= held.allowed:
+        earlier = scancache.load_clean(project, "scan", held.key, stamp)
+        since = held.texts
+    superset = Forbidden(frozenset(), frozenset(), allowed=now.allowed, private=now.texts)
     scanners = _Scanners(superset, False, names)
-    findings, clean = _scan_files(files, scanners, seen, built, earlier, bound)
+    findings, clean = _scan_files(files, scanners, seen, built, earlier, since)
     if findings:
         return None  # perhaps text the exact set no longer holds: decide with that one
-    if key != before:
-        scancache.save_private(project, key, bound | added, allowed)
+    if now is not held:
+        scancache.save_private(project, now)
     if not clean <= seen:
-        scancache.save_clean(project, "scan", key, stamp, seen | clean)
+        scancache.save_clean(project, "scan", now.key, stamp, seen | clean)
     return FolderScan([], lambda: Scanner(machine=machine), lambda: _gather(store))
 
 
+def _after_build(
+    project: Path, store: Store, files: Files, current: dict[str, list[Any]], stamp: str
+) -> Private | None:
+    """The whole private text of the ledger as the last build left it, when that build made
+    this very ledger and vouched for every file (else None): every distinctive text of the
+    blobs its goals' strings name, read now."""
+    found = scancache.built_blobs(project, current)
+    if found is None:
+        return None
+    key, refs, by_goal = found
+    built = scancache.load_clean(project, "build", key, stamp)
+    if not all(d in built for _, _, d in files):
+        return None  # not (only) this build's files: the exact way, without reading blobs
+    allowed = frozenset().union(*by_goal.values())
+    return Private(key, _blob_texts(store, sorted(refs)), allowed, by_goal)
+
+
+def _blob_texts(store: Store, refs: list[str]) -> frozenset[str]:
+    """The distinctive texts of the blobs `refs` names that this host holds, each read once."""
+    read = BlobText(store.get_blob)
+    texts: set[str] = set()
+    with store.reading_blobs():
+        for ref in refs:
+            text = read(ref)
+            if text is not None and distinctive_text(text):
+                texts.add(text)
+    return frozenset(texts)
+
+
 def _grown(
-    project: Path, store: Store, before: scancache.Key, current: dict[str, list[Any]]
-) -> tuple[scancache.Key, frozenset[str]] | None:
-    """The ledger key now and the blob text of the goals changed since `before`, when every
-    changed goal's public text only grew and its allow entries did not shrink (and no goal is
-    gone); None otherwise. The changed goals' strings are kept for the exact way."""
-    was = {g: (head, token) for g, head, *token in before}
-    if not set(was) <= set(current):
+    project: Path, store: Store, held: Private, current: dict[str, list[Any]]
+) -> Private | None:
+    """What `held` grows into for the ledger now: its text and the blob text of the goals
+    changed since, with their allow entries; None when it cannot tell (see above). The changed
+    goals' strings are kept for the exact way."""
+    was = {g: (head, token) for g, head, *token in held.key}
+    whole = held.by_goal
+    if whole is None and not set(was) <= set(current):
         return None
     moved = [g for g, token in current.items() if was.get(g, (None, None))[1] != token]
     entries = scancache.load_goals(project, moved)
-    heads = {g: head for g, (head, _) in was.items()}
+    heads = {g: head for g, (head, _) in was.items() if g in current}
+    by_goal = {g: whole[g] for g in current if g in whole} if whole is not None else None
     added: set[str] = set()
     for goal_id in moved:
         token = current[goal_id]
         old = entries.get(goal_id) if goal_id in was else None
-        if goal_id in was and (old is None or (old[0], old[1]) != was[goal_id]):
+        if whole is None and goal_id in was and (old is None or (old[0], old[1]) != was[goal_id]):
             return None  # the strings it had are not at hand
         state = load_state(store, goal_id).state
         if state is None:
             return None
         new = goal_strings(state, store.get_blob)
-        if old is not None and not (new.public >= old[2].public and new.allowed >= old[2].allowed):
+        if (
+            whole is None
+            and old is not None
+            and not (new.public >= old[2].public and new.allowed >= old[2].allowed)
+        ):
             return None
         entries[goal_id] = (state.head, token, new)
         heads[goal_id] = state.head
-        added |= new.private
+        added |= {t for t in new.private if distinctive_text(t)}
+        if by_goal is not None:
+            by_goal[goal_id] = new.allowed
     scancache.save_goals(project, entries, moved)
-    return scancache.ledger_key(current, heads), frozenset(added)
+    key = scancache.ledger_key(current, heads)
+    if by_goal is None:
+        return Private(key, held.texts | added, held.allowed)
+    return Private(key, held.texts | added, frozenset().union(*by_goal.values()), by_goal)
 
 
 def _gather(store: Store) -> dict[str, GoalState]:

@@ -10,7 +10,9 @@ again costs more. So `.loopx/private/cache/scan/` keeps:
   changed are folded, read and written;
 - ``forbidden.json``: those strings merged (`Forbidden`), keyed by every goal's;
 - ``private.json``: the private text a scan looks for in files a build vouched for, keyed
-  the same way (the merged set's, or a superset of it: see `loopx.build.folderscan`);
+  the same way (the merged set's, or a superset of it: see `loopx.build.folderscan`). Right
+  after a build it is made from the build's memo, without folding a goal: the text of every
+  blob the goals' strings name there (`built_blobs`);
 - ``clean-build.json``: the sha256 of every public file a build found clean, with the ledger
   key it built from; a scan reads such a file again only for the private text a build does
   not read (the blob store), not for everything else the build already looked for;
@@ -47,7 +49,7 @@ from loopx.build import fingerprint as code
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.build.tally import Tally
 from loopx.privacy.allowed import Allowance
-from loopx.privacy.distinct import Needles
+from loopx.privacy.distinct import Needles, blob_hash
 from loopx.privacy.scanner import machine_names
 from loopx.resources import resource_dir
 from loopx.store import fsio
@@ -235,27 +237,46 @@ def save_forbidden(project: Path, key: Key, forbidden: Forbidden) -> None:
     _save(project, "forbidden.json", body)
 
 
-def load_private(project: Path) -> tuple[Key, frozenset[str], frozenset[Allowance]] | None:
-    """The private text a scan looks for in files a build vouched for, at the ledger key it
-    holds for: every blob text the ledger's forbidden set holds there, maybe more (see
-    `loopx.build.folderscan`), and the allow entries that scan honoured (all or fewer)."""
+@dataclass(frozen=True)
+class Private:
+    """The private text a scan looks for in files a build vouched for, at the ledger `key`:
+    every blob text the ledger's forbidden set holds there, maybe more (see
+    `loopx.build.folderscan`), and the allow entries that scan honours (all or fewer).
+    `by_goal`, when `texts` is whole (every distinctive text of every blob the goals' fields
+    name, not only those the merge kept): each goal's own allow entries, so that after a
+    change the set is grown from the changed goals alone."""
+
+    key: Key
+    texts: frozenset[str]
+    allowed: frozenset[Allowance]
+    by_goal: dict[str, frozenset[Allowance]] | None = None
+
+
+def load_private(project: Path) -> Private | None:
     cached = _load(project, "private.json")
     if cached is None:
         return None
     try:
-        texts = cached["private"]
+        texts, by_goal = cached["private"], cached["by_goal"]
         if not isinstance(texts, list) or not isinstance(cached["key"], list):
             return None
         "".join(texts)  # every one a string, or TypeError
-        return list(cached["key"]), frozenset(texts), _allowances(cached["allowed"])
-    except (KeyError, TypeError, ValueError):
+        whole = None
+        if by_goal is not None:
+            whole = {str(g): _allowances(rows) for g, rows in by_goal.items()}
+        return Private(list(cached["key"]), frozenset(texts), _allowances(cached["allowed"]), whole)
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 
-def save_private(
-    project: Path, key: Key, private: frozenset[str], allowed: frozenset[Allowance]
-) -> None:
-    body = {"key": key, "private": sorted(private), "allowed": _rows(allowed)}
+def save_private(project: Path, private: Private) -> None:
+    by_goal = private.by_goal
+    body = {
+        "key": private.key,
+        "private": sorted(private.texts),
+        "allowed": _rows(private.allowed),
+        "by_goal": None if by_goal is None else {g: _rows(by_goal[g]) for g in sorted(by_goal)},
+    }
     _save(project, "private.json", body)
 
 
@@ -413,6 +434,46 @@ def _goal_strings(
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return out
+
+
+def built_blobs(
+    project: Path, current: dict[str, list[Any]]
+) -> tuple[Key, frozenset[str], dict[str, frozenset[Allowance]]] | None:
+    """What the last build on this host names of the ledger now (`current`: its change
+    tokens), when its clean record's key holds for that ledger and its memo holds every
+    goal's strings at the head the key names; else None: that key, every blob reference
+    among those strings (as its hex digest), and each goal's allow entries. A build reads no
+    blob, so a goal's strings hold the reference of each blob its fields name instead
+    (`loopx.build.boundary.goal_strings`): what a scan right after a build reads instead of
+    folding every goal again (`loopx.build.folderscan`)."""
+    record = _load(project, "clean-build.json")
+    host = _host(project, create=False)
+    if record is None or not host:
+        return None
+    try:
+        key = [[str(g), str(h), *t] for g, h, *t in record["key"]]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if [[g, *t] for g, _, *t in key] != [[g, *t] for g, t in current.items()]:
+        return None
+    refs: set[str] = set()
+    allowed: dict[str, frozenset[Allowance]] = {}
+    for goal_id, head, *_ in key:
+        entry = _load(project, _build_goal_file(goal_id))
+        if entry is None or entry.get("host") != host:
+            return None
+        if entry.get("goal") != goal_id or entry.get("head") != head:
+            return None
+        try:
+            for strings in (entry["texts"], entry["public"]):
+                refs.update(s for s in strings if len(s) in _REF_LENGTHS and blob_hash(s))
+            allowed[goal_id] = _allowances(entry["allowed"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+    return key, frozenset(r[-64:] for r in refs), allowed
+
+
+_REF_LENGTHS = (64, 71)  # a blob's hex digest, and its reference (`sha256:` and the digest)
 
 
 def _needles(record: Any) -> Needles:

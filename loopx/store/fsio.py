@@ -618,6 +618,14 @@ def read_regular_at(dir_fd: int, name: str, cap: int) -> bytes | None:
             return None
         raise
     try:
-        return _capped(current(), fd, cap)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
+            return None
+        # One read of what fstat said, and one byte more to see whether it grew since: a
+        # scan reads thousands of small blobs this way (two system calls fewer each).
+        data = os.pread(fd, info.st_size + 1, 0)
+        if len(data) <= info.st_size:
+            return data
+        return _capped(current(), fd, cap)  # it grew: read as a growing file is read
     finally:
         os.close(fd)

@@ -497,6 +497,39 @@ def test_blob_reads_are_capped(tmp_path: Path) -> None:
         assert store.get(ref) is None
 
 
+def test_a_file_read_in_a_folder_that_grows_while_read_is_read_whole_or_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`read_regular_at` reads what fstat said and one byte more: a file that grew since is
+    read again to its end, and refused when it is now past the cap."""
+    from loopx.store import fsio
+
+    (tmp_path / "f").write_bytes(b"x" * 100)
+    real = os.fstat
+    said: list[int] = []
+
+    def shrunk(fd: int) -> os.stat_result:  # the size of the file a moment before
+        info = real(fd)
+        if said:
+            return info
+        said.append(fd)
+        fields = list(info)
+        fields[6] = 10  # st_size
+        return os.stat_result(fields)
+
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        monkeypatch.setattr(fsio.os, "fstat", shrunk)
+        assert fsio.read_regular_at(fd, "f", 1000) == b"x" * 100
+        said.clear()
+        assert fsio.read_regular_at(fd, "f", 50) is None  # grew past the cap
+        monkeypatch.setattr(fsio.os, "fstat", real)
+        assert fsio.read_regular_at(fd, "f", 100) == b"x" * 100
+        assert fsio.read_regular_at(fd, "f", 99) is None
+    finally:
+        os.close(fd)
+
+
 # -- evidence add --file ------------------------------------------------------------------
 
 
