@@ -14,7 +14,8 @@
   the rest open; four gates opened and approved, one pending; lessons, decisions and notes;
   progress runs; heartbeats fill the exact event budget;
 - private text (titles, summaries, evidence bodies of private items) lives in the private
-  blob store, as the engine writes it; the ledger holds only `{"blob": "sha256:…"}`.
+  blob store (each blob file, and its record in the pack), as the engine writes it; the
+  ledger holds only `{"blob": "sha256:…"}`.
 
 Envelopes have exactly the shape `engine.core.execute` produces; each event's data is
 validated against its model, and each goal is appended through the FileStore's own writer in
@@ -45,6 +46,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from loopx.store.blobs import PACK, PACK_BLOB_BYTES, pack_record
 from loopx.store.filestore import FileStore
 
 START = "2026-01-05T08:00:00Z"
@@ -466,10 +468,15 @@ def generate(
     finally:
         if was_enabled:
             gc.enable()
+    packed = []
     for ref, data in blobs.items():  # bulk: the engine's layout, one write each, no fsync
         path = store.blobs.path(ref)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        if len(data) <= PACK_BLOB_BYTES:  # and in the pack, as `BlobStore.put` appends it
+            packed.append(pack_record(ref.removeprefix("sha256:"), data))
+    if packed:
+        (store.blobs.base / PACK).write_bytes(b"".join(packed))
     return {
         "root": str(root),
         "goals": goals,

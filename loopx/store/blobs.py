@@ -4,6 +4,13 @@ A blob is handed back only when it is what its name says: a regular file (no lin
 see `fsio`), at most `MAX_BLOB_BYTES`, whose sha256 is its name. Anything else — a swapped,
 linked, truncated, oversized or special file — is treated as absent, so the caller shows the
 "private content not on this host" marker and never foreign bytes.
+
+Beside the files, each small blob stored is also appended to one pack (`texts.pack` in the
+same folder), for the readers of every blob at once (a scan looks for the text of all of
+them): one file read instead of four system calls a blob. The pack is only a way to read: a
+record is handed back only when its bytes hash to its name, as a file's; a record that does
+not (torn by a crash, two writers, an edit) or a blob it lacks is read from its own file, and a
+pack that is a link, not a regular file or too big is not read at all.
 """
 
 from __future__ import annotations
@@ -20,6 +27,11 @@ from loopx.store import fsio
 
 MAX_BLOB_BYTES = 64 * 1024 * 1024
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+PACK = "texts.pack"
+PACK_BLOB_BYTES = 64 * 1024  # a larger blob is kept in its own file only
+PACK_BYTES = 256 * 1024 * 1024  # a larger pack is not read (its blobs are, one by one)
+# A record: this mark, the blob's hex digest, a space, its size, a newline, its bytes.
+_MAGIC = b"\nloopx-blob "
 
 
 def blob_ref(data: bytes) -> str:
@@ -40,6 +52,8 @@ class BlobStore:
         # it may hold.
         self._shards: dict[str, int] | None = None
         self._room = 0
+        # Inside `reading()`, once read: the blobs of the pack, by hex digest.
+        self._pack: dict[str, bytes] | None = None
 
     def path(self, ref: str) -> Path:
         h = _hex(ref)
@@ -52,12 +66,29 @@ class BlobStore:
             fs = fsio.current()
             fs.makedirs(path.parent, sync=True)
             fs.write_atomic(path, data, sync=True)
+            if len(data) <= PACK_BLOB_BYTES:
+                self._pack_append(ref[7:], data)
         return ref
+
+    def _pack_append(self, h: str, data: bytes) -> None:
+        """Append the blob to the pack in one write (`O_APPEND`: a writer beside it appends
+        after it, never into it). Best effort: the blob's own file is what counts."""
+        fs = fsio.current()
+        with suppress(OSError, fsio.UnsafePath):  # a linked or special pack is left alone
+            fd = fs.open(self.base / PACK, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                fs.write_all(fd, pack_record(h, data))
+            finally:
+                fs.close(fd)
 
     def get(self, ref: str) -> bytes | None:
         """The blob's bytes, or None when this host has no intact copy of it."""
         h = _hex(ref)
         data: bytes | None
+        if self._shards is not None:  # in a reading block: the pack first
+            data = self._packed().get(h)
+            if data is not None and hashlib.sha256(data).hexdigest() == h:
+                return data
         try:
             fd = self._shard(h[:2]) if self._shards is not None else None
             if fd is None:
@@ -91,10 +122,20 @@ class BlobStore:
         try:
             yield
         finally:
+            self._pack = None
             shards, self._shards = self._shards, None
             for fd in shards.values():
                 with suppress(OSError):
                     os.close(fd)
+
+    def _packed(self) -> dict[str, bytes]:
+        """The pack's blobs, read once a block (none when there is no pack or it is refused)."""
+        if self._pack is None:
+            data = None
+            with suppress(OSError):
+                data = fsio.read_regular(self.base / PACK, PACK_BYTES)
+            self._pack = pack_index(data) if data else {}
+        return self._pack
 
     def _shard(self, shard: str) -> int | None:
         """The descriptor of a shard folder held open for the block, opened now if there is
@@ -109,3 +150,24 @@ class BlobStore:
                 return None
             self._shards[shard] = fd
         return fd
+
+
+def pack_record(h: str, data: bytes) -> bytes:
+    """One blob as the pack holds it (`h`: its hex digest)."""
+    return b"%s%s %d\n%s" % (_MAGIC, h.encode("ascii"), len(data), data)
+
+
+_HEADER = re.compile(rb"([0-9a-f]{64}) ([0-9]{1,9})\n")
+
+
+def pack_index(data: bytes) -> dict[str, bytes]:
+    """Each blob's bytes in a pack, by hex digest (the first record of each): the records
+    are what lies between two record marks, each taken only when it is as long as its header
+    says. A torn record, or one whose bytes hold the mark, is not taken (its blob is read
+    from its own file); what a record holds is not trusted here: `BlobStore.get` hashes it."""
+    index: dict[str, bytes] = {}
+    for record in data.split(_MAGIC)[1:]:
+        head = _HEADER.match(record)
+        if head is not None and len(record) - head.end() == int(head.group(2)):
+            index.setdefault(head.group(1).decode("ascii"), record[head.end() :])
+    return index

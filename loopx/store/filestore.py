@@ -276,8 +276,10 @@ class FileStore:
             return self.blobs.put(data)
 
     def get_blob(self, digest: str) -> bytes | None:
-        with fsio.guard("read a private blob"):
+        try:  # `fsio.guard`, without a context a call: a scan reads thousands
             return self.blobs.get(digest)
+        except OSError as err:
+            raise fsio.storage_error("read a private blob", err) from err
 
     def reading_blobs(self) -> AbstractContextManager[None]:
         return self.blobs.reading()

@@ -526,14 +526,17 @@ def guard(action: str) -> Iterator[None]:
     try:
         yield
     except OSError as err:
-        name = errno_codes.errorcode.get(err.errno or 0, "EIO")
-        reason = os.strerror(err.errno) if err.errno else "I/O error"
-        raise StorageError(
-            f"could not {action}: {reason} ({name})",
-            code="io_error",
-            action=action,
-            errno=name,
-        ) from err
+        raise storage_error(action, err) from err
+
+
+def storage_error(action: str, err: OSError) -> StorageError:
+    """`guard`'s error, for a call made too often to enter a context for each (a blob read
+    of a scan of every private text)."""
+    name = errno_codes.errorcode.get(err.errno or 0, "EIO")
+    reason = os.strerror(err.errno) if err.errno else "I/O error"
+    return StorageError(
+        f"could not {action}: {reason} ({name})", code="io_error", action=action, errno=name
+    )
 
 
 # == Output side (issue 12, part B): files loopx writes into folders it does not own ==========

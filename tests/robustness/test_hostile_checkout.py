@@ -422,7 +422,7 @@ def test_a_reading_block_refuses_what_get_refuses(
     shard folder that is a link, is not on this host, as outside it; each shard folder is
     opened once; every descriptor is closed when the block ends."""
     from loopx.store import fsio
-    from loopx.store.blobs import BlobStore
+    from loopx.store.blobs import PACK, BlobStore
 
     fsio.confine(tmp_path / "project")
     store = BlobStore(tmp_path / "project" / ".loopx" / "private" / "blobs")
@@ -430,6 +430,7 @@ def test_a_reading_block_refuses_what_get_refuses(
     outside.mkdir()
     (outside / "secret.txt").write_bytes(SECRET)
     kept = store.put(b"an intact blob in the same shard")
+    (store.base / PACK).unlink()  # every blob read from its file (the pack: its own test)
     shard = store.path(kept).parent
     victim = "sha256:" + shard.name + "0" * 62  # a name in the same shard folder
     (shard / victim[9:]).write_bytes(b"planted")

@@ -1,0 +1,182 @@
+"""The blob pack: every small blob stored is also appended to `texts.pack`, which a reading
+block (a scan of every private text) reads in one go. It is only a way to read: a record
+counts only when its bytes hash to its name, and whatever it lacks or holds wrongly is read
+from the blob's own file, exactly as outside the block."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopx.model.errors import StorageError
+from loopx.store import fsio
+from loopx.store.blobs import PACK, PACK_BLOB_BYTES, BlobStore, pack_index, pack_record
+from loopx.store.filestore import FileStore
+
+
+def _store(tmp_path: Path) -> BlobStore:
+    fsio.confine(tmp_path / "project")
+    return BlobStore(tmp_path / "project" / ".loopx" / "private" / "blobs")
+
+
+def _file_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The blob files a reading block opens (by name, through its shard's descriptor)."""
+    names: list[str] = []
+    real = fsio.read_regular_at
+
+    def counting(dir_fd: int, name: str, cap: int) -> bytes | None:
+        names.append(name)
+        return real(dir_fd, name, cap)
+
+    monkeypatch.setattr(fsio, "read_regular_at", counting)
+    return names
+
+
+def _hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_a_reading_block_reads_every_small_blob_from_the_pack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    small = [f"private note number {i}".encode() for i in range(40)]
+    large = b"x" * (PACK_BLOB_BYTES + 1)
+    refs = [store.put(d) for d in [*small, large]]
+    assert store.put(small[0]) == refs[0]  # stored again: not appended again
+    assert pack_index((store.base / PACK).read_bytes()) == {_hex(d): d for d in small}
+    outside = {ref: store.get(ref) for ref in refs}
+    reads = _file_reads(monkeypatch)
+    with store.reading():
+        inside = {ref: store.get(ref) for ref in refs}
+    assert inside == outside and outside[refs[-1]] == large
+    assert reads == [_hex(large)[2:]]  # only the blob too large for the pack
+
+
+def test_what_the_pack_holds_wrongly_or_lacks_is_read_from_the_blobs_own_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record edited, torn by a crash (with records appended after it), or one claiming a
+    blob it does not hold: each such blob is read from its file; the rest from the pack."""
+    store = _store(tmp_path)
+    datas = [f"private text {i} of the pack".encode() for i in range(6)]
+    refs = [store.put(d) for d in datas]
+    pack = store.base / PACK
+    records = [pack_record(_hex(d), d) for d in datas]
+    edited = records[1].replace(b"text 1", b"TEXT 1")
+    torn = records[2][:-5]
+    foreign = pack_record(_hex(datas[3]), b"not what its name says")
+    pack.write_bytes(b"".join([records[0], edited, torn, foreign, records[3], *records[4:]]))
+    reads = _file_reads(monkeypatch)
+    with store.reading():
+        assert [store.get(r) for r in refs] == datas
+    # The first record of a blob counts: the foreign one shadows the intact one after it.
+    assert sorted(reads) == sorted(_hex(d)[2:] for d in datas[1:4])
+
+
+def test_the_pack_is_a_copy_of_the_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blob whose file is gone is still read, in a reading block, from its pack record
+    (whose bytes hash to its name); outside one it is not on this host."""
+    store = _store(tmp_path)
+    ref = store.put(b"kept in the pack too")
+    store.path(ref).unlink()
+    assert store.get(ref) is None
+    with store.reading():
+        assert store.get(ref) == b"kept in the pack too"
+
+
+@pytest.mark.parametrize("how", ["link", "fifo", "folder", "too large"])
+def test_a_pack_that_is_not_a_plain_file_of_ours_is_neither_read_nor_written(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    ref = store.put(b"a blob in its own file")
+    pack = store.base / PACK
+    pack.unlink()
+    outside = tmp_path / "outside.pack"
+    planted = pack_record(_hex(b"a blob in its own file"), b"a blob in its own file")
+    outside.write_bytes(planted)
+    if how == "link":
+        pack.symlink_to(outside)
+    elif how == "fifo":
+        os.mkfifo(pack)
+    elif how == "folder":
+        pack.mkdir()
+    else:
+        pack.write_bytes(planted)
+        monkeypatch.setattr("loopx.store.blobs.PACK_BYTES", len(planted) - 1)
+    reads = _file_reads(monkeypatch)
+    with store.reading():  # a FIFO never waits
+        assert store.get(ref) == b"a blob in its own file"
+    assert reads == [_hex(b"a blob in its own file")[2:]]  # from its file
+    store.put(b"another blob, stored with the pack refused")
+    assert outside.read_bytes() == planted  # never written through a link
+    if how == "folder":
+        assert pack.is_dir() and not any(pack.iterdir())
+
+
+def test_a_pack_that_cannot_be_written_never_fails_a_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    real = fsio.FileSystem.write_all
+
+    def full(self: Any, fd: int, data: bytes) -> None:
+        if data.startswith(b"\nloopx-blob "):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, fd, data)
+
+    monkeypatch.setattr(fsio.FileSystem, "write_all", full)
+    ref = store.put(b"stored although the pack is full")
+    assert store.get(ref) == b"stored although the pack is full"
+
+
+def test_a_blob_read_that_fails_is_an_io_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileStore(tmp_path)
+
+    def failing(ref: str) -> bytes | None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(store.blobs, "get", failing)
+    with pytest.raises(StorageError) as raised:
+        store.get_blob("sha256:" + "0" * 64)
+    assert raised.value.code == "io_error" and "read a private blob" in str(raised.value)
+
+
+_BLOBS = st.lists(st.binary(max_size=200), min_size=1, max_size=12, unique=True)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_BLOBS, st.data())
+def test_the_index_of_a_pack_takes_only_records_whole(blobs: list[bytes], data: Any) -> None:
+    """An untouched pack gives every blob. Whatever is cut out of one or put between its
+    records, each record left whole and followed by the next record's mark (or the end) is
+    found, and whatever is found for a blob's name is that blob or fails its hash."""
+    mark = b"\nloopx-blob "
+    records = [pack_record(_hex(b), b) for b in blobs]
+    assert pack_index(b"".join(records)) == {_hex(b): b for b in blobs if mark not in b}
+    pack, whole = b"", []
+    for record, blob in zip(records, blobs, strict=True):
+        how = data.draw(st.sampled_from(["whole", "torn", "garbage before"]))
+        if how == "torn":
+            pack += record[: data.draw(st.integers(0, len(record) - 1))]
+            continue
+        if how == "garbage before":
+            pack += data.draw(st.binary(max_size=30))
+        whole.append((len(pack) + len(record), blob))
+        pack += record
+    found = pack_index(pack)
+    for h, got in found.items():
+        assert got == next((b for b in blobs if _hex(b) == h), got) or _hex(got) != h
+    for end, blob in whole:
+        if mark not in blob and (end == len(pack) or pack.startswith(mark, end)):
+            assert found.get(_hex(blob)) == blob
