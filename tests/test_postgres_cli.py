@@ -115,7 +115,7 @@ def test_export_and_import_move_a_project_byte_for_byte(tmp_path: Path, pg_empty
     demo = tmp_path / "demo"
     create_demo(demo)
     original = file_ledgers(demo)
-    blobs = sorted(p.name for p in (demo / ".loopx/private/blobs").rglob("*") if p.is_file())
+    blobs = sorted(p.name for p in (demo / ".loopx/private/blobs/sha256").rglob("*") if p.is_file())
     assert original and blobs, "the demo has goals and private blobs"
 
     shared = tmp_path / "shared"
@@ -128,7 +128,8 @@ def test_export_and_import_move_a_project_byte_for_byte(tmp_path: Path, pg_empty
     out = tmp_path / "exported"
     ok(loopx(shared, "store", "export", "--to", str(out)))
     assert file_ledgers(out) == original
-    assert sorted(p.name for p in (out / ".loopx/private/blobs").rglob("*") if p.is_file()) == blobs
+    exported = (out / ".loopx/private/blobs/sha256").rglob("*")
+    assert sorted(p.name for p in exported if p.is_file()) == blobs
 
     # The same reads from either store (these go through the store, with blobs resolved).
     for args in (("status",), ("goal", "list"), ("log", "--goal-id", "launch")):

@@ -395,6 +395,12 @@ def test_a_planted_private_record_never_hides_a_leak(tmp_path: Path) -> None:
         orjson.dumps({**record, "private": "The vendor"}),
         orjson.dumps({**record, "key": [[g, h, 0, 0, 0] for g, h, *_ in record["key"]]}),
         orjson.dumps({**record, "version": "0"}),
+        orjson.dumps({**record, "key": [1]}),
+        orjson.dumps({**record, "key": [[]]}),
+        orjson.dumps({**record, "key": [[["x"], "h", 1]]}),
+        orjson.dumps({**record, "by_goal": []}),
+        orjson.dumps({**record, "by_goal": {"g": 5}}),
+        orjson.dumps({**record, "by_goal": {"g": [["kind", "text", "more"]]}}),
         b"{not json",
     ):
         path.write_bytes(planted)
@@ -682,5 +688,130 @@ def test_a_whole_record_grows_from_the_changed_goals_alone(
     folder = tmp_path / "copy"
     folder.mkdir()
     (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
+    _vouch(root, folder / "leak.html")
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
+
+
+def test_a_build_that_raced_a_write_vouches_for_no_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event written after the build folded its goal and before it recorded its files:
+    the record names the change tokens from before the fold, so the scan trusts neither it
+    nor the memo's strings, and finds the new private text the exact way."""
+    from loopx.build import pipeline
+
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    secret = "The auditor flagged the storage bill twice"
+    real = pipeline.record_build
+
+    def racing(*args: Any, **kwargs: Any) -> None:
+        add_note(ctx, AddNote(goal_id="g", text=secret, visibility="private"))
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "record_build", racing)
+    _built(root, site)
+    monkeypatch.setattr(pipeline, "record_build", real)
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
+    _vouch(root, folder / "leak.html")
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
+
+
+def test_a_memo_of_older_heads_is_not_taken_for_a_newer_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build with its memo, an event, then a build without one (its record names the new
+    heads, the memo still holds the old): the memo's strings are not the ledger's, so the
+    new blob's text is found the exact way."""
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    secret = "The auditor flagged the storage bill twice"
+    add_note(ctx, AddNote(goal_id="g", text=secret, visibility="private"))
+    build(root, site, audiences=("public",))  # no memo written
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
+    _vouch(root, folder / "leak.html")
+    counting = _Counting(monkeypatch)
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
+    assert sorted(counting.folded) == ["g", "h"]  # the exact way, from the ledger
+
+
+def _whole(root: Path) -> scancache.Private:
+    held = scancache.load_private(root)
+    assert held is not None and held.by_goal is not None
+    return held
+
+
+def test_a_whole_record_drops_the_allow_entries_of_a_goal_gone_and_takes_a_new_goals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loopx.privacy.allowed import Allowance
+
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    assert _scan(root, site / "public") == []
+    held = _whole(root)
+    planted = Allowance("non-public-text", "an entry of goal h")
+    by_goal = {**held.by_goal, "h": held.by_goal["h"] | {planted}}  # type: ignore[dict-item]
+    scancache.save_private(
+        root, scancache.Private(held.key, held.texts, held.allowed | {planted}, by_goal)
+    )
+    shutil.rmtree(root / ".loopx" / "goals" / "h")  # the goal is gone
+    secret = "Negotiate the quiet discount with the landlord"
+    goals.create_goal(
+        ctx, CreateGoal(goal_id="k", title="New", objective="Fresh work", visibility="public")
+    )
+    add_note(ctx, AddNote(goal_id="k", text=secret, visibility="private"))
+    _built(root, site)
+    counting = _Counting(monkeypatch)
+    assert _scan(root, site / "public") == []
+    assert counting.folded == ["k"]  # the new goal only: g did not change
+    grown = _whole(root)
+    assert sorted(grown.by_goal or {}) == ["g", "k"] and planted not in grown.allowed
+    assert secret in grown.texts
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
+    _vouch(root, folder / "leak.html")
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
+
+
+def test_a_file_found_clean_under_an_allow_entry_since_gone_is_read_again_for_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file an earlier scan found clean is read after a change only for the text added
+    since, but not when an allow entry that scan honoured is gone: what it let pass then is
+    looked for again."""
+    from loopx.privacy.allowed import Allowance
+
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    secret = "The vendor asked us to keep the price private"  # g's private note
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
+    assert _scan(root, site / "public") == []
+    # As if an allow entry of g had let the text pass, and a scan had found the file clean.
+    held = _whole(root)
+    allowed = Allowance("non-public-text", secret)
+    by_goal = {**held.by_goal, "g": held.by_goal["g"] | {allowed}}  # type: ignore[dict-item]
+    scancache.save_private(
+        root, scancache.Private(held.key, held.texts, held.allowed | {allowed}, by_goal)
+    )
+    stamp = scancache.fingerprint(frozenset(), True)
+    digest = hashlib.sha256((folder / "leak.html").read_bytes()).hexdigest()
+    scancache.save_clean(root, "scan", held.key, stamp, {digest})
+    _vouch(root, folder / "leak.html")
+    assert _scan(root, folder) == []  # the entry holds for the ledger it was made for
+    todos.add_todo(  # g changes; its allow entries are taken anew: the planted one is gone
+        ctx, AddTodo(goal_id="g", title="Another public todo", todo_id="more", visibility="public")
+    )
+    _built(root, site)
     _vouch(root, folder / "leak.html")
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]

@@ -37,6 +37,7 @@ from loopx.build.boundary import (
 )
 from loopx.build.scancache import Private
 from loopx.engine.core import load_state
+from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobText
 from loopx.privacy.distinct import Needles, distinctive_text
 from loopx.privacy.scanner import (
@@ -63,9 +64,7 @@ def _ledger_strings(project: Path, store: Store) -> tuple[scancache.Key, Forbidd
     """`ledger_strings`, and the record of an earlier ledger they were worked out from."""
     current = scancache.tokens(store)
     cached = scancache.load_forbidden(project)
-    if cached is not None and [[g, *t] for g, _, *t in cached[0]] == [
-        [g, *t] for g, t in current.items()
-    ]:
+    if cached is not None and scancache.same_ledger(cached[0], current):
         return cached[0], cached[1], None
     named = set(current) | {g for g, *_ in cached[0]} if cached is not None else set(current)
     entries = scancache.load_goals(project, sorted(named))
@@ -116,13 +115,19 @@ def _previous(
 
 
 def record_build(
-    project: Path, store: Store, goals: dict[str, GoalState], names: frozenset[str], files: set[str]
+    project: Path,
+    goals: dict[str, GoalState],
+    tokens: dict[str, list[Any]],
+    names: frozenset[str],
+    files: set[str],
 ) -> None:
     """After a build's public output passed the scan: the sha256 of its public files, for the
-    ledger it was built from (heads as folded, change tokens as they are now: a write in
-    between makes the pair match no later ledger, so the record is never used)."""
+    ledger it was built from: the heads as folded and the change tokens as they were before
+    the fold (`pipeline.gather`). A write after a goal's token was read changes the token, so
+    the record then matches no ledger (a scan trusts the heads it names only for the very
+    tokens it names: `_after_build`)."""
     heads = {g: s.head for g, s in goals.items()}
-    key = scancache.ledger_key(scancache.tokens(store), heads)
+    key = scancache.ledger_key(tokens, heads)
     scancache.save_clean(project, "build", key, scancache.fingerprint(names, True), files)
 
 
@@ -354,7 +359,7 @@ def _bounded(project: Path, store: Store, files: Files, machine: bool) -> Folder
     held = scancache.load_private(project)
     now = None
     if held is not None:
-        same = [[g, *t] for g, _, *t in held.key] == [[g, *t] for g, t in current.items()]
+        same = scancache.same_ledger(held.key, current)
         now = held if same else _grown(project, store, held, current)
     if now is None:
         now = _after_build(project, store, files, current, stamp)
@@ -386,9 +391,10 @@ def _bounded(project: Path, store: Store, files: Files, machine: bool) -> Folder
 def _after_build(
     project: Path, store: Store, files: Files, current: dict[str, list[Any]], stamp: str
 ) -> Private | None:
-    """The whole private text of the ledger as the last build left it, when that build made
-    this very ledger and vouched for every file (else None): every distinctive text of the
-    blobs its goals' strings name, read now."""
+    """The whole private text of the ledger as the last build left it, when that build was
+    of this very ledger (its record's change tokens are the ledger's now) and vouched for
+    every file (else None): every distinctive text of the blobs its goals' strings name,
+    read now."""
     found = scancache.built_blobs(project, current)
     if found is None:
         return None
@@ -396,8 +402,7 @@ def _after_build(
     built = scancache.load_clean(project, "build", key, stamp)
     if not all(d in built for _, _, d in files):
         return None  # not (only) this build's files: the exact way, without reading blobs
-    allowed = frozenset().union(*by_goal.values())
-    return Private(key, _blob_texts(store, sorted(refs)), allowed, by_goal)
+    return Private(key, _blob_texts(store, sorted(refs)), _union(by_goal), by_goal)
 
 
 def _blob_texts(store: Store, refs: list[str]) -> frozenset[str]:
@@ -423,7 +428,7 @@ def _grown(
     if whole is None and not set(was) <= set(current):
         return None
     moved = [g for g, token in current.items() if was.get(g, (None, None))[1] != token]
-    entries = scancache.load_goals(project, moved)
+    entries = scancache.load_goals(project, moved) if whole is None else {}
     heads = {g: head for g, (head, _) in was.items() if g in current}
     by_goal = {g: whole[g] for g in current if g in whole} if whole is not None else None
     added: set[str] = set()
@@ -451,7 +456,11 @@ def _grown(
     key = scancache.ledger_key(current, heads)
     if by_goal is None:
         return Private(key, held.texts | added, held.allowed)
-    return Private(key, held.texts | added, frozenset().union(*by_goal.values()), by_goal)
+    return Private(key, held.texts | added, _union(by_goal), by_goal)
+
+
+def _union(by_goal: dict[str, frozenset[Allowance]]) -> frozenset[Allowance]:
+    return frozenset().union(*by_goal.values())
 
 
 def _gather(store: Store) -> dict[str, GoalState]:

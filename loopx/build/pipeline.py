@@ -83,17 +83,22 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
     return tuple(a for a in ("public", "team", "private") if a in out)
 
 
-def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState]:
+def gather(
+    store: Store, cache: BuildCache | None = None, tokens: dict[str, list[Any]] | None = None
+) -> dict[str, GoalState]:
     """Fold every goal. With a cache, a goal whose change token is the same (the ledger
     file's size, mtime, ctime and inode; the database's head) keeps the state folded last
     time, or, from the build memo, is not folded at all (`facts.Carried`: folded only if
-    something needs more of it than the memo holds)."""
+    something needs more of it than the memo holds). `tokens` is given every goal's change
+    token as it was before its fold (a write after that changes it, so whatever is keyed by
+    these tokens and the heads folded holds for no ledger but the one folded)."""
     ids = store.goal_ids()
     keys: dict[str, tuple[Any, ...]] = {}
     kept: dict[str, GoalState] = {}
     for goal_id in ids:
-        if cache is not None:
+        if cache is not None or tokens is not None:
             keys[goal_id] = change_token(store, goal_id)
+        if cache is not None:
             hit = cache.states.get(goal_id)
             known = cache.facts.get(goal_id)
             if hit is not None and hit[0] == keys[goal_id]:
@@ -109,6 +114,8 @@ def gather(store: Store, cache: BuildCache | None = None) -> dict[str, GoalState
             goals[goal_id] = state
             if cache is not None and goal_id not in kept:
                 cache.states[goal_id] = (keys[goal_id], state)
+    if tokens is not None:
+        tokens.update((g, list(keys[g])) for g in ids)
     return goals
 
 
@@ -130,18 +137,20 @@ def make_site(
     meanwhile: Callable[[dict[str, GoalState]], None] | None = None,
     made: Callable[[Unit, Any, Any], None] | None = None,
     apart: Callable[[Unit, Any], Any] | None = None,
+    tokens: dict[str, list[Any]] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
     `project`: the configuration's titles and links (default: read from `root`).
     `meanwhile(every goal)`: work of this process done while workers render; `apart(unit,
     (files, row))` in the process that rendered a unit, and `made(unit, (files, row), what
-    apart returned)` here: each unit rendered, as soon as it is (`work.run_units`)."""
+    apart returned)` here: each unit rendered, as soon as it is (`work.run_units`).
+    `tokens`: given each goal's change token before its fold (`gather`)."""
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
     store = open_store(root)  # files or PostgreSQL; its connection closes with the object
-    every = gather(store, cache)  # whole: the boundary forbids every non-public string in it
+    every = gather(store, cache, tokens)  # whole: the boundary forbids every non-public string
     goals = {g: facts.truth(s) for g, s in every.items()}  # what artifacts are made of
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}
@@ -290,6 +299,7 @@ def build(
         if reuse and cache is None:
             cache = reuse_mod.load(root, out)
         prepared: list[Forbidden] = []
+        tokens: dict[str, list[Any]] = {}  # each goal's change token before it was folded
 
         def prepare(goals: dict[str, GoalState]) -> None:
             """The forbidden set, and, when no earlier scan vouches for any file (a cold
@@ -309,6 +319,7 @@ def build(
             """Everything in memory, scanned (nothing is written yet, but what `ahead`
             stages as it is made)."""
             prepared.clear()
+            tokens.clear()
             site, (goals, store) = make_site(
                 root,
                 audiences,
@@ -319,6 +330,7 @@ def build(
                 meanwhile=prepare if "public" in audiences else None,
                 made=ahead.made if ahead is not None else None,
                 apart=ahead.apart if ahead is not None else None,
+                tokens=tokens,
             )
             if ahead is not None:
                 ahead.staging.flush_ahead()  # while the boundary scans
@@ -373,7 +385,7 @@ def build(
                 cache.memo.listed = None  # the folder holds this build's files now
         if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
             clean = {a.sha256 for _, a in public_items(site)}
-            record_build(root, store, goals, names, clean)
+            record_build(root, goals, tokens, names, clean)
             if reuse and cache is not None and cache.merged is not None:
                 strings = {g: cache.strings[g] for g in sorted(goals) if g in cache.strings}
                 scancache.save_build(root, names, strings, cache.merged, cache.scan, clean)

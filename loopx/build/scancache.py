@@ -61,7 +61,7 @@ from loopx.store.snapshots import host_mark
 MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
 HASHES = "hashes.json"
-FORMAT = 4
+FORMAT = 5
 Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
 LAYERS = ("model", "state", "privacy")  # every module of these decides a record (`version`)
 
@@ -112,6 +112,23 @@ def tokens(store: Store) -> dict[str, list[Any]]:
 
 def ledger_key(current: dict[str, list[Any]], heads: dict[str, str]) -> Key:
     return [[g, heads.get(g, ""), *current[g]] for g in sorted(current)]
+
+
+def same_ledger(key: Key, current: dict[str, list[Any]]) -> bool:
+    """Whether `key` names the goals of `current` with the very change tokens it holds."""
+    return [[g, *t] for g, _, *t in key] == [[g, *t] for g, t in current.items()]
+
+
+def _key(value: Any) -> Key | None:
+    """A ledger key as a record holds it, or None when it is not one (a planted record)."""
+    if not isinstance(value, list):
+        return None
+    for item in value:
+        if not (isinstance(item, list) and len(item) >= 2):
+            return None
+        if not (isinstance(item[0], str) and isinstance(item[1], str)):
+            return None
+    return value
 
 
 # --- reading and writing -----------------------------------------------------------------
@@ -221,7 +238,8 @@ def load_forbidden(project: Path) -> tuple[Key, Forbidden] | None:
             allowed=_allowances(cached["allowed"]),
             private=frozenset(cached["private"]),
         )
-        return list(cached["key"]), forbidden
+        key = _key(cached["key"])
+        return (key, forbidden) if key is not None else None
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -257,14 +275,14 @@ def load_private(project: Path) -> Private | None:
     if cached is None:
         return None
     try:
-        texts, by_goal = cached["private"], cached["by_goal"]
-        if not isinstance(texts, list) or not isinstance(cached["key"], list):
+        texts, by_goal, key = cached["private"], cached["by_goal"], _key(cached["key"])
+        if not isinstance(texts, list) or key is None:
             return None
         "".join(texts)  # every one a string, or TypeError
         whole = None
         if by_goal is not None:
             whole = {str(g): _allowances(rows) for g, rows in by_goal.items()}
-        return Private(list(cached["key"]), frozenset(texts), _allowances(cached["allowed"]), whole)
+        return Private(key, frozenset(texts), _allowances(cached["allowed"]), whole)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -444,8 +462,9 @@ def built_blobs(
     goal's strings at the head the key names; else None: that key, every blob reference
     among those strings (as its hex digest), and each goal's allow entries. A build reads no
     blob, so a goal's strings hold the reference of each blob its fields name instead
-    (`loopx.build.boundary.goal_strings`): what a scan right after a build reads instead of
-    folding every goal again (`loopx.build.folderscan`)."""
+    (`loopx.build.boundary._texts`): what a scan right after a build reads instead of
+    folding every goal again (`loopx.build.folderscan`). The key's heads are those the build
+    folded at its tokens (`folderscan.record_build`)."""
     record = _load(project, "clean-build.json")
     host = _host(project, create=False)
     if record is None or not host:
@@ -454,7 +473,7 @@ def built_blobs(
         key = [[str(g), str(h), *t] for g, h, *t in record["key"]]
     except (KeyError, TypeError, ValueError):
         return None
-    if [[g, *t] for g, _, *t in key] != [[g, *t] for g, t in current.items()]:
+    if not same_ledger(key, current):
         return None
     refs: set[str] = set()
     allowed: dict[str, frozenset[Allowance]] = {}
@@ -473,7 +492,9 @@ def built_blobs(
     return key, frozenset(r[-64:] for r in refs), allowed
 
 
-_REF_LENGTHS = (64, 71)  # a blob's hex digest, and its reference (`sha256:` and the digest)
+# The lengths `blob_hash` accepts (a digest, `sha256:` and a digest): looked at first, which
+# spares a call for each of the tens of thousands of other strings.
+_REF_LENGTHS = (64, 71)
 
 
 def _needles(record: Any) -> Needles:

@@ -627,8 +627,8 @@ def read_regular_at(dir_fd: int, name: str, cap: int) -> bytes | None:
         # One read of what fstat said, and one byte more to see whether it grew since: a
         # scan reads thousands of small blobs this way (two system calls fewer each).
         data = os.pread(fd, info.st_size + 1, 0)
-        if len(data) <= info.st_size:
+        if len(data) == info.st_size:
             return data
-        return _capped(current(), fd, cap)  # it grew: read as a growing file is read
+        return _capped(current(), fd, cap)  # it grew, or a short read: read to its end
     finally:
         os.close(fd)

@@ -525,7 +525,16 @@ def test_a_file_read_in_a_folder_that_grows_while_read_is_read_whole_or_refused(
         said.clear()
         assert fsio.read_regular_at(fd, "f", 50) is None  # grew past the cap
         monkeypatch.setattr(fsio.os, "fstat", real)
+        reads: list[int] = []
+        pread = os.pread
+
+        def counted(fd: int, size: int, offset: int) -> bytes:
+            reads.append(size)
+            return pread(fd, size, offset)
+
+        monkeypatch.setattr(fsio.os, "pread", counted)
         assert fsio.read_regular_at(fd, "f", 100) == b"x" * 100
+        assert reads == [101]  # one read of what fstat said, and one byte more
         assert fsio.read_regular_at(fd, "f", 99) is None
     finally:
         os.close(fd)
