@@ -43,6 +43,11 @@ def _hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _packed(data: bytes) -> dict[str, bytes]:
+    """What `pack_index` finds in a pack, as the bytes of each record."""
+    return {h: data[start:end] for h, (start, end) in pack_index(data).items()}
+
+
 def test_a_reading_block_reads_every_small_blob_from_the_pack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -51,7 +56,7 @@ def test_a_reading_block_reads_every_small_blob_from_the_pack(
     large = b"x" * (PACK_BLOB_BYTES + 1)
     refs = [store.put(d) for d in [*small, large]]
     assert store.put(small[0]) == refs[0]  # stored again: not appended again
-    assert pack_index((store.base / PACK).read_bytes()) == {_hex(d): d for d in small}
+    assert _packed((store.base / PACK).read_bytes()) == {_hex(d): d for d in small}
     outside = {ref: store.get(ref) for ref in refs}
     reads = _file_reads(monkeypatch)
     with store.reading():
@@ -64,7 +69,9 @@ def test_what_the_pack_holds_wrongly_or_lacks_is_read_from_the_blobs_own_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A record edited, torn by a crash (with records appended after it), or one claiming a
-    blob it does not hold: each such blob is read from its file; the rest from the pack."""
+    blob it does not hold (a later intact record of that blob counts): each blob without an
+    intact record is read from its file, and appended to the pack when the block ends, so
+    the next block reads no file."""
     store = _store(tmp_path)
     datas = [f"private text {i} of the pack".encode() for i in range(6)]
     refs = [store.put(d) for d in datas]
@@ -77,22 +84,55 @@ def test_what_the_pack_holds_wrongly_or_lacks_is_read_from_the_blobs_own_file(
     reads = _file_reads(monkeypatch)
     with store.reading():
         assert [store.get(r) for r in refs] == datas
-    # The first record of a blob counts: the foreign one shadows the intact one after it.
-    assert sorted(reads) == sorted(_hex(d)[2:] for d in datas[1:4])
+    assert sorted(reads) == sorted(_hex(d)[2:] for d in datas[1:3])
+    reads.clear()
+    with store.reading():
+        assert [store.get(r) for r in refs] == datas
+    assert reads == []
 
 
-def test_the_pack_is_a_copy_of_the_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A blob whose file is gone is still read, in a reading block, from its pack record
-    (whose bytes hash to its name); outside one it is not on this host."""
+def test_a_store_from_before_the_pack_gets_one_from_its_first_reading_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(tmp_path)
+    datas = [f"an older private note {i}".encode() for i in range(5)]
+    refs = [store.put(d) for d in datas]
+    (store.base / PACK).unlink()
+    reads = _file_reads(monkeypatch)
+    with store.reading():
+        assert [store.get(r) for r in refs] == datas
+    assert len(reads) == 5
+    assert _packed((store.base / PACK).read_bytes()).keys() == {_hex(d) for d in datas}
+    reads.clear()
+    with store.reading():
+        assert [store.get(r) for r in refs] == datas
+    assert reads == []
+
+
+def test_the_pack_is_a_copy_of_the_blob(tmp_path: Path) -> None:
+    """A blob whose file is gone or damaged is read from its pack record (whose bytes hash
+    to its name), in a reading block and outside one alike; storing it again writes its
+    file again."""
     store = _store(tmp_path)
     ref = store.put(b"kept in the pack too")
     store.path(ref).unlink()
-    assert store.get(ref) is None
+    assert BlobStore(store.base).get(ref) == b"kept in the pack too"
     with store.reading():
         assert store.get(ref) == b"kept in the pack too"
+    store.path(ref).write_bytes(b"damaged")
+    assert BlobStore(store.base).get(ref) == b"kept in the pack too"
+    assert store.put(b"kept in the pack too") == ref
+    assert store.path(ref).read_bytes() == b"kept in the pack too"
 
 
-@pytest.mark.parametrize("how", ["link", "fifo", "folder", "too large"])
+def test_a_record_larger_than_a_packed_blob_may_be_is_not_taken(tmp_path: Path) -> None:
+    big = b"y" * (PACK_BLOB_BYTES + 1)
+    small = b"a small blob"
+    data = pack_record(_hex(big), big) + pack_record(_hex(small), small)
+    assert _packed(data) == {_hex(small): small}
+
+
+@pytest.mark.parametrize("how", ["link", "hard link", "fifo", "folder", "too large"])
 def test_a_pack_that_is_not_a_plain_file_of_ours_is_neither_read_nor_written(
     how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,6 +145,8 @@ def test_a_pack_that_is_not_a_plain_file_of_ours_is_neither_read_nor_written(
     outside.write_bytes(planted)
     if how == "link":
         pack.symlink_to(outside)
+    elif how == "hard link":
+        os.link(outside, pack)
     elif how == "fifo":
         os.mkfifo(pack)
     elif how == "folder":
@@ -115,7 +157,9 @@ def test_a_pack_that_is_not_a_plain_file_of_ours_is_neither_read_nor_written(
     reads = _file_reads(monkeypatch)
     with store.reading():  # a FIFO never waits
         assert store.get(ref) == b"a blob in its own file"
-    assert reads == [_hex(b"a blob in its own file")[2:]]  # from its file
+    # From its file; a hard-linked pack is read (what it holds is hashed as ever), never
+    # written.
+    assert reads == ([] if how == "hard link" else [_hex(b"a blob in its own file")[2:]])
     store.put(b"another blob, stored with the pack refused")
     assert outside.read_bytes() == planted  # never written through a link
     if how == "folder":
@@ -163,7 +207,7 @@ def test_the_index_of_a_pack_takes_only_records_whole(blobs: list[bytes], data: 
     found, and whatever is found for a blob's name is that blob or fails its hash."""
     mark = b"\nloopx-blob "
     records = [pack_record(_hex(b), b) for b in blobs]
-    assert pack_index(b"".join(records)) == {_hex(b): b for b in blobs if mark not in b}
+    assert _packed(b"".join(records)) == {_hex(b): b for b in blobs if mark not in b}
     pack, whole = b"", []
     for record, blob in zip(records, blobs, strict=True):
         how = data.draw(st.sampled_from(["whole", "torn", "garbage before"]))
@@ -174,7 +218,7 @@ def test_the_index_of_a_pack_takes_only_records_whole(blobs: list[bytes], data: 
             pack += data.draw(st.binary(max_size=30))
         whole.append((len(pack) + len(record), blob))
         pack += record
-    found = pack_index(pack)
+    found = _packed(pack)
     for h, got in found.items():
         assert got == next((b for b in blobs if _hex(b) == h), got) or _hex(got) != h
     for end, blob in whole:

@@ -815,3 +815,29 @@ def test_a_file_found_clean_under_an_allow_entry_since_gone_is_read_again_for_ev
     _built(root, site)
     _vouch(root, folder / "leak.html")
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
+
+
+def test_a_blob_whose_file_is_gone_but_packed_is_looked_for_every_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blob's file deleted, its record in the pack intact: the blob is still on this host,
+    for the scan that grows its set from the changed goal as for the exact way."""
+    root, ctx = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    assert _scan(root, site / "public") == []
+    secret = "The auditor flagged the storage bill twice"
+    add_note(ctx, AddNote(goal_id="g", text=secret, visibility="private"))
+    digest = hashlib.sha256(secret.encode()).hexdigest()
+    (root / ".loopx/private/blobs/sha256" / digest[:2] / digest[2:]).unlink()
+    _built(root, site)
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
+    _vouch(root, folder / "leak.html")
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]  # grown
+    shutil.rmtree(root / ".loopx/private/cache/scan")
+    _built(root, site)
+    _vouch(root, folder / "leak.html")
+    monkeypatch.setattr(folderscan, "_bounded", lambda *a: None)
+    assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]  # the exact way

@@ -7,10 +7,13 @@ linked, truncated, oversized or special file — is treated as absent, so the ca
 
 Beside the files, each small blob stored is also appended to one pack (`texts.pack` in the
 same folder), for the readers of every blob at once (a scan looks for the text of all of
-them): one file read instead of four system calls a blob. The pack is only a way to read: a
-record is handed back only when its bytes hash to its name, as a file's; a record that does
-not (torn by a crash, two writers, an edit) or a blob it lacks is read from its own file, and a
-pack that is a link, not a regular file or too big is not read at all.
+them, in a reading block): one file read instead of four system calls a blob. A blob is on
+this host when its file or its record in the pack is intact; a record counts only when its
+bytes hash to its name, as a file's. In a reading block the pack is read first, and a small
+blob it lacks (stored before there was a pack, or its record torn by a crash) is appended to
+it when the block ends; elsewhere the blob's file is read first, and the pack only when the
+file is not intact. A pack that is a link, not a regular file or too big is neither read nor
+written.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ MAX_BLOB_BYTES = 64 * 1024 * 1024
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 PACK = "texts.pack"
 PACK_BLOB_BYTES = 64 * 1024  # a larger blob is kept in its own file only
-PACK_BYTES = 256 * 1024 * 1024  # a larger pack is not read (its blobs are, one by one)
+PACK_BYTES = 64 * 1024 * 1024  # a larger pack is not read (its blobs are, one by one)
 # A record: this mark, the blob's hex digest, a space, its size, a newline, its bytes.
 _MAGIC = b"\nloopx-blob "
 
@@ -52,8 +55,10 @@ class BlobStore:
         # it may hold.
         self._shards: dict[str, int] | None = None
         self._room = 0
-        # Inside `reading()`, once read: the blobs of the pack, by hex digest.
-        self._pack: dict[str, bytes] | None = None
+        # The pack once read (its bytes, and where each blob's are in them: kept until a
+        # reading block ends), and the small blobs a block read that it lacks.
+        self._pack: tuple[bytes, dict[str, tuple[int, int]]] | None = None
+        self._missing: dict[str, bytes] = {}
 
     def path(self, ref: str) -> Path:
         h = _hex(ref)
@@ -61,38 +66,52 @@ class BlobStore:
 
     def put(self, data: bytes) -> str:
         ref = blob_ref(data)
-        path = self.path(ref)
-        if self.get(ref) is None:  # missing, or not what its name says: (re)write it
+        h = ref[7:]
+        if self._file(h) is None:  # missing, or not what its name says: (re)write it
+            path = self.path(ref)
             fs = fsio.current()
             fs.makedirs(path.parent, sync=True)
             fs.write_atomic(path, data, sync=True)
             if len(data) <= PACK_BLOB_BYTES:
-                self._pack_append(ref[7:], data)
+                self._pack_append(pack_record(h, data))
         return ref
 
-    def _pack_append(self, h: str, data: bytes) -> None:
-        """Append the blob to the pack in one write (`O_APPEND`: a writer beside it appends
-        after it, never into it). Best effort: the blob's own file is what counts."""
+    def _pack_append(self, records: bytes) -> None:
+        """Append to the pack in one write (`O_APPEND`: a writer beside it appends after it,
+        never into it). Best effort: the blobs' own files are what counts."""
         fs = fsio.current()
         with suppress(OSError, fsio.UnsafePath):  # a linked or special pack is left alone
             fd = fs.open(self.base / PACK, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                fs.write_all(fd, pack_record(h, data))
+                fs.write_all(fd, records)
             finally:
                 fs.close(fd)
 
     def get(self, ref: str) -> bytes | None:
-        """The blob's bytes, or None when this host has no intact copy of it."""
+        """The blob's bytes, or None when this host has no intact copy of it: neither its
+        file nor its record in the pack. In a reading block the pack is read first (once),
+        and a small blob it lacks is added to it when the block ends; elsewhere the file is,
+        and the pack only when the file is not intact."""
         h = _hex(ref)
+        if self._shards is None:
+            data = self._file(h)
+            return data if data is not None else self._from_pack(h)
+        data = self._from_pack(h)
+        if data is not None:
+            return data
+        data = self._file(h)
+        if data is not None and len(data) <= PACK_BLOB_BYTES:
+            self._missing[h] = pack_record(h, data)
+        return data
+
+    def _file(self, h: str) -> bytes | None:
+        """The blob's own file, when it is intact."""
         data: bytes | None
-        if self._shards is not None:  # in a reading block: the pack first
-            data = self._packed().get(h)
-            if data is not None and hashlib.sha256(data).hexdigest() == h:
-                return data
         try:
             fd = self._shard(h[:2]) if self._shards is not None else None
             if fd is None:
-                data = fsio.current().read_file(self.path(ref), limit=MAX_BLOB_BYTES)
+                path = self.base / "sha256" / h[:2] / h[2:]
+                data = fsio.current().read_file(path, limit=MAX_BLOB_BYTES)
             else:  # through the shard's descriptor, no path made: a scan reads thousands
                 data = fsio.read_regular_at(fd, h[2:], MAX_BLOB_BYTES)
         except (FileNotFoundError, NotADirectoryError, fsio.UnsafePath, fsio.TooLarge):
@@ -100,6 +119,19 @@ class BlobStore:
         if data is None or hashlib.sha256(data).hexdigest() != h:
             return None
         return data
+
+    def _from_pack(self, h: str) -> bytes | None:
+        """The blob's record in the pack, when its bytes hash to its name."""
+        if self._pack is None:
+            data = None
+            with suppress(OSError):
+                data = fsio.read_regular(self.base / PACK, PACK_BYTES)
+            self._pack = (data, pack_index(data)) if data else (b"", {})
+        span = self._pack[1].get(h)
+        if span is None:
+            return None
+        data = self._pack[0][span[0] : span[1]]
+        return data if hashlib.sha256(data).hexdigest() == h else None
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -122,20 +154,13 @@ class BlobStore:
         try:
             yield
         finally:
-            self._pack = None
+            missing, self._missing, self._pack = self._missing, {}, None
             shards, self._shards = self._shards, None
             for fd in shards.values():
                 with suppress(OSError):
                     os.close(fd)
-
-    def _packed(self) -> dict[str, bytes]:
-        """The pack's blobs, read once a block (none when there is no pack or it is refused)."""
-        if self._pack is None:
-            data = None
-            with suppress(OSError):
-                data = fsio.read_regular(self.base / PACK, PACK_BYTES)
-            self._pack = pack_index(data) if data else {}
-        return self._pack
+            if missing:  # a store from before the pack, or a record torn: added once
+                self._pack_append(b"".join(missing[h] for h in sorted(missing)))
 
     def _shard(self, shard: str) -> int | None:
         """The descriptor of a shard folder held open for the block, opened now if there is
@@ -157,17 +182,24 @@ def pack_record(h: str, data: bytes) -> bytes:
     return b"%s%s %d\n%s" % (_MAGIC, h.encode("ascii"), len(data), data)
 
 
-_HEADER = re.compile(rb"([0-9a-f]{64}) ([0-9]{1,9})\n")
+_HEADER = re.compile(rb"([0-9a-f]{64}) ([0-9]{1,6})\n")
 
 
-def pack_index(data: bytes) -> dict[str, bytes]:
-    """Each blob's bytes in a pack, by hex digest (the first record of each): the records
-    are what lies between two record marks, each taken only when it is as long as its header
-    says. A torn record, or one whose bytes hold the mark, is not taken (its blob is read
-    from its own file); what a record holds is not trusted here: `BlobStore.get` hashes it."""
-    index: dict[str, bytes] = {}
-    for record in data.split(_MAGIC)[1:]:
-        head = _HEADER.match(record)
-        if head is not None and len(record) - head.end() == int(head.group(2)):
-            index.setdefault(head.group(1).decode("ascii"), record[head.end() :])
+def pack_index(data: bytes) -> dict[str, tuple[int, int]]:
+    """Where each blob's bytes are in a pack, by hex digest: a record is what lies between
+    two record marks (or a mark and the end), taken only when it is as long as its header
+    says and no longer than `PACK_BLOB_BYTES`; of two records of one blob, the later. A torn
+    record, or one whose bytes hold the mark, is not taken (its blob is read from its own
+    file); what a record holds is not trusted here: `BlobStore.get` hashes it."""
+    index: dict[str, tuple[int, int]] = {}
+    at = data.find(_MAGIC)
+    while at >= 0:
+        following = data.find(_MAGIC, at + len(_MAGIC))
+        stop = len(data) if following < 0 else following
+        head = _HEADER.match(data, at + len(_MAGIC), stop)
+        if head is not None:
+            size = int(head.group(2))
+            if size <= PACK_BLOB_BYTES and head.end() + size == stop:
+                index[head.group(1).decode("ascii")] = (head.end(), stop)
+        at = following
     return index

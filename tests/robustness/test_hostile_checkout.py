@@ -398,6 +398,9 @@ def test_a_blob_that_is_not_what_its_name_says_is_not_on_this_host(
     blob = proj / ".loopx" / "private" / "blobs" / "sha256" / name[:2] / name[2:]
     assert blob.read_bytes() == ACCEPTANCE.encode()
     _plant(blob, how, outside)
+    out = ok(show)  # the pack's intact copy: the text, never what was planted
+    assert f"acceptance: {ACCEPTANCE}" in out and MARKER not in out
+    (blob.parent.parent.parent / "texts.pack").unlink()  # the planted file is all there is
     out = ok(show)
     assert "acceptance: [private content not on this host]" in out
     assert MARKER not in out
@@ -536,6 +539,15 @@ def test_a_file_read_in_a_folder_that_grows_while_read_is_read_whole_or_refused(
         assert fsio.read_regular_at(fd, "f", 100) == b"x" * 100
         assert reads == [101]  # one read of what fstat said, and one byte more
         assert fsio.read_regular_at(fd, "f", 99) is None
+
+        def short(fd: int, size: int, offset: int) -> bytes:  # a read cut short, once
+            got = pread(fd, size if reads else 7, offset)
+            reads.append(size)
+            return got
+
+        reads.clear()
+        monkeypatch.setattr(fsio.os, "pread", short)
+        assert fsio.read_regular_at(fd, "f", 100) == b"x" * 100  # read again to its end
     finally:
         os.close(fd)
 
