@@ -303,12 +303,15 @@ def build(
 
         def prepare(goals: dict[str, GoalState]) -> None:
             """The forbidden set, and, when no earlier scan vouches for any file (a cold
-            build), its scanner: made while the units render."""
+            build), its scanner and the needles the build memo keeps: made while the units
+            render."""
             if reuse and cache is not None:
                 _carry_scan(root, names, cache, goals)
             prepared.append(_forbidden(goals, cache).with_names(names))
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
+                if reuse and cache is not None:  # what the memo will keep, told apart now
+                    prepared[0].needles("texts"), prepared[0].needles("ids")
 
         def scanning() -> Forbidden | None:
             """The forbidden set, its scanner built, once a cold scan may scan ahead."""
