@@ -580,6 +580,23 @@ def _built(root: Path, site: Path) -> None:
     build(root, site, audiences=("public",), reuse=True)
 
 
+def _whole(root: Path) -> tuple[scancache.Private, dict[str, Any]]:
+    """The scan's private-text record, made whole (every goal's blob text), and its allow
+    entries by goal."""
+    held = scancache.load_private(root)
+    assert held is not None and held.by_goal is not None
+    return held, held.by_goal
+
+
+def _vouched_leak(tmp_path: Path, root: Path, text: str) -> Path:
+    """A folder with a page holding `text`, as if the last build had made it too."""
+    folder = tmp_path / "copy"
+    folder.mkdir(exist_ok=True)
+    (folder / "leak.html").write_text(f"<p>{text}</p>\n")
+    _vouch(root, folder / "leak.html")
+    return folder
+
+
 def test_a_first_scan_after_a_build_folds_no_goal_and_merges_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -590,14 +607,19 @@ def test_a_first_scan_after_a_build_folds_no_goal_and_merges_nothing(
     site = tmp_path / "site"
     shutil.rmtree(site)
     _built(root, site)
-    merges: list[int] = []
     merge = folderscan.merge
-    monkeypatch.setattr(folderscan, "merge", lambda *a: merges.append(1) or merge(*a))
+    merges: list[Any] = []
+
+    def merging(*args: Any) -> Any:
+        merges.append(args)
+        return merge(*args)
+
+    monkeypatch.setattr(folderscan, "merge", merging)
     counting = _Counting(monkeypatch)
     assert _scan(root, site / "public") == []
     assert counting.folded == [] and merges == [] and counting.built == ["private"]
-    held = scancache.load_private(root)
-    assert held is not None and held.by_goal is not None and sorted(held.by_goal) == ["g", "h"]
+    held, by_goal = _whole(root)
+    assert sorted(by_goal) == ["g", "h"]
     assert "The vendor asked us to keep the price private" in held.texts
     counting.built.clear()
     assert _scan(root, site / "public") == [] and counting.built == []
@@ -615,10 +637,7 @@ def test_a_first_scan_after_a_build_finds_the_blob_text_in_a_file_the_build_vouc
     root, _ = _public_project(tmp_path)
     site = tmp_path / "site"
     _built(root, site)
-    folder = tmp_path / "copy"
-    folder.mkdir()
-    (folder / "leak.html").write_text("<p>The vendor asked us to keep the price private</p>\n")
-    _vouch(root, folder / "leak.html")
+    folder = _vouched_leak(tmp_path, root, "The vendor asked us to keep the price private")
     counting = _Counting(monkeypatch)
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
     assert counting.built == ["private", "private"]  # the blobs' text, then the merge's
@@ -668,10 +687,9 @@ def test_a_whole_record_grows_from_the_changed_goals_alone(
     site = tmp_path / "site"
     _built(root, site)
     assert _scan(root, site / "public") == []
-    held = scancache.load_private(root)
-    assert held is not None and held.by_goal is not None
+    held, by_goal = _whole(root)
     planted = Allowance("non-public-text", "not-an-id-of-g")
-    stale = {**held.by_goal, "g": held.by_goal["g"] | {planted}}
+    stale = {**by_goal, "g": by_goal["g"] | {planted}}
     scancache.save_private(root, scancache.Private(held.key, held.texts, held.allowed, stale))
 
     secret = "The auditor flagged the storage bill twice"
@@ -680,15 +698,12 @@ def test_a_whole_record_grows_from_the_changed_goals_alone(
     counting = _Counting(monkeypatch)
     assert _scan(root, site / "public") == []
     assert counting.folded == ["g"] and "full" not in counting.built
-    grown = scancache.load_private(root)
-    assert grown is not None and grown.by_goal is not None and secret in grown.texts
-    assert planted not in grown.allowed and planted not in grown.by_goal["g"]
-    assert grown.by_goal["h"] == held.by_goal["h"]
+    grown, grown_by_goal = _whole(root)
+    assert secret in grown.texts
+    assert planted not in grown.allowed and planted not in grown_by_goal["g"]
+    assert grown_by_goal["h"] == by_goal["h"]
 
-    folder = tmp_path / "copy"
-    folder.mkdir()
-    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
-    _vouch(root, folder / "leak.html")
+    folder = _vouched_leak(tmp_path, root, secret)
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
 
 
@@ -712,10 +727,7 @@ def test_a_build_that_raced_a_write_vouches_for_no_ledger(
     monkeypatch.setattr(pipeline, "record_build", racing)
     _built(root, site)
     monkeypatch.setattr(pipeline, "record_build", real)
-    folder = tmp_path / "copy"
-    folder.mkdir()
-    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
-    _vouch(root, folder / "leak.html")
+    folder = _vouched_leak(tmp_path, root, secret)
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
 
 
@@ -731,19 +743,10 @@ def test_a_memo_of_older_heads_is_not_taken_for_a_newer_build(
     secret = "The auditor flagged the storage bill twice"
     add_note(ctx, AddNote(goal_id="g", text=secret, visibility="private"))
     build(root, site, audiences=("public",))  # no memo written
-    folder = tmp_path / "copy"
-    folder.mkdir()
-    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
-    _vouch(root, folder / "leak.html")
+    folder = _vouched_leak(tmp_path, root, secret)
     counting = _Counting(monkeypatch)
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
     assert sorted(counting.folded) == ["g", "h"]  # the exact way, from the ledger
-
-
-def _whole(root: Path) -> scancache.Private:
-    held = scancache.load_private(root)
-    assert held is not None and held.by_goal is not None
-    return held
 
 
 def test_a_whole_record_drops_the_allow_entries_of_a_goal_gone_and_takes_a_new_goals(
@@ -755,9 +758,9 @@ def test_a_whole_record_drops_the_allow_entries_of_a_goal_gone_and_takes_a_new_g
     site = tmp_path / "site"
     _built(root, site)
     assert _scan(root, site / "public") == []
-    held = _whole(root)
+    held, by_goal = _whole(root)
     planted = Allowance("non-public-text", "an entry of goal h")
-    by_goal = {**held.by_goal, "h": held.by_goal["h"] | {planted}}  # type: ignore[dict-item]
+    by_goal = {**by_goal, "h": by_goal["h"] | {planted}}
     scancache.save_private(
         root, scancache.Private(held.key, held.texts, held.allowed | {planted}, by_goal)
     )
@@ -771,13 +774,10 @@ def test_a_whole_record_drops_the_allow_entries_of_a_goal_gone_and_takes_a_new_g
     counting = _Counting(monkeypatch)
     assert _scan(root, site / "public") == []
     assert counting.folded == ["k"]  # the new goal only: g did not change
-    grown = _whole(root)
-    assert sorted(grown.by_goal or {}) == ["g", "k"] and planted not in grown.allowed
+    grown, grown_by_goal = _whole(root)
+    assert sorted(grown_by_goal) == ["g", "k"] and planted not in grown.allowed
     assert secret in grown.texts
-    folder = tmp_path / "copy"
-    folder.mkdir()
-    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
-    _vouch(root, folder / "leak.html")
+    folder = _vouched_leak(tmp_path, root, secret)
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]
 
 
@@ -798,9 +798,9 @@ def test_a_file_found_clean_under_an_allow_entry_since_gone_is_read_again_for_ev
     (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
     assert _scan(root, site / "public") == []
     # As if an allow entry of g had let the text pass, and a scan had found the file clean.
-    held = _whole(root)
+    held, by_goal = _whole(root)
     allowed = Allowance("non-public-text", secret)
-    by_goal = {**held.by_goal, "g": held.by_goal["g"] | {allowed}}  # type: ignore[dict-item]
+    by_goal = {**by_goal, "g": by_goal["g"] | {allowed}}
     scancache.save_private(
         root, scancache.Private(held.key, held.texts, held.allowed | {allowed}, by_goal)
     )
@@ -831,10 +831,7 @@ def test_a_blob_whose_file_is_gone_but_packed_is_looked_for_every_way(
     digest = hashlib.sha256(secret.encode()).hexdigest()
     (root / ".loopx/private/blobs/sha256" / digest[:2] / digest[2:]).unlink()
     _built(root, site)
-    folder = tmp_path / "copy"
-    folder.mkdir()
-    (folder / "leak.html").write_text(f"<p>{secret}</p>\n")
-    _vouch(root, folder / "leak.html")
+    folder = _vouched_leak(tmp_path, root, secret)
     assert [f.kind for f in _scan(root, folder)] == ["non-public-text"]  # grown
     shutil.rmtree(root / ".loopx/private/cache/scan")
     _built(root, site)
