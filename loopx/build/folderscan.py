@@ -9,6 +9,8 @@ costs well under the build that made the files, because it repeats only what cha
   folded (from their snapshots) and their blobs read;
 - a file a build found clean for this very ledger is read again only for the private text,
   and only for the private text read since when a scan found it clean before the change;
+  right after a build, that text is the text of the blobs its memo names, and no goal is
+  folded (see the bounded way below);
 - a file a scan found clean for this very ledger is not read again at all.
 
 Scanners are built only when some file needs them: the one over every forbidden string (an

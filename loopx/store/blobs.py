@@ -13,7 +13,7 @@ bytes hash to its name, as a file's. In a reading block the pack is read first, 
 blob it lacks (stored before there was a pack, or its record torn by a crash) is appended to
 it when the block ends; elsewhere the blob's file is read first, and the pack only when the
 file is not intact. A pack that is a link, not a regular file or too big is neither read nor
-written.
+written (one with another hard link is read, its records hashed as ever, never written).
 """
 
 from __future__ import annotations
