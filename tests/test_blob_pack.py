@@ -224,3 +224,22 @@ def test_the_index_of_a_pack_takes_only_records_whole(blobs: list[bytes], data: 
     for end, blob in whole:
         if mark not in blob and (end == len(pack) or pack.startswith(mark, end)):
             assert found.get(_hex(blob)) == blob
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=40),
+            st.just(b"\nloopx-blob "),
+            st.builds(lambda b: pack_record(_hex(b), b), st.binary(max_size=40)),
+            st.from_regex(rb"\nloopx-blob [0-9a-f]{64} [0-9]{1,7}\n", fullmatch=True),
+        ),
+        max_size=12,
+    )
+)
+def test_any_bytes_as_a_pack_give_spans_within_them_and_no_error(pieces: list[bytes]) -> None:
+    data = b"".join(pieces)
+    for h, (start, end) in pack_index(data).items():
+        assert len(h) == 64 and 0 <= start <= end <= len(data)
+        assert end - start <= PACK_BLOB_BYTES
