@@ -364,11 +364,13 @@ def _bounded(project: Path, store: Store, files: Files, machine: bool) -> Folder
         same = scancache.same_ledger(held.key, current)
         now = held if same else _grown(project, store, held, current)
     if now is None:
-        now = _after_build(project, store, files, current, stamp)
-        if now is None:
+        after = _after_build(project, store, files, current, stamp)
+        if after is None:
             return None
+        now, built = after
+    else:
+        built = scancache.load_clean(project, "build", now.key, stamp)
     seen = scancache.load_clean(project, "scan", now.key, stamp)
-    built = scancache.load_clean(project, "build", now.key, stamp)
     if any(d not in seen and d not in built for _, _, d in files):
         return None  # a file nothing vouched for: the whole forbidden set is needed
     # Files an earlier scan found clean of what it looked for then need be read only for the
@@ -392,19 +394,18 @@ def _bounded(project: Path, store: Store, files: Files, machine: bool) -> Folder
 
 def _after_build(
     project: Path, store: Store, files: Files, current: dict[str, list[Any]], stamp: str
-) -> Private | None:
+) -> tuple[Private, set[str]] | None:
     """The whole private text of the ledger as the last build left it, when that build was
     of this very ledger (its record's change tokens are the ledger's now) and vouched for
     every file (else None): every distinctive text of the blobs its goals' strings name,
-    read now."""
-    found = scancache.built_blobs(project, current)
+    read now; with the files the build found clean."""
+    found = scancache.built_blobs(project, current, stamp)
     if found is None:
         return None
-    key, refs, by_goal = found
-    built = scancache.load_clean(project, "build", key, stamp)
+    key, built, refs, by_goal = found
     if not all(d in built for _, _, d in files):
         return None  # not (only) this build's files: the exact way, without reading blobs
-    return Private(key, _blob_texts(store, sorted(refs)), _union(by_goal), by_goal)
+    return Private(key, _blob_texts(store, sorted(refs)), _union(by_goal), by_goal), built
 
 
 def _blob_texts(store: Store, refs: list[str]) -> frozenset[str]:

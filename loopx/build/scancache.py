@@ -49,7 +49,7 @@ from loopx.build import fingerprint as code
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.build.tally import Tally
 from loopx.privacy.allowed import Allowance
-from loopx.privacy.distinct import Needles, blob_hash
+from loopx.privacy.distinct import Needles, blob_hashes
 from loopx.privacy.scanner import machine_names
 from loopx.resources import resource_dir
 from loopx.store import fsio
@@ -304,7 +304,11 @@ def load_clean(project: Path, by: str, key: Key, print_: str) -> set[str]:
     cached = _load(project, f"clean-{by}.json")
     if cached is None or cached.get("key") != key or cached.get("fingerprint") != print_:
         return set()
-    files = cached.get("files")
+    return _files(cached)
+
+
+def _files(record: dict[str, Any]) -> set[str]:
+    files = record.get("files")
     return {f for f in files if isinstance(f, str)} if isinstance(files, list) else set()
 
 
@@ -455,19 +459,20 @@ def _goal_strings(
 
 
 def built_blobs(
-    project: Path, current: dict[str, list[Any]]
-) -> tuple[Key, frozenset[str], dict[str, frozenset[Allowance]]] | None:
+    project: Path, current: dict[str, list[Any]], print_: str
+) -> tuple[Key, set[str], frozenset[str], dict[str, frozenset[Allowance]]] | None:
     """What the last build on this host names of the ledger now (`current`: its change
-    tokens), when its clean record's key holds for that ledger and its memo holds every
-    goal's strings at the head the key names; else None: that key, every blob reference
-    among those strings (as its hex digest), and each goal's allow entries. A build reads no
+    tokens), when its clean record's key holds for that ledger, with the fingerprint
+    `print_`, and its memo holds every goal's strings at the head the key names; else None:
+    that key, the files the build found clean (`load_clean`'s), every blob reference among
+    those strings (as its hex digest), and each goal's allow entries. A build reads no
     blob, so a goal's strings hold the reference of each blob its fields name instead
     (`loopx.build.boundary._texts`): what a scan right after a build reads instead of
     folding every goal again (`loopx.build.folderscan`). The key's heads are those the build
     folded at its tokens (`folderscan.record_build`)."""
     record = _load(project, "clean-build.json")
     host = _host(project, create=False)
-    if record is None or not host:
+    if record is None or not host or record.get("fingerprint") != print_:
         return None
     try:
         key = [[str(g), str(h), *t] for g, h, *t in record["key"]]
@@ -485,16 +490,11 @@ def built_blobs(
             return None
         try:
             for strings in (entry["texts"], entry["public"]):
-                refs.update(s for s in strings if len(s) in _REF_LENGTHS and blob_hash(s))
+                refs.update(blob_hashes(strings))
             allowed[goal_id] = _allowances(entry["allowed"])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-    return key, frozenset(r[-64:] for r in refs), allowed
-
-
-# The lengths `blob_hash` accepts (a digest, `sha256:` and a digest): looked at first, which
-# spares a call for each of the tens of thousands of other strings.
-_REF_LENGTHS = (64, 71)
+    return key, _files(record), frozenset(r[-64:] for r in refs), allowed
 
 
 def _needles(record: Any) -> Needles:

@@ -110,8 +110,7 @@ class BlobStore:
         try:
             fd = self._shard(h[:2]) if self._shards is not None else None
             if fd is None:
-                path = self.base / "sha256" / h[:2] / h[2:]
-                data = fsio.current().read_file(path, limit=MAX_BLOB_BYTES)
+                data = fsio.current().read_file(self.path(h), limit=MAX_BLOB_BYTES)
             else:  # through the shard's descriptor, no path made: a scan reads thousands
                 data = fsio.read_regular_at(fd, h[2:], MAX_BLOB_BYTES)
         except (FileNotFoundError, NotADirectoryError, fsio.UnsafePath, fsio.TooLarge):

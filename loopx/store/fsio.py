@@ -573,9 +573,16 @@ def read_regular(path: Path, cap: int) -> bytes | None:
 
 
 def _capped(fs: FileSystem, fd: int, cap: int) -> bytes | None:
-    """The bytes of the open `fd` if it is a regular file of at most `cap` bytes, else None."""
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    """The bytes of the open `fd` if it is a regular file of at most `cap` bytes, else None.
+    One read of what fstat said and one byte more, to see whether it grew since (a scan reads
+    thousands of small blobs this way); a file that grew, or a read cut short, is read to its
+    end, capped as it goes."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
         return None
+    data = fs.pread(fd, info.st_size + 1, 0)
+    if len(data) == info.st_size:
+        return data
     try:
         return fs.read_from(fd, limit=cap)
     except TooLarge:
@@ -621,14 +628,6 @@ def read_regular_at(dir_fd: int, name: str, cap: int) -> bytes | None:
             return None
         raise
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
-            return None
-        # One read of what fstat said, and one byte more to see whether it grew since: a
-        # scan reads thousands of small blobs this way (two system calls fewer each).
-        data = os.pread(fd, info.st_size + 1, 0)
-        if len(data) == info.st_size:
-            return data
-        return _capped(current(), fd, cap)  # it grew, or a short read: read to its end
+        return _capped(current(), fd, cap)
     finally:
         os.close(fd)
