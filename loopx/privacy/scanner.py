@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 MAX_SCAN_BYTES = 256 * 1024 * 1024  # one scanned file
+_CHUNK = 1 << 20  # what a file that grew since its fstat is read on by
 
 #: Forbidden strings shorter than this are ignored: short ids and words hit ordinary text.
 MIN_FORBIDDEN_LENGTH = 6
@@ -530,13 +531,27 @@ def _read_regular(path: Path) -> bytes:
         if err.errno in (errno.ELOOP, errno.ENXIO):
             raise UnsafePath("refused to scan a link or special file") from None
         raise NotFound("a scan path cannot be read", code="path_not_found") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise UnsafePath("refused to scan a file: it is not a regular file")
-        data = fh.read(MAX_SCAN_BYTES + 1)
-    if len(data) > MAX_SCAN_BYTES:
-        raise TooLarge(f"refused to scan a file larger than {MAX_SCAN_BYTES} bytes")
-    return data
+        if info.st_size > MAX_SCAN_BYTES:
+            raise TooLarge(f"refused to scan a file larger than {MAX_SCAN_BYTES} bytes")
+        # One read of what fstat said and a byte more (a read of the cap itself would set
+        # aside 256 MiB for every page of a folder); a file that changed since is read on.
+        data = os.read(fd, info.st_size + 1)
+        if len(data) == info.st_size:
+            return data
+        chunks, total = [data], len(data)
+        while data:
+            if total > MAX_SCAN_BYTES:
+                raise TooLarge(f"refused to scan a file larger than {MAX_SCAN_BYTES} bytes")
+            data = os.read(fd, min(_CHUNK, MAX_SCAN_BYTES + 1 - total))
+            chunks.append(data)
+            total += len(data)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def scan_files(paths: Iterable[Path]) -> dict[str, Path]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
 import pytest
 from privacy_canaries import html_all, json_all
 
-from loopx.model.errors import NotFound
+from loopx.model.errors import NotFound, TooLarge, UnsafePath
 from loopx.privacy import scanner as scanner_module
 from loopx.privacy.redact import redact
 from loopx.privacy.scanner import MIN_FORBIDDEN_LENGTH, Finding, Scanner, scan_paths
@@ -187,6 +188,45 @@ def test_scan_paths_refuses_a_missing_path(tmp_path: Path) -> None:
     with pytest.raises(NotFound) as caught:
         scan_paths([tmp_path / "missing"])
     assert caught.value.code == "path_not_found"
+
+
+def test_a_scanned_file_is_read_whole_and_only_as_a_regular_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = bytes(range(256)) * 40
+    (tmp_path / "page.html").write_bytes(data)
+    (tmp_path / "empty").write_bytes(b"")
+    assert scanner_module.read_scanned(tmp_path / "page.html") == data
+    assert scanner_module.read_scanned(tmp_path / "empty") == b""
+    (tmp_path / "link").symlink_to(tmp_path / "page.html")
+    os.mkfifo(tmp_path / "fifo")  # never waited on
+    for name in ("link", "fifo"):
+        with pytest.raises(UnsafePath):
+            scanner_module.read_scanned(tmp_path / name)
+    monkeypatch.setattr(scanner_module, "MAX_SCAN_BYTES", len(data) - 1)
+    with pytest.raises(TooLarge):
+        scanner_module.read_scanned(tmp_path / "page.html")
+
+
+@pytest.mark.parametrize("told", [0, 1, 5000, 10239, 10241, 20000])
+def test_a_file_whose_size_changed_since_its_fstat_is_read_to_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, told: int
+) -> None:
+    data = bytes(range(256)) * 40  # 10,240 bytes; fstat tells `told`
+    (tmp_path / "page.html").write_bytes(data)
+    real = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        st = real(fd)
+        return os.stat_result((st.st_mode, *st[1:6], told, *st[7:]))
+
+    monkeypatch.setattr(scanner_module, "_CHUNK", 1000)  # read on in several pieces
+    monkeypatch.setattr(scanner_module.os, "fstat", fstat)
+    assert scanner_module.read_scanned(tmp_path / "page.html") == data
+    monkeypatch.setattr(scanner_module, "MAX_SCAN_BYTES", 10239)  # grew past the cap meanwhile
+    if told <= 10239:
+        with pytest.raises(TooLarge):
+            scanner_module.read_scanned(tmp_path / "page.html")
 
 
 def test_forbidden_strings_get_their_own_automaton_beside_the_shared_anchors(
