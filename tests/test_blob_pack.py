@@ -48,8 +48,20 @@ def _packed(data: bytes) -> dict[str, bytes]:
     return {h: data[start:end] for h, (start, end) in pack_index(data).items()}
 
 
+def _read(store: BlobStore, refs: list[str], how: str) -> list[bytes | None]:
+    """Every blob of `refs`, in a reading block one by one, or together (`get_many`)."""
+    if how == "together":
+        return list(store.get_many(refs).values())
+    with store.reading():
+        return [store.get(r) for r in refs]
+
+
+READS = pytest.mark.parametrize("how", ["one by one", "together"])
+
+
+@READS
 def test_a_reading_block_reads_every_small_blob_from_the_pack(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     store = _store(tmp_path)
     small = [f"private note number {i}".encode() for i in range(40)]
@@ -59,14 +71,14 @@ def test_a_reading_block_reads_every_small_blob_from_the_pack(
     assert _packed((store.base / PACK).read_bytes()) == {_hex(d): d for d in small}
     outside = {ref: store.get(ref) for ref in refs}
     reads = _file_reads(monkeypatch)
-    with store.reading():
-        inside = {ref: store.get(ref) for ref in refs}
+    inside = dict(zip(refs, _read(store, refs, how), strict=True))
     assert inside == outside and outside[refs[-1]] == large
     assert reads == [_hex(large)[2:]]  # only the blob too large for the pack
 
 
+@READS
 def test_what_the_pack_holds_wrongly_or_lacks_is_read_from_the_blobs_own_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """A record edited, torn by a crash (with records appended after it), or one claiming a
     blob it does not hold (a later intact record of that blob counts): each blob without an
@@ -82,30 +94,27 @@ def test_what_the_pack_holds_wrongly_or_lacks_is_read_from_the_blobs_own_file(
     foreign = pack_record(_hex(datas[3]), b"not what its name says")
     pack.write_bytes(b"".join([records[0], edited, torn, foreign, records[3], *records[4:]]))
     reads = _file_reads(monkeypatch)
-    with store.reading():
-        assert [store.get(r) for r in refs] == datas
+    assert _read(store, refs, how) == datas
     assert sorted(reads) == sorted(_hex(d)[2:] for d in datas[1:3])
     reads.clear()
-    with store.reading():
-        assert [store.get(r) for r in refs] == datas
+    assert _read(store, refs, how) == datas
     assert reads == []
 
 
+@READS
 def test_a_store_from_before_the_pack_gets_one_from_its_first_reading_block(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     store = _store(tmp_path)
     datas = [f"an older private note {i}".encode() for i in range(5)]
     refs = [store.put(d) for d in datas]
     (store.base / PACK).unlink()
     reads = _file_reads(monkeypatch)
-    with store.reading():
-        assert [store.get(r) for r in refs] == datas
+    assert _read(store, refs, how) == datas
     assert len(reads) == 5
     assert _packed((store.base / PACK).read_bytes()).keys() == {_hex(d) for d in datas}
     reads.clear()
-    with store.reading():
-        assert [store.get(r) for r in refs] == datas
+    assert _read(store, refs, how) == datas
     assert reads == []
 
 

@@ -675,6 +675,37 @@ def test_a_first_scan_without_the_build_memo_is_made_the_exact_way(
     assert fresh_scan() == ["g", "h"]  # the build's files are vouched for another ledger
 
 
+def test_the_build_memo_names_the_blobs_of_its_goals_and_a_forged_list_counts_for_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each goal's strings in the build memo name the blobs its fields hold (`refs`), which
+    the first scan reads; a list of anything but hex digests makes it the exact way, never an
+    error."""
+    root, _ = _public_project(tmp_path)
+    site = tmp_path / "site"
+    _built(root, site)
+    stored = {p.parent.name + p.name for p in (root / ".loopx/private/blobs/sha256").glob("*/*")}
+    stamp = scancache.fingerprint(frozenset(), True)
+    found = scancache.built_blobs(root, scancache.tokens(FileStore(root)), stamp)
+    assert found is not None and found[2] == stored and len(stored) == 1
+    cache = root / ".loopx/private/cache/scan"
+    goal_file = next(f for f in cache.glob("build-goal-*.json") if b'"refs":["' in f.read_bytes())
+    kept = goal_file.read_bytes()
+    digest = next(iter(stored))
+    for forged in ("x" * 64, digest[:63], digest + "0", digest.upper(), 64, "ab" * 64):
+        for refs in ([forged], forged, [digest, forged]):
+            record = orjson.loads(kept)
+            record["refs"] = refs
+            goal_file.write_bytes(orjson.dumps(record))
+            assert scancache.built_blobs(root, scancache.tokens(FileStore(root)), stamp) is None
+    for name in ("private.json", "clean-scan.json"):
+        (cache / name).unlink(missing_ok=True)
+    counting = _Counting(monkeypatch)
+    assert _scan(root, site / "public") == []
+    assert sorted(counting.folded) == ["g", "h"]  # the exact way
+    goal_file.write_bytes(kept)
+
+
 def test_a_whole_record_grows_from_the_changed_goals_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,7 @@ from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.engine.core import load_state
 from loopx.engine.goals import create_goal
 from loopx.engine.todos import add_todo
-from loopx.model.errors import LedgerDamage
+from loopx.model.errors import InvalidInput, LedgerDamage
 from loopx.store.base import SnapshotStale
 from loopx.store.filestore import FileStore
 from loopx.store.ledger import GENESIS, Cursor, canonical, encode_line, parse_line
@@ -363,6 +363,21 @@ def test_blobs_read_in_a_reading_block_are_the_same(store: Any) -> None:
         added = store.put_blob(b"stored inside the block")
         assert store.get_blob(added) == b"stored inside the block"
     assert {ref: store.get_blob(ref) for ref in outside} == outside
+
+
+def test_blobs_read_together_are_those_read_one_by_one(store: Any) -> None:
+    """`get_blobs` answers as `get_blob` does for each digest, in either spelling, missing or
+    not, inside a reading block or not; a malformed one is `invalid_ref`, as ever."""
+    refs = [store.put_blob(f"private body {i}".encode()) for i in range(30)]
+    asked = [*refs, *(r[7:] for r in refs[:5]), "sha256:" + "0" * 64, "f" * 64, refs[3]]
+    one_by_one = {digest: store.get_blob(digest) for digest in asked}
+    assert store.get_blobs(asked) == one_by_one and store.get_blobs([]) == {}
+    with store.reading_blobs():
+        assert store.get_blobs(asked) == one_by_one
+    if not isinstance(store, MemoryStore):  # the in-memory test double checks no digest
+        with pytest.raises(InvalidInput) as caught:
+            store.get_blobs([refs[0], "sha256:not-a-digest"])
+        assert caught.value.code == "invalid_ref"
 
 
 def test_file_blobs_live_under_private_and_never_in_a_ledger(file_store: FileStore) -> None:

@@ -37,15 +37,18 @@ from loopx.state.entities import GoalState, private_ref
 from loopx.state.freetext import goal_texts
 
 
-def _texts(value: Any, blobs: BlobText, read: set[str]) -> list[str]:
-    """The strings one stored value stands for: its text, or a blob's hash (both spellings)
-    and, where this host holds it, the private text itself, which is also added to `read`
-    (what a build, which reads no blob, does not look for)."""
+def _texts(value: Any, blobs: BlobText, read: set[str], refs: set[str]) -> list[str]:
+    """The strings one stored value stands for: its text, or a blob's hash (both spellings,
+    its hex digest also added to `refs`) and, where this host holds it, the private text
+    itself, which is also added to `read` (what a build, which reads no blob, does not look
+    for)."""
     if value is None:
         return []
     ref = private_ref(value)
     if ref is None:
         return [str(value)]
+    if blob_hash(ref):
+        refs.add(ref[-64:])
     text = blobs(ref)
     if text is None:
         return [ref, ref.removeprefix("sha256:")]
@@ -186,6 +189,7 @@ class GoalStrings:
     public_ids: frozenset[str]
     allowed: frozenset[Allowance] = frozenset()
     private: frozenset[str] = frozenset()  # read from the blob store (see `_texts`)
+    refs: frozenset[str] = frozenset()  # the hex digest of every blob its fields name
 
 
 def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalStrings:
@@ -203,8 +207,9 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
     goal_private = state.visibility != "public"
     blobs = BlobText(read_blob)
     read: set[str] = set()
+    refs: set[str] = set()
     for visibility, entity_id, values in goal_texts(state):
-        texts = [t for v in values for t in _texts(v, blobs, read)]
+        texts = [t for v in values for t in _texts(v, blobs, read, refs)]
         if visibility == "public" and not goal_private:
             public.update(texts)
             if entity_id is not None:
@@ -222,6 +227,7 @@ def goal_strings(state: GoalState, read_blob: BlobReader | None = None) -> GoalS
         frozenset(public_ids),
         allowances_of(state),
         frozenset(read),
+        frozenset(refs),
     )
 
 

@@ -40,7 +40,6 @@ from loopx.build.boundary import (
 from loopx.build.scancache import Private
 from loopx.engine.core import load_state
 from loopx.privacy.allowed import Allowance
-from loopx.privacy.audience import BlobText
 from loopx.privacy.distinct import Needles, distinctive_text
 from loopx.privacy.scanner import (
     Finding,
@@ -409,13 +408,13 @@ def _after_build(
 
 
 def _blob_texts(store: Store, refs: list[str]) -> frozenset[str]:
-    """The distinctive texts of the blobs `refs` names that this host holds, each read once."""
-    read = BlobText(store.get_blob)
+    """The distinctive texts of the blobs `refs` names that this host holds (read together,
+    decoded as `loopx.privacy.audience.BlobText` decodes them)."""
     texts: set[str] = set()
-    with store.reading_blobs():
-        for ref in refs:
-            text = read(ref)
-            if text is not None and distinctive_text(text):
+    for data in store.get_blobs(refs).values():
+        if data is not None:
+            text = data.decode("utf-8", "replace")
+            if distinctive_text(text):
                 texts.add(text)
     return frozenset(texts)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,7 +50,7 @@ from loopx.build import fingerprint as code
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.build.tally import Tally
 from loopx.privacy.allowed import Allowance
-from loopx.privacy.distinct import Needles, blob_hashes
+from loopx.privacy.distinct import Needles
 from loopx.privacy.scanner import machine_names
 from loopx.resources import resource_dir
 from loopx.store import fsio
@@ -61,7 +62,7 @@ from loopx.store.snapshots import host_mark
 MAX_BYTES = 512 * 1024 * 1024
 MAX_CLEAN = 200_000  # files remembered per record
 HASHES = "hashes.json"
-FORMAT = 5
+FORMAT = 6
 Key = list[Any]  # [[goal id, head, *change token], …], sorted by goal id
 LAYERS = ("model", "state", "privacy")  # every module of these decides a record (`version`)
 
@@ -184,6 +185,7 @@ def _strings(entry: dict[str, Any]) -> GoalStrings:
         public_ids=frozenset(entry["public_ids"]),
         allowed=_allowances(entry["allowed"]),
         private=frozenset(entry["private"]),
+        refs=frozenset(entry["refs"]),
     )
 
 
@@ -192,6 +194,7 @@ def _strings_record(s: GoalStrings) -> dict[str, Any]:
         **{k: sorted(getattr(s, k)) for k in ("texts", "ids", "public", "public_ids")},
         "private": sorted(s.private),
         "allowed": _rows(s.allowed),
+        "refs": sorted(s.refs),
     }
 
 
@@ -464,12 +467,12 @@ def built_blobs(
     """What the last build on this host names of the ledger now (`current`: its change
     tokens), when its clean record's key holds for that ledger, with the fingerprint
     `print_`, and its memo holds every goal's strings at the head the key names; else None:
-    that key, the files the build found clean (`load_clean`'s), every blob reference among
-    those strings (as its hex digest), and each goal's allow entries. A build reads no
-    blob, so a goal's strings hold the reference of each blob its fields name instead
-    (`loopx.build.boundary._texts`): what a scan right after a build reads instead of
-    folding every goal again (`loopx.build.folderscan`). The key's heads are those the build
-    folded at its tokens (`folderscan.record_build`)."""
+    that key, the files the build found clean (`load_clean`'s), the hex digest of every
+    blob the goals' fields name (their strings' `refs`: a build reads no blob, so its
+    strings name each instead, `loopx.build.boundary._texts`), and each goal's allow
+    entries: what a scan right after a build reads instead of folding every goal again
+    (`loopx.build.folderscan`). The key's heads are those the build folded at its tokens
+    (`folderscan.record_build`)."""
     record = _load(project, "clean-build.json")
     host = _host(project, create=False)
     if record is None or not host or record.get("fingerprint") != print_:
@@ -489,12 +492,19 @@ def built_blobs(
         if entry.get("goal") != goal_id or entry.get("head") != head:
             return None
         try:
-            for strings in (entry["texts"], entry["public"]):
-                refs.update(blob_hashes(strings))
+            named = entry["refs"]
+            if not isinstance(named, list) or not all(len(r) == 64 for r in named):
+                return None
+            if not _HEX_DIGESTS.fullmatch("".join(named)):  # a non-string: TypeError
+                return None
+            refs.update(named)
             allowed[goal_id] = _allowances(entry["allowed"])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-    return key, _files(record), frozenset(r[-64:] for r in refs), allowed
+    return key, _files(record), frozenset(refs), allowed
+
+
+_HEX_DIGESTS = re.compile(r"(?:[0-9a-f]{64})*")
 
 
 def _needles(record: Any) -> Needles:

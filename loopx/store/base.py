@@ -99,6 +99,11 @@ class Store(Protocol):
 
     def get_blob(self, digest: str) -> bytes | None: ...
 
+    def get_blobs(self, digests: list[str]) -> dict[str, bytes | None]:
+        """`get_blob` of each of `digests` (by the digest as given), at once: what a store can
+        read together it does (the file store reads its pack once, PostgreSQL one query)."""
+        ...
+
     def reading_blobs(self) -> AbstractContextManager[None]:
         """A block in which many blobs are read (`get_blob`), which a store may make cheaper
         per blob (the file store opens each shard folder once); the same answers either way."""

@@ -267,6 +267,9 @@ class BrokeredStore(HostCache):
         found, data = self._call("get_blob", {"digest": digest})
         return data if found else None
 
+    def get_blobs(self, digests: list[str]) -> dict[str, bytes | None]:
+        return {digest: self.get_blob(digest) for digest in digests}
+
     def reading_blobs(self) -> AbstractContextManager[None]:
         return nullcontext()
 

@@ -281,5 +281,11 @@ class FileStore:
         except OSError as err:
             raise fsio.storage_error("read a private blob", err) from err
 
+    def get_blobs(self, digests: list[str]) -> dict[str, bytes | None]:
+        try:
+            return self.blobs.get_many(digests)
+        except OSError as err:
+            raise fsio.storage_error("read a private blob", err) from err
+
     def reading_blobs(self) -> AbstractContextManager[None]:
         return self.blobs.reading()

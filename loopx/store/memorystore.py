@@ -91,5 +91,8 @@ class MemoryStore:
     def get_blob(self, digest: str) -> bytes | None:
         return self.blobs.get(digest if digest.startswith("sha256:") else "sha256:" + digest)
 
+    def get_blobs(self, digests: list[str]) -> dict[str, bytes | None]:
+        return {digest: self.get_blob(digest) for digest in digests}
+
     def reading_blobs(self) -> AbstractContextManager[None]:
         return nullcontext()

@@ -545,6 +545,18 @@ class PostgresStore(HostCache):
         rows = self._query("SELECT data FROM loopx_blobs WHERE digest = %s", (ref,))
         return bytes(rows[0][0]) if rows else None
 
+    def get_blobs(self, digests: list[str]) -> dict[str, bytes | None]:
+        refs = {digest: "sha256:" + _hex(digest) for digest in digests}
+        wanted = sorted(set(refs.values()))
+        found: dict[str, bytes] = {}
+        for at in range(0, len(wanted), _BLOBS_A_QUERY):
+            rows = self._query(
+                "SELECT digest, data FROM loopx_blobs WHERE digest = ANY(%s)",
+                (wanted[at : at + _BLOBS_A_QUERY],),
+            )
+            found.update((str(ref), bytes(data)) for ref, data in rows)
+        return {digest: found.get(ref) for digest, ref in refs.items()}
+
     def reading_blobs(self) -> AbstractContextManager[None]:
         return nullcontext()
 
@@ -561,6 +573,7 @@ _READ = (
     " (SELECT string_agg(line, ''::bytea ORDER BY seq) FROM loopx_events"
     "  WHERE goal_id = %(g)s AND end_offset > %(o)s)"
 )
+_BLOBS_A_QUERY = 5000  # digests asked for in one query (a scan asks for every blob)
 _PUT_BLOB = "INSERT INTO loopx_blobs (digest, data) VALUES (%s, %s) ON CONFLICT (digest) DO NOTHING"
 
 
