@@ -190,6 +190,21 @@ def test_scan_paths_refuses_a_missing_path(tmp_path: Path) -> None:
     assert caught.value.code == "path_not_found"
 
 
+@pytest.mark.parametrize("rules", [True, False])
+@pytest.mark.parametrize(
+    ("code", "char"), [("#quot;", '"'), ("#lt;", "<"), ("#gt;", ">"), ("#amp;", "&")]
+)
+def test_text_written_in_mermaid_codes_is_found(code: str, char: str, rules: bool) -> None:
+    secret = f"the {char}private{char} launch date moved"
+    label = secret.replace(char, code)
+    scanner = Scanner([secret], machine=False, rules=rules)
+    for page in (f'graph TD\n  a["{label}"]\n', html.escape(f"<pre>{label}</pre>")):
+        found = scanner.scan_text(page)
+        assert [f.kind for f in found] == ["non-public-text"], page
+        assert found[0].encoding.endswith("mermaid")
+    assert scanner.scan_text(f'graph TD\n  a["{label.replace(code, "#quote;")}"]\n') == []
+
+
 def test_a_scanned_file_is_read_whole_and_only_as_a_regular_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
