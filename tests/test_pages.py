@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import run_cli
 
@@ -357,3 +359,20 @@ def test_todo_pages_write_dates_as_the_shared_component_does(built: Path) -> Non
     assert len(pages) >= 8 and len(times) >= 2 * len(pages)
     assert all(m.group(0) == str(when(m.group(1))) for m in times)
     assert str(when(None)) == "–"  # the page's own fallback for a missing date
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.sampled_from(["2026-03-01T12:00:00Z", '2026-03-01T1"<&>\'x'])))
+def test_a_date_is_escaped_as_markup_formatting_escapes_it(value: str) -> None:
+    """The `time` filter writes its element as `Markup.format` would, every text escaped."""
+    from markupsafe import Markup
+
+    from loopx.render.env import _time, _when
+
+    for given_value in (value, Markup(value)):
+        expected = (
+            Markup('<time datetime="{}">{}</time>').format(given_value, _when(given_value))
+            if given_value
+            else Markup("–")
+        )
+        assert _time(given_value) == expected and type(_time(given_value)) is Markup
