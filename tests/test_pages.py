@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import hypothesis
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import run_cli
@@ -361,8 +361,10 @@ def test_todo_pages_write_dates_as_the_shared_component_does(built: Path) -> Non
     assert str(when(None)) == "–"  # the page's own fallback for a missing date
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.text(), st.sampled_from(["2026-03-01T12:00:00Z", '2026-03-01T1"<&>\'x'])))
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    st.one_of(st.text(), st.sampled_from(["2026-03-01T12:00:00Z", "2026-03-01T1\"<&>'x"]))
+)
 def test_a_date_is_escaped_as_markup_formatting_escapes_it(value: str) -> None:
     """The `time` filter writes its element as `Markup.format` would, every text escaped."""
     from markupsafe import Markup
