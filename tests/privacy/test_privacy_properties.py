@@ -69,3 +69,39 @@ def test_scan_and_redact_never_raise(text: str) -> None:
         assert finding.line >= 1 and finding.column >= 1
     redacted, counts = redact(text)
     assert all(n > 0 for n in counts.values())
+
+
+def _shortest_at_each_start(forbidden: list[str], doc: str) -> set[tuple[int, int]]:
+    """The oracle: at each position, the shortest forbidden text that starts there."""
+    kept = [f for f in forbidden if len(f) >= MIN_FORBIDDEN_LENGTH]
+    spans = set()
+    for start in range(len(doc)):
+        ends = [start + len(f) for f in kept if doc.startswith(f, start)]
+        if ends:
+            spans.add((start, min(ends)))
+    return spans
+
+
+# Two letters and a space, so that texts share their first 16 and 32 characters (a stem, a
+# prefix) in every way, and are of every length around both.
+_AB = st.text(alphabet="ab ", min_size=1, max_size=48)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(_AB, min_size=1, max_size=12),
+    cuts=st.lists(st.integers(min_value=6, max_value=40), max_size=12),
+    pieces=st.lists(_AB, max_size=12),
+)
+def test_every_forbidden_text_is_found_where_it_starts_as_a_naive_search_finds_it(
+    texts: list[str], cuts: list[int], pieces: list[str]
+) -> None:
+    """Texts longer than the automaton's stems (sharing stems, prefixes, or a stem with a
+    text of just its length) are found exactly where a naive search finds them, the shortest
+    at each start, with rules and without."""
+    forbidden = texts + [t[:cut] for t in texts for cut in cuts]  # texts that begin others
+    doc = "".join(pieces) + "".join(texts[:3])
+    expected = _shortest_at_each_start(forbidden, doc)
+    for rules in (False, True):
+        hits = Scanner(forbidden, machine=False, rules=rules).hits(doc)
+        assert {(h.start, h.end) for h in hits if h.kind == "non-public-text"} == expected
