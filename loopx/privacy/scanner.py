@@ -286,6 +286,8 @@ class Scanner:
             else:
                 self._long.setdefault(text[:PREFIX], []).append(text)
                 longer[0] = True
+        for longer_texts in self._long.values():  # the shortest at a start first, as for
+            longer_texts.sort(key=len)  # the others, whatever order they came in
         self._mid = frozenset(mid)
         self._stems = {
             stem: (tuple(sorted(lengths)), longer[0]) for stem, (lengths, longer) in stems.items()
