@@ -371,7 +371,11 @@ def test_a_date_is_escaped_as_markup_formatting_escapes_it(value: str) -> None:
 
     from loopx.render.env import _time, _when
 
-    for given_value in (value, Markup(value)):
+    class Shown:  # an object that says how it reads in HTML
+        def __html__(self) -> str:
+            return value
+
+    for given_value in (value, Markup(value), Shown()):
         expected = (
             Markup('<time datetime="{}">{}</time>').format(given_value, _when(given_value))
             if given_value

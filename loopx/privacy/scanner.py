@@ -144,15 +144,17 @@ class _Literals:
             else None
         )
 
-    def find(self, text: str) -> list[tuple[int, int, int]]:
-        """(pattern index, start, end) of every occurrence, overlapping ones included."""
+    def find(self, text: str) -> tuple[str, list[tuple[int, int, int]]]:
+        """The text as matched (lone surrogates read as U+FFFD, as the patterns do: the same
+        length, so offsets stay valid), and (pattern index, start, end) of every occurrence in
+        it, overlapping ones included, ordered by end, then start."""
         if self._automaton is None:
-            return []
+            return text, []
         try:
-            return self._automaton.find_matches_as_indexes(text, overlapping=True)
-        except UnicodeEncodeError:  # lone surrogates: same length, offsets stay valid
+            return text, self._automaton.find_matches_as_indexes(text, overlapping=True)
+        except UnicodeEncodeError:
             clean = _SURROGATES.sub("\ufffd", text)
-            return self._automaton.find_matches_as_indexes(clean, overlapping=True)
+            return clean, self._automaton.find_matches_as_indexes(clean, overlapping=True)
 
 
 @lru_cache(maxsize=1)
@@ -347,46 +349,44 @@ class Scanner:
         text = view.text
         numbers = set(_ALWAYS) if self._rules else set()
         anchors: dict[int, list[int]] = {}  # positional rule -> where its anchors start
+        # Exact strings are added in the order the automaton would have found them whole (by
+        # end, then start): where two of one kind start at the same place in the raw text
+        # (a decoding that makes several characters of one), the first found is kept.
+        exact: list[tuple[int, int, int, str, int]] = []  # (end, start, then, kind, its end)
         for literals in self._automata:
-            for index, start, end in literals.find(text):
+            matched, occurrences = literals.find(text)
+            for index, start, end in occurrences:
                 for number in literals.rules[index]:
                     numbers.add(number)
                     if number in _POSITIONAL:
                         anchors.setdefault(number, []).append(start)
                 for kind in literals.kinds[index]:
-                    if kind == _PREFIX_KIND:  # the shortest text first, as the automaton
-                        lengths, longer = self._stems[text[start:end]]
+                    if kind == _PREFIX_KIND:  # each text that starts with this stem here
+                        lengths, longer = self._stems[matched[start:end]]
                         for size in lengths:
-                            if text[start : start + size] in self._mid:
-                                self._add(
-                                    found,
-                                    view,
-                                    NON_PUBLIC_TEXT,
-                                    start,
-                                    start + size,
-                                    False,
-                                    _EXACT_PRIORITY,
+                            if matched[start : start + size] in self._mid:
+                                exact.append(
+                                    (start + size, start, 0, NON_PUBLIC_TEXT, start + size)
                                 )
                         if longer:
-                            for full in self._long.get(text[start : start + PREFIX], ()):
-                                if text.startswith(full, start):
-                                    self._add(
-                                        found,
-                                        view,
-                                        NON_PUBLIC_TEXT,
-                                        start,
-                                        start + len(full),
-                                        False,
-                                        _EXACT_PRIORITY,
+                            longs = self._long.get(matched[start : start + PREFIX], ())
+                            for then, full in enumerate(longs, 1):
+                                if matched.startswith(full, start):
+                                    stop = start + len(full)
+                                    exact.append(
+                                        (start + PREFIX, start, then, NON_PUBLIC_TEXT, stop)
                                     )
                         continue
                     bounded = _BOUNDED_CHARS.get(kind)
                     if bounded is not None and (
-                        (start > 0 and text[start - 1] in bounded)
-                        or (end < len(text) and text[end] in bounded)
+                        (start > 0 and matched[start - 1] in bounded)
+                        or (end < len(matched) and matched[end] in bounded)
                     ):
                         continue
-                    self._add(found, view, kind, start, end, False, _EXACT_PRIORITY)
+                    exact.append((end, start, 0, kind, end))
+        exact.sort(key=lambda e: e[:3])  # stable: a pattern's kinds stay in their order
+        for _, start, _, kind, stop in exact:
+            self._add(found, view, kind, start, stop, False, _EXACT_PRIORITY)
         if self._name_hashes:
             self._scan_names(view, found)
         encoded = _BASE64_ANCHOR in numbers
@@ -487,7 +487,7 @@ def scanned_views(text: str, rules: bool = True) -> list[View]:
     if not rules:
         return list(views(text, base64=False))
     anchors = _anchors_only()
-    encoded = any(_BASE64_ANCHOR in anchors.rules[i] for i, _, _ in anchors.find(text))
+    encoded = any(_BASE64_ANCHOR in anchors.rules[i] for i, _, _ in anchors.find(text)[1])
     return list(views(text, base64=encoded))  # what `_scan_view` finds of the raw text
 
 

@@ -40,9 +40,10 @@ def _time(value: Any) -> Markup:
     macro call costs a page as much as a dozen fields)."""
     if not value:
         return Markup("–")
-    # Escaped as `Markup.format` escapes its arguments, without its Python-level formatter
-    # (a third of a todo page's escaping cost).
-    return Markup(f'<time datetime="{escape(value)}">{escape(_when(value))}</time>')
+    if type(value) is str:  # a ledger time: escaped as `Markup.format` escapes it, without
+        # its Python-level formatter (a third of a todo page's escaping cost)
+        return Markup(f'<time datetime="{escape(value)}">{escape(_when(value))}</time>')
+    return Markup('<time datetime="{}">{}</time>').format(value, _when(value))
 
 
 @cache

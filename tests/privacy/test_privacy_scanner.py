@@ -205,6 +205,37 @@ def test_text_written_in_mermaid_codes_is_found(code: str, char: str, rules: boo
     assert scanner.scan_text(f'graph TD\n  a["{label.replace(code, "#quote;")}"]\n') == []
 
 
+_BASE = "launch code alpha bravo charlie delta echo"
+
+
+@pytest.mark.parametrize("size", [12, 16, 17, 24, 32, 33, 40])
+@pytest.mark.parametrize("at", [3, 15, 16, 20, 31, 32, 35])
+def test_a_text_with_a_lone_surrogate_is_found_whatever_its_length(size: int, at: int) -> None:
+    """A lone surrogate reads as U+FFFD, in the forbidden text and in the scanned text, be it
+    in the part of a text the automaton holds or in the part looked up where that matches."""
+    if at >= size:
+        return
+    forbidden = _BASE[:at] + "\ufffd" + _BASE[at + 1 : size]
+    scanned = _BASE[:at] + "\udcff" + _BASE[at + 1 : size]
+    for text in (forbidden, scanned):
+        for rules in (True, False):
+            scanner = Scanner([text], machine=False, rules=rules)
+            found = scanner.scan_text(f"before {scanned} after")
+            assert [(f.kind, f.offset) for f in found] == [("non-public-text", 7)], (text, rules)
+
+
+def test_of_two_texts_at_one_raw_place_the_one_found_first_whole_is_kept() -> None:
+    """A decoding can make one character of the raw text several (the ligature ﬁ reads as
+    fi): two texts starting at one raw place both match; the one whose match ends first is
+    kept, as the automaton finds them whole, and redaction covers its span."""
+    forbidden = ["final launch plan ", "inal launch plan"]  # 18 and 16 characters
+    doc = "x \ufb01nal launch plan for Q3 2031 y"
+    hits = Scanner(forbidden, machine=False).hits(doc)
+    assert [(h.start, h.end, h.encoding) for h in hits] == [(2, 18, "unicode")]
+    text, _ = redact(doc, scanner=Scanner(forbidden, machine=False))
+    assert text == "x [redacted:non-public-text] for Q3 2031 y"
+
+
 def test_a_scanned_file_is_read_whole_and_only_as_a_regular_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
