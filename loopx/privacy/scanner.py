@@ -360,7 +360,10 @@ class Scanner:
                         anchors.setdefault(number, []).append(start)
                 for kind in literals.kinds[index]:
                     if kind == _PREFIX_KIND:  # each text that starts with this stem here
-                        for size in self._stems[matched[start:end]]:
+                        room = len(matched) - start
+                        for size in self._stems[matched[start:end]]:  # shortest first
+                            if size > room:  # cut short, it might read as a shorter text
+                                break
                             if matched[start : start + size] in self._mid:
                                 exact.append(
                                     (start + size, start, 0, NON_PUBLIC_TEXT, start + size)

@@ -13,6 +13,7 @@ from privacy_canaries import html_all, json_all
 
 from loopx.model.errors import NotFound, TooLarge, UnsafePath
 from loopx.privacy import scanner as scanner_module
+from loopx.privacy.allowed import Allowance
 from loopx.privacy.redact import redact
 from loopx.privacy.scanner import MIN_FORBIDDEN_LENGTH, Finding, Scanner, scan_paths
 
@@ -222,6 +223,17 @@ def test_a_text_with_a_lone_surrogate_is_found_whatever_its_length(size: int, at
             scanner = Scanner([text], machine=False, rules=rules)
             found = scanner.scan_text(f"before {scanned} after")
             assert [(f.kind, f.offset) for f in found] == [("non-public-text", 7)], (text, rules)
+
+
+def test_an_allowed_text_at_the_end_stays_allowed_beside_a_longer_one_of_its_stem() -> None:
+    """Where a text ends the scanned text, no longer text of its stem is taken for found
+    there (its window would run past the end): the allow entry of the one found holds."""
+    forbidden = ["release-plan-2031-q3", "release-plan-2031-q3-final"]  # one 16-character stem
+    allowed = [Allowance("non-public-text", "release-plan-2031-q3")]
+    for doc in ("see release-plan-2031-q3", "see release-plan-2031-q3 and more"):
+        assert Scanner(forbidden, machine=False, allowed=allowed).hits(doc) == []
+    hits = Scanner(forbidden, machine=False).hits("see release-plan-2031-q3")
+    assert [(h.start, h.end) for h in hits] == [(4, 24)]
 
 
 def test_of_two_texts_at_one_raw_place_the_one_found_first_whole_is_kept() -> None:
