@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,7 +110,11 @@ def replace_ledger(root: Path, goal: str, data: bytes) -> None:
 
     url = configured(root)
     if url == "file":
-        (root / ".loopx" / "goals" / goal / "ledger.jsonl").write_bytes(data)
+        # Whole, in one rename: a watcher (`serve`) never reads it half written (empty, a
+        # goal without events, which a build would drop).
+        ledger = root / ".loopx" / "goals" / goal / "ledger.jsonl"
+        ledger.with_name("ledger.jsonl.new").write_bytes(data)
+        os.replace(ledger.with_name("ledger.jsonl.new"), ledger)
     else:
         overwrite(url, goal, data)
         admin(url).execute("SELECT pg_notify('loopx_ledger', %s)", (goal,))  # wakes `serve`
