@@ -120,39 +120,22 @@ class BlobStore:
         return data
 
     def get_many(self, refs: list[str]) -> dict[str, bytes | None]:
-        """`get` of each of `refs` (by the ref as given), in a reading block: the pack is
-        read once, and a blob it does not hold intact is read as `get` reads it there."""
-        out: dict[str, bytes | None] = {}
-        sha256 = hashlib.sha256
+        """`get` of each of `refs` (by the ref as given), in one reading block: the pack is
+        read once for all of them."""
         with self.reading():
-            pack, index = self._packed()
-            for ref in refs:
-                h = _hex(ref)
-                span = index.get(h)
-                if span is not None:
-                    data = pack[span[0] : span[1]]
-                    if sha256(data).hexdigest() == h:
-                        out[ref] = data
-                        continue
-                out[ref] = self.get(h)
-        return out
+            return {ref: self.get(ref) for ref in refs}
 
-    def _packed(self) -> tuple[bytes, dict[str, tuple[int, int]]]:
-        """The pack's bytes and where each record is in them (read once)."""
+    def _from_pack(self, h: str) -> bytes | None:
+        """The blob's record in the pack, when its bytes hash to its name."""
         if self._pack is None:
             data = None
             with suppress(OSError):
                 data = fsio.read_regular(self.base / PACK, PACK_BYTES)
             self._pack = (data, pack_index(data)) if data else (b"", {})
-        return self._pack
-
-    def _from_pack(self, h: str) -> bytes | None:
-        """The blob's record in the pack, when its bytes hash to its name."""
-        pack, index = self._packed()
-        span = index.get(h)
+        span = self._pack[1].get(h)
         if span is None:
             return None
-        data = pack[span[0] : span[1]]
+        data = self._pack[0][span[0] : span[1]]
         return data if hashlib.sha256(data).hexdigest() == h else None
 
     @contextmanager
