@@ -791,3 +791,110 @@ def test_a_manifest_changed_since_the_memo_is_read_again(
     build(demo, out, head=REV_NEW, reuse=True)
     assert reads == ["manifest.json"]
     assert extra.exists()  # not listed: never removed
+
+
+def _journals(monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, Any]], list[str]]:
+    """What each write journals as the hash of the file it replaces (rel → hash), and every
+    file of the output folder read to be compared or hashed."""
+    from loopx.build import outdir, writer
+
+    plans: list[dict[str, Any]] = []
+    reads: list[str] = []
+    real_commit, real_digest, real_read = (
+        writer._commit,
+        outdir.Folder.digest,
+        outdir.Folder.read_checked,
+    )
+
+    def commit(folder: Any, changed: Any, replaced: Any, *args: Any, **kwargs: Any) -> Any:
+        plans.append(dict(replaced))
+        return real_commit(folder, changed, replaced, *args, **kwargs)
+
+    def digest(self: Any, rel: str, size: int | None = None) -> Any:
+        reads.append(rel)
+        return real_digest(self, rel, size)
+
+    def read_checked(self: Any, rel: str, cap: int) -> Any:
+        reads.append(rel)
+        return real_read(self, rel, cap)
+
+    monkeypatch.setattr(writer, "_commit", commit)
+    monkeypatch.setattr(outdir.Folder, "digest", digest)
+    monkeypatch.setattr(outdir.Folder, "read_checked", read_checked)
+    return plans, reads
+
+
+def _hashes(out: Path) -> dict[str, str]:
+    return {
+        p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_rebuild_takes_what_it_replaces_from_the_memo_while_the_file_is_as_written(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file the event changed, still the file the memo's build wrote (its size, mtime,
+    ctime and inode), is not read back to be compared or hashed: the journal names the hash
+    the memo records, which is the hash of what is on disk. The files of a unit with a file
+    edited since (its unit is not carried: `load`) are read, and their own hashes
+    journaled; the output is what a full build writes."""
+    out, full = tmp_path / "site", tmp_path / "full"
+    build(demo, out, head=REV_NEW, reuse=True)
+    plans, reads = _journals(monkeypatch)
+    edited = "team/goals/launch/status.json"
+    _edit_keeping_stat(out / edited, "Launch loopx", "Lunch  loopx")
+    before = _hashes(out)
+    r = ["--root", str(demo), "--goal-id", "launch"]
+    added = ["todo", "add", *r, "--todo-id", "one-more", "--title", "One", "--visibility", "public"]
+    assert run_cli(added).exit_code == 0
+    build(demo, out, head=REV_NEW, reuse=True)
+    (replaced,) = plans
+    assert "manifest.json" in replaced and edited in replaced
+    for rel, old in replaced.items():
+        assert old == before.get(rel), rel  # what was on disk (None: a new file)
+    public = {rel for rel in replaced if rel.startswith("public/goals/launch/")}
+    assert len(public) > 5 and public.isdisjoint(reads)  # as the memo's build wrote them
+    assert "manifest.json" not in reads
+    assert edited in reads and "team/goals/launch/index.html" in reads
+    build(demo, full, head=REV_NEW)
+    assert _files(out) == _files(full)
+    assert check(demo, out, head=REV_NEW).ok
+
+
+def test_a_memo_row_of_the_wrong_types_is_never_carried(demo: Path, tmp_path: Path) -> None:
+    """A unit whose record names a file with a size, mtime, ctime or inode that is not a
+    whole number as `lstat` gives it (a float, a boolean, a string), or a hash that is not
+    64 lowercase hex digits, is not carried: its goal is rendered again."""
+    from loopx.build import reuse
+
+    out = tmp_path / "site"
+    build(demo, out, head=REV_NEW, reuse=True)
+    clean = _files(out)
+    folder = reuse.memo_dir(demo, out)
+    assert ("public", "launch") in reuse.load(demo, out).entries
+    forgeries: list[Any] = [
+        (4, float),
+        (5, bool),
+        (7, str),
+        (1, str.upper),
+        (1, lambda v: v[:63] + "g"),
+        (1, lambda v: v[:63]),
+        (3, lambda v: "A" * 64),
+    ]
+    original = (folder / "launch.json").read_text()
+    for column, forge in forgeries:
+
+        def edit(
+            audience: str, goal_id: str, record: dict[str, Any], c: int = column, f: Any = forge
+        ) -> None:
+            if (audience, goal_id) == ("public", "launch"):
+                record["files"][0][c] = f(record["files"][0][c])
+
+        (folder / "launch.json").write_text(original)
+        _edit_units(folder, edit)
+        assert ("public", "launch") not in reuse.load(demo, out).entries, column
+        assert ("team", "launch") in reuse.load(demo, out).entries
+    build(demo, out, head=REV_NEW, reuse=True)
+    assert _files(out) == clean

@@ -86,6 +86,15 @@ def parts_of(rel: str) -> list[str]:
     return parts
 
 
+Identity = tuple[int, int, int, int]  # size, mtime, ctime, inode: what tells a file from another
+
+
+def identity(st: os.stat_result) -> Identity:
+    """What tells the file of `st` from any other (and from itself before an edit: an edit
+    changes its ctime, which no one can set back)."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -228,7 +237,7 @@ class Folder:
             raise _unsafe(self.label + rel, kind)
         return st
 
-    def identities(self, rel_dir: str, names: list[str]) -> list[tuple[int, int, int, int] | None]:
+    def identities(self, rel_dir: str, names: list[str]) -> list[Identity | None]:
         """What tells each regular file `name` of the folder `rel_dir` from any other: its
         size, mtime, ctime and inode (`lstat` through the folder's checked descriptor, as
         `stat`); None for one that is missing, or a link, folder or special file. `names`
@@ -245,7 +254,7 @@ class Folder:
             if st is None or not stat.S_ISREG(st.st_mode):
                 found.append(None)
             else:
-                found.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+                found.append((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))  # identity
         return found
 
     def read(self, rel: str, cap: int = READ_CAP) -> bytes | None:

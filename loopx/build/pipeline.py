@@ -362,6 +362,7 @@ def build(
             site = result.site
             trusted: set[str] = set()
             checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
+            was: dict[str, tuple[str, outdir.Identity]] = {}  # what the others were then
             if cache is not None:
                 written = cache.written
                 for p, a in site.artifacts.items():
@@ -369,6 +370,7 @@ def build(
                         trusted.add(p)
                         if getattr(a, "seen", None) is not None:
                             checked.add(p)
+                was = reuse_mod.recorded(cache, site.artifacts.keys() - trusted)
             # What the manifest there lists: as the build memo knows it, when the manifest is
             # still the one the memo's build wrote (`reuse.load`), else read from it.
             listed = getattr(cache.memo, "listed", None) if cache is not None else None
@@ -380,6 +382,7 @@ def build(
                     listed if listed is not None else manifest_entries(folder),
                     trusted=trusted,
                     checked=checked,
+                    was=was,
                     overwrite=overwrite,
                     layout=outdir.BUILD,
                     staging=staging,

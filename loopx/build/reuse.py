@@ -28,10 +28,11 @@ interrupted between two of them leaves nothing that can be carried wrongly.
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import os
 import re
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,22 @@ _ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")  # a goal id (`model.ids`): a saf
 # or a reserved name (each starts with a letter, digit, `_` or `-`).
 _NAME = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"
 _RELS = re.compile(rf"{_NAME}(?:[/\n]{_NAME})*")
-_HEXES = re.compile(r"[0-9a-f]*")
+_SCHEMA_TYPES = {str, type(None)}
+
+
+def _digests(values: Sequence[Any]) -> bool:
+    """Whether each of `values` is a sha256 in 64 lowercase hex digits (one pass over them
+    all joined, not one a value)."""
+    if not values:
+        return True
+    if set(map(type, values)) != {str} or set(map(len, values)) != {64}:
+        return False
+    joined = "".join(values)
+    try:
+        binascii.unhexlify(joined)  # hex digits only (and ASCII)
+    except ValueError:
+        return False
+    return joined == joined.lower()
 
 
 def memo_dir(root: Path, out: Path) -> Path:
@@ -143,6 +159,8 @@ class Memo:
         # What the output folder's manifest lists (path → (sha256, size), and the manifest
         # itself), when it is still the manifest the memo's build wrote (`_listing`).
         self.listed: dict[str, tuple[str | None, int | None]] | None = None
+        # The manifest's sha256 and identity on disk, as that build wrote it (`_listing`).
+        self.manifest: tuple[str, outdir.Identity] | None = None
 
 
 def load(root: Path, out: Path) -> BuildCache:
@@ -188,7 +206,32 @@ def load(root: Path, out: Path) -> BuildCache:
                 memo.units.setdefault(goal_id, {})[unit] = (entry, parts, unit_record)
                 cache.written.update((a.path, a.sha256) for a in entry[1][0])
         memo.listed = _listing(target, manifest, listed)
+        if memo.listed is not None and isinstance(manifest, dict):
+            sha = manifest.get("sha256")
+            if type(sha) is str and _digests([sha]):
+                memo.manifest = (sha, tuple(manifest["seen"]))  # as found just now
     return cache
+
+
+def recorded(cache: BuildCache, paths: Iterable[str]) -> dict[str, tuple[str, outdir.Identity]]:
+    """Of `paths`, those `load` found on disk as the memo's build wrote them (a file of a
+    unit it read, carried or not; the manifest), each with its sha256 and its identity then
+    (`writer.write_tree`'s `was`: a file still of that identity holds those bytes)."""
+    memo = cache.memo
+    if not isinstance(memo, Memo):
+        return {}
+    wanted = set(paths)
+    out: dict[str, tuple[str, outdir.Identity]] = {}
+    if memo.manifest is not None and MANIFEST in wanted:
+        out[MANIFEST] = memo.manifest
+    goals = {p.split("/", 3)[2] for p in wanted if p.count("/") >= 3}
+    for goal_id in sorted(goals & memo.units.keys()):
+        for entry, _, _ in memo.units[goal_id].values():
+            for artifact in entry[1][0]:
+                seen = getattr(artifact, "seen", None)
+                if artifact.path in wanted and seen is not None:
+                    out[artifact.path] = (artifact.sha256, tuple(seen))
+    return out
 
 
 def _listing(
@@ -256,33 +299,33 @@ def _unit(
     if len(columns) != 4:
         raise ValueError("not the files of a unit")
     recorded = list(zip(*columns, strict=True))  # (size, mtime, ctime, inode) each
-    given = [k for k in keys if k is not None]
     if not (
         _RELS.fullmatch("\n".join(names))
-        and all(len(s) == 64 for s in shas)
-        and _HEXES.fullmatch("".join(shas))
-        and all(len(k) == 64 for k in given)
-        and _HEXES.fullmatch("".join(given))
-        and all(s is None or type(s) is str for s in schemas)
+        and _digests(shas)
+        and _digests([k for k in keys if k is not None])
+        and set(map(type, schemas)) <= _SCHEMA_TYPES
+        and all(set(map(type, column)) == {int} for column in columns)  # as `lstat` has them
     ):
         raise ValueError("not the files of a unit")
     within = f"{audience}/goals/{goal_id}"
     paths = [f"{within}/{name}" for name in names]
-    listed.update(zip(paths, zip(shas, [at[0] for at in recorded], strict=True), strict=True))
-    folders: dict[str, list[int]] = {}
-    for i, name in enumerate(names):
-        folders.setdefault(name.rpartition("/")[0], []).append(i)
-    seen: list[Any] = [None] * len(names)
-    for rel_dir, at in folders.items():
-        where = f"{within}/{rel_dir}" if rel_dir else within
-        now = target.identities(where, [names[i].rpartition("/")[2] for i in at])
-        for i, identity in zip(at, now, strict=True):
-            if identity is None or recorded[i] != identity:
-                raise ValueError("changed on disk")
-            seen[i] = identity
+    listed.update(zip(paths, zip(shas, columns[0], strict=True), strict=True))
+    folders: dict[str, tuple[list[str], list[Any]]] = {}
+    for name, at in zip(names, recorded, strict=True):
+        rel_dir, _, base = name.rpartition("/")
+        folder = folders.get(rel_dir)
+        if folder is None:
+            folder = folders[rel_dir] = ([], [])
+        folder[0].append(base)
+        folder[1].append(at)
+    for rel_dir, (bases, was) in folders.items():
+        if target.identities(f"{within}/{rel_dir}" if rel_dir else within, bases) != was:
+            raise ValueError("changed on disk")
     artifacts: list[AnyArtifact] = [
         DiskArtifact(path, out, sha, at[0], audience, schema, goal_id, at, item_key)
-        for path, sha, schema, item_key, at in zip(paths, shas, schemas, keys, seen, strict=True)
+        for path, sha, schema, item_key, at in zip(
+            paths, shas, schemas, keys, recorded, strict=True
+        )
     ]
     return (audience, goal_id), (key, (artifacts, row))
 
@@ -408,6 +451,7 @@ def _manifest_record(target: outdir.Folder, site: Site) -> dict[str, Any] | None
     ]
     return {
         "seen": list(seen),
+        "sha256": site.artifacts[MANIFEST].sha256,
         "files": len(site.artifacts) - 1,
         "goals": sorted({g for _, g in units}),
         "others": sorted(others),

@@ -40,8 +40,10 @@ from loopx.build.outdir import (
     ANY,
     STAGING,
     Folder,
+    Identity,
     Layout,
     UnsafeOutput,
+    identity,
     not_ours,
     parts_of,
     sha256,
@@ -376,6 +378,7 @@ def write_tree(
     *,
     trusted: frozenset[str] | set[str] = frozenset(),
     checked: frozenset[str] | set[str] = frozenset(),
+    was: Mapping[str, tuple[str, Identity]] | None = None,
     overwrite: bool = False,
     layout: Layout = ANY,
     staging: Staging | None = None,
@@ -387,7 +390,10 @@ def write_tree(
     wrote with the same content in its last build (`loopx serve`), or that the build memo
     vouched for: they are not read back. `checked`: those of them this very build found on
     disk as the memo recorded them (a regular file of its size, mtime, ctime and inode, no
-    link on the way: `reuse.load`): they are not even looked at again.
+    link on the way: `reuse.load`): they are not even looked at again. `was`: what the
+    build memo says of other files it wrote (their sha256 and identity on disk then): a
+    file still of that identity holds those bytes, so it is not read to be compared or
+    hashed for the journal.
     `out` is a checked `Folder` (`outdir.open_folder`), or a path to open as one.
     `staging`: what was staged already for this write (`Staging`, opened on the same folder).
     """
@@ -395,7 +401,7 @@ def write_tree(
     try:
         with fsio.guard("write the output folder"):
             return _write_tree(
-                folder, files, previous, trusted, checked, overwrite, layout, staging
+                folder, files, previous, trusted, checked, was or {}, overwrite, layout, staging
             )
     finally:
         if folder is not out:
@@ -417,6 +423,7 @@ def _write_tree(
     previous: Mapping[str, Entry],
     trusted: frozenset[str] | set[str],
     checked: frozenset[str] | set[str],
+    was: Mapping[str, tuple[str, Identity]],
     overwrite: bool,
     layout: Layout,
     staging: Staging | None = None,
@@ -439,10 +446,15 @@ def _write_tree(
         if rel in trusted and st is not None:
             continue  # not even read: an artifact carried over may never be loaded
         data = value if isinstance(value, bytes) else value.data
+        if not isinstance(value, bytes):
+            sums[rel] = value.sha256  # the manifest's: hashed once per build
         if st is None:
             changed[rel], replaced[rel] = data, None
-            if not isinstance(value, bytes):
-                sums[rel] = value.sha256  # the manifest's: hashed once per build
+            continue
+        known = was.get(rel) if rel in previous and rel in sums else None
+        if known is not None and identity(st) == known[1]:  # as the memo's build wrote it
+            if known[0] != sums[rel]:
+                changed[rel], replaced[rel] = data, known[0]
             continue
         if st.st_size == len(data) and folder.read_checked(rel, len(data)) == data:
             continue
