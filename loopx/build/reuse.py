@@ -502,23 +502,38 @@ def _record(
         return record
     key, row = site.units[unit]
     within = len(f"{unit[0]}/goals/{unit[1]}/")
-    files = []
-    for a in sorted(artifacts, key=lambda a: a.path):
-        seen = _seen(target, a)
-        if seen is None:
-            return None
-        files.append([a.path[within:], a.sha256, a.schema, a.key, *seen])
+    ordered = sorted(artifacts, key=lambda a: a.path)
+    seen = _seen(target, ordered)
+    if seen is None:
+        return None
+    files = [
+        [a.path[within:], a.sha256, a.schema, a.key, *at]
+        for a, at in zip(ordered, seen, strict=True)
+    ]
     return {"key": key, "row": row, "files": files, "parts": site.parts.get(unit, {})}
 
 
-def _seen(target: outdir.Folder, artifact: AnyArtifact) -> tuple[int, ...] | list[int] | None:
-    """A file's identity now: a carried file's is the one checked when the memo was read
-    (nothing rewrites it; if anything did, the next build finds it changed and renders its
-    unit again)."""
-    if isinstance(artifact, DiskArtifact) and artifact.seen is not None:
-        return artifact.seen
-    st = target.stat(artifact.path)
-    return None if st is None else (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+def _seen(target: outdir.Folder, artifacts: list[AnyArtifact]) -> list[Any] | None:
+    """Each file's identity now (`outdir.identity`; one `identities` a folder); None when
+    one is not on disk as a regular file. A carried file's is the one checked when the memo
+    was read (nothing rewrites it; if anything did, the next build finds it changed and
+    renders its unit again)."""
+    seen: list[Any] = [None] * len(artifacts)
+    folders: dict[str, tuple[list[int], list[str]]] = {}
+    for i, artifact in enumerate(artifacts):
+        if isinstance(artifact, DiskArtifact) and artifact.seen is not None:
+            seen[i] = artifact.seen
+            continue
+        rel_dir, _, name = artifact.path.rpartition("/")
+        at, names = folders.setdefault(rel_dir, ([], []))
+        at.append(i)
+        names.append(name)
+    for rel_dir, (at, names) in folders.items():
+        for i, identity in zip(at, target.identities(rel_dir, names), strict=True):
+            if identity is None:
+                return None
+            seen[i] = identity
+    return seen
 
 
 def _write(path: Path, current: str, goal_id: str, units: dict[str, Any]) -> None:
