@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,8 @@ def _hex(data: bytes) -> str:
 
 
 def _packed(data: bytes) -> dict[str, bytes]:
-    """What `pack_index` finds in a pack, as the bytes of each record."""
-    return {h: data[start:end] for h, (start, end) in pack_index(data).items()}
+    """What `pack_index` finds in a pack: the bytes of each record."""
+    return pack_index(data)
 
 
 def _read(store: BlobStore, refs: list[str], how: str) -> list[bytes | None]:
@@ -243,12 +244,62 @@ def test_the_index_of_a_pack_takes_only_records_whole(blobs: list[bytes], data: 
             st.just(b"\nloopx-blob "),
             st.builds(lambda b: pack_record(_hex(b), b), st.binary(max_size=40)),
             st.from_regex(rb"\nloopx-blob [0-9a-f]{64} [0-9]{1,7}\n", fullmatch=True),
+            # headers nearly right: a digest too short, too long or in capitals, a size
+            # with a sign, a space or an eighth digit
+            st.from_regex(rb"\nloopx-blob [0-9a-fA-F]{63,65}[ ][ +0-9]{1,8}\n", fullmatch=True),
         ),
         max_size=12,
     )
 )
-def test_any_bytes_as_a_pack_give_spans_within_them_and_no_error(pieces: list[bytes]) -> None:
+def test_any_bytes_as_a_pack_give_what_a_walk_mark_by_mark_gives(pieces: list[bytes]) -> None:
+    """`pack_index` cuts the pack at every mark in one pass; it takes the very records the
+    walk from mark to mark it replaced took (kept here as the reference), none larger than
+    a packed blob, and raises nothing."""
     data = b"".join(pieces)
-    for h, (start, end) in pack_index(data).items():
-        assert len(h) == 64 and 0 <= start <= end <= len(data)
-        assert end - start <= PACK_BLOB_BYTES
+    found = pack_index(data)
+    assert found == _walked(data)
+    for h, record in found.items():
+        assert len(h) == 64 and record in data and len(record) <= PACK_BLOB_BYTES
+
+
+def _walked(data: bytes) -> dict[str, bytes]:
+    """The records of a pack as `pack_index` found them before it split the pack: from each
+    mark to the next, the header matched by a regex, the size compared with the record."""
+    header = re.compile(rb"([0-9a-f]{64}) ([0-9]{1,6})\n")
+    mark = b"\nloopx-blob "
+    index: dict[str, bytes] = {}
+    at = data.find(mark)
+    while at >= 0:
+        following = data.find(mark, at + len(mark))
+        stop = len(data) if following < 0 else following
+        head = header.match(data, at + len(mark), stop)
+        if head is not None:
+            size = int(head.group(2))
+            if size <= PACK_BLOB_BYTES and head.end() + size == stop:
+                index[head.group(1).decode("ascii")] = data[head.end() : stop]
+        at = following
+    return index
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"%s +5\n",  # a sign: int() reads it, the header is still not a size
+        b"%s  5\n",
+        b"%s 5 \n",
+        b"%s 05x\n",
+        b"%s 0000005\n",  # seven digits
+    ],
+)
+def test_a_record_whose_size_is_not_one_to_six_digits_is_not_taken(header: bytes) -> None:
+    blob = b"hello"
+    h = _hex(blob).encode()
+    pack = b"\nloopx-blob " + header % h + blob
+    assert pack_index(pack) == _walked(pack) == {}
+    assert pack_index(pack_record(_hex(blob), blob)) == {_hex(blob): blob}
+
+
+def test_a_record_named_by_capitals_is_not_taken_and_spares_the_others() -> None:
+    good, bad = b"kept", b"named in capitals"
+    pack = pack_record(_hex(good), good) + pack_record(_hex(bad).upper(), bad)
+    assert pack_index(pack) == _walked(pack) == {_hex(good): good}

@@ -42,6 +42,7 @@ from loopx.engine.core import load_state
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.distinct import Needles, distinctive_text
 from loopx.privacy.scanner import (
+    PREFIX,
     Finding,
     Read,
     Scanner,
@@ -181,7 +182,12 @@ NARROW_FROM = 1000  # private texts beyond which a few files get a scanner of th
 def _private_scanner(texts: frozenset[str], forbidden: Forbidden) -> Scanner | None:
     if not texts:
         return None
-    return Scanner(sorted(texts), machine=False, rules=False, allowed=forbidden.allowed)
+    # Their whole first PREFIX characters in the automaton: private text (evidence bodies,
+    # notes) opens as titles and summaries do, so its 16-character stems would match all
+    # over the pages, each place confirmed in Python (see `Scanner`).
+    return Scanner(
+        sorted(texts), machine=False, rules=False, allowed=forbidden.allowed, stem=PREFIX
+    )
 
 
 @dataclass

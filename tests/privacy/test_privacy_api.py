@@ -23,7 +23,8 @@ def test_finding_fields() -> None:
 def test_signatures() -> None:
     scanner = inspect.signature(Scanner)
     assert list(scanner.parameters) == [
-        *("forbidden", "machine", "forbidden_ids", "allow", "rules", "name_hashes", "allowed")
+        *("forbidden", "machine", "forbidden_ids", "allow", "rules", "name_hashes", "allowed"),
+        "stem",
     ]
     assert scanner.parameters["machine"].kind is inspect.Parameter.KEYWORD_ONLY
     assert list(inspect.signature(Scanner.scan_text).parameters) == ["self", "text", "path"]

@@ -6,6 +6,7 @@ import html
 import json
 from urllib.parse import quote
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -98,10 +99,17 @@ def test_every_forbidden_text_is_found_where_it_starts_as_a_naive_search_finds_i
 ) -> None:
     """Texts longer than the automaton's stems (sharing stems, prefixes, or a stem with a
     text of just its length) are found exactly where a naive search finds them, the shortest
-    at each start, with rules and without."""
+    at each start, with rules and without, and whatever the stem's length (16, as a build's
+    scanner has it; 32, as the scan of private text has it; one between)."""
     forbidden = texts + [t[:cut] for t in texts for cut in cuts]  # texts that begin others
     doc = "".join(pieces) + "".join(texts[:3])
     expected = _shortest_at_each_start(forbidden, doc)
-    for rules in (False, True):
-        hits = Scanner(forbidden, machine=False, rules=rules).hits(doc)
+    for rules, stem in ((False, 16), (True, 16), (False, 32), (True, 32), (False, 23)):
+        hits = Scanner(forbidden, machine=False, rules=rules, stem=stem).hits(doc)
         assert {(h.start, h.end) for h in hits if h.kind == "non-public-text"} == expected
+
+
+@pytest.mark.parametrize("stem", [15, 33])
+def test_a_stem_outside_sixteen_to_thirty_two_characters_is_refused(stem: int) -> None:
+    with pytest.raises(ValueError, match="stem"):
+        Scanner(["a forbidden text of some length"], machine=False, stem=stem)
