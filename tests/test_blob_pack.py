@@ -303,3 +303,22 @@ def test_a_record_named_by_capitals_is_not_taken_and_spares_the_others() -> None
     good, bad = b"kept", b"named in capitals"
     pack = pack_record(_hex(good), good) + pack_record(_hex(bad).upper(), bad)
     assert pack_index(pack) == _walked(pack) == {_hex(good): good}
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        ["a" * 63, "a" * 65],  # as long as two digests together, neither one
+        ["A" * 64],
+        ["sha256:" + "0" * 63 + "g"],
+        ["0" * 62 + "é"],
+    ],
+)
+def test_references_read_together_are_each_checked(tmp_path: Path, asked: list[str]) -> None:
+    from loopx.model.errors import InvalidInput
+
+    store = _store(tmp_path)
+    store.put(b"kept")
+    with pytest.raises(InvalidInput) as caught:
+        store.get_many(asked)
+    assert caught.value.code == "invalid_ref"
