@@ -238,22 +238,19 @@ _FORMAT = re.compile(
 )
 
 
-# The same class without its astral ranges: a class of BMP characters only is matched through
-# a lookup table, one with astral ranges by testing each range in turn (several times slower,
-# and most pages hold some non-ASCII character).
-_FORMAT_BMP = re.compile(
-    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
-    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
-)
+_ASCII = bytes(range(128))
 
 
 def _unicode_hint(text: str) -> bool:
-    """Whether NFKC or dropping format characters would change `text` (every check in C; the
-    astral format characters are looked for only in text that holds an astral character)."""
-    if not unicodedata.is_normalized("NFKC", text) or _FORMAT_BMP.search(text) is not None:
+    """Whether NFKC or dropping format characters would change `text` (every check in C).
+    Format characters are none of them ASCII, so they are looked for among the text's
+    other characters only: its UTF-8 less every ASCII byte (each other character's bytes
+    are all >= 0x80) is those characters in order, a few on a page (its `·` and `›`). A
+    regex over the whole text took 29 ms for a build's 6 MB of public pages, this 8 ms."""
+    if not unicodedata.is_normalized("NFKC", text):
         return True
-    astral = len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
-    return astral and _FORMAT.search(text) is not None
+    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII)
+    return _FORMAT.search(others.decode("utf-8", "surrogatepass")) is not None
 
 
 # What may follow each decoding in a chain: an escape can hide inside another (`%255F` is URL

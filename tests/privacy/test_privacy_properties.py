@@ -113,3 +113,42 @@ def test_every_forbidden_text_is_found_where_it_starts_as_a_naive_search_finds_i
 def test_a_stem_outside_sixteen_to_thirty_two_characters_is_refused(stem: int) -> None:
     with pytest.raises(ValueError, match="stem"):
         Scanner(["a forbidden text of some length"], machine=False, stem=stem)
+
+
+def _unicode_hint_before(text: str) -> bool:
+    """`views._unicode_hint` as it was, with a regex over the whole text (the reference)."""
+    import re
+    import unicodedata
+
+    from loopx.privacy.views import _FORMAT
+
+    bmp = re.compile(
+        "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+        "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+    )
+    if not unicodedata.is_normalized("NFKC", text) or bmp.search(text) is not None:
+        return True
+    astral = len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+    return astral and _FORMAT.search(text) is not None
+
+
+# ASCII, a page's own characters, format characters (BMP and astral), other astral ones,
+# combining marks, fullwidth forms and lone surrogates, in any mix.
+_MIXED = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=0x7F),
+        st.sampled_from("·›–é\u0301\u00ad\u200b\u2060\ufeff\U000e0041\U0001d173\U0001f600ｇ"),
+        st.characters(),  # anything, lone surrogates included
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_MIXED)
+def test_the_unicode_hint_reads_only_the_other_characters_as_a_whole_text_regex_did(
+    text: str,
+) -> None:
+    from loopx.privacy.views import _unicode_hint
+
+    assert _unicode_hint(text) == _unicode_hint_before(text)
