@@ -152,3 +152,41 @@ def test_the_unicode_hint_reads_only_the_other_characters_as_a_whole_text_regex_
     from loopx.privacy.views import _unicode_hint
 
     assert _unicode_hint(text) == _unicode_hint_before(text)
+
+
+# Digits, dots and a few letters around private and public IPv4 addresses (and near misses).
+_IPV4ISH = st.lists(
+    st.one_of(
+        st.sampled_from(["10.", "172.", "192.168.", "169.254.", "16.", "31.", "32.", "1", "0."]),
+        st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,4}", fullmatch=True),
+        st.sampled_from([" ", ".", "a", "x10", ":", "/", "-", "\n", "t0110.html"]),
+    ),
+    max_size=16,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_IPV4ISH)
+def test_the_ipv4_rule_tried_at_its_anchors_finds_what_a_search_of_the_text_finds(
+    text: str,
+) -> None:
+    """The private IPv4 rule runs only where one of its anchors starts (every match starts
+    with one): the same spans as its regex run over the whole text, and as a scanner finds."""
+    from loopx.privacy.rules import RULES
+
+    (rule,) = [r for r in RULES if r.kind == "private-ip" and r.locate is not None]
+    anchors = sorted({i for a in rule.anchors for i in _starts(text, a)})
+    searched = [
+        m.span() for m in rule.pattern.finditer(text) if rule.check is None or rule.check(m)
+    ]
+    assert list(rule.spans(text, anchors)) == searched
+    found = {(h.start, h.end) for h in Scanner(machine=False).hits(text) if h.kind == "private-ip"}
+    assert found == set(searched)
+
+
+def _starts(text: str, sub: str) -> list[int]:
+    out, at = [], text.find(sub)
+    while at >= 0:
+        out.append(at)
+        at = text.find(sub, at + 1)
+    return out
