@@ -4,8 +4,11 @@ state (or operations index) at the right cursor must not be read as the goal's s
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 from loopx.engine.commands import AddTodo, CreateGoal
 from loopx.engine.core import load_state
@@ -59,3 +62,36 @@ def test_a_cache_without_a_host_mark_keeps_nothing(tmp_path: Path) -> None:
     fresh.save_snapshot(G, b"x")
     assert fresh.load_snapshot(G) is None
     assert load_state(fresh, G).state.todos["t7"].title == "Title 7"
+
+
+def test_the_host_mark_is_what_another_process_reads_right_after_its_file_is_made(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The mark is the identity of the `host` file, ctime included: it is made in the one
+    call that creates it, so a process that reads it right after (before the maker goes on)
+    takes the mark every later read takes. (A write after the create changed the ctime:
+    two fold workers of a cold build took two marks, and one's snapshots counted for
+    nothing.)"""
+    from loopx.store import fsio
+    from loopx.store.snapshots import host_mark
+
+    folder = tmp_path / "cache"
+    seen: list[str] = []
+    real_open, real_write = fsio.FileSystem.open, fsio.FileSystem.write
+
+    def open_(self: Any, path: Path, flags: int, mode: int = 0o644) -> int:
+        fd = real_open(self, path, flags, mode)
+        if path.name == "host" and flags & os.O_CREAT:
+            seen.append(host_mark(folder, create=False))  # another process, right then
+        return fd
+
+    def write(self: Any, fd: int, data: bytes) -> int:
+        time.sleep(0.02)  # any write a moment later gives the file another ctime
+        return real_write(self, fd, data)
+
+    monkeypatch.setattr(fsio.FileSystem, "open", open_)
+    monkeypatch.setattr(fsio.FileSystem, "write", write)
+    fsio.confine(tmp_path)
+    mark = host_mark(folder)
+    assert seen and seen == [mark] and mark != ""
+    assert host_mark(folder, create=False) == mark

@@ -68,7 +68,10 @@ def host_mark(folder: Path, *, create: bool = True) -> str:
                 if not create:
                     return ""
                 fs.makedirs(folder)
-                fsio.write_new(path, b"loopx cache: this host's mark\n")
+                # Made empty, in the one call that creates it: a write after the create
+                # changed its ctime, so a process that read it in between took another mark
+                # and its caches counted for nothing (a cold build's fold workers raced so).
+                fsio.write_new(path, b"")
                 continue
         except FileExistsError:
             continue  # another process made it: read its identity
