@@ -78,3 +78,49 @@ def test_a_damaged_ledger_is_reported_alike_with_or_without_workers(
     serial, parallel = results
     assert serial.exit_code != 0 and "Traceback" not in serial.stderr
     assert (parallel.exit_code, parallel.stderr) == (serial.exit_code, serial.stderr)
+
+
+def test_folding_ahead_works_out_each_goals_boundary_strings_as_the_parent_would(
+    demo: Path, monkeypatch: Any
+) -> None:
+    """With a place for them, the fold workers also work out each goal's boundary strings
+    (`goal_strings`) at the head they folded: what this process works out of the same state."""
+    from loopx.build.boundary import goal_strings
+
+    _cold(demo)
+    store = FileStore(demo)
+    ids = store.goal_ids()
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    strings: dict[str, Any] = {}
+    work.fold_ahead(store, ids, strings)
+    assert sorted(strings) == sorted(ids)
+    for goal_id in ids:
+        state = load_state(store, goal_id, cache=False).state
+        assert strings[goal_id] == (state.head, goal_strings(state))
+    work.fold_ahead(store, ids)  # none asked for: none worked out (nothing to put them in)
+
+
+def test_a_cold_build_takes_the_strings_its_fold_workers_worked_out(
+    demo: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A cold build in workers (as the CLI runs it: with the build memo) merges the strings
+    its fold workers made: it works out no goal's strings itself, and writes the bytes a
+    serial build writes."""
+    from loopx.build import boundary
+
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "1")
+    _cold(demo)
+    build(demo, tmp_path / "serial", head=REV_NEW)
+    made: list[str] = []
+    real = boundary.goal_strings
+
+    def counting(state: Any, read_blob: Any = None) -> Any:
+        made.append(state.goal_id)
+        return real(state, read_blob)
+
+    monkeypatch.setattr(boundary, "goal_strings", counting)
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    _cold(demo)
+    build(demo, tmp_path / "workers", head=REV_NEW, reuse=True)
+    assert made == []  # in this process: the workers' own copies of it were not counted
+    assert _tree(tmp_path / "workers") == _tree(tmp_path / "serial")

@@ -84,14 +84,19 @@ def parse_audiences(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]
 
 
 def gather(
-    store: Store, cache: BuildCache | None = None, tokens: dict[str, list[Any]] | None = None
+    store: Store,
+    cache: BuildCache | None = None,
+    tokens: dict[str, list[Any]] | None = None,
+    *,
+    strings: bool = False,
 ) -> dict[str, GoalState]:
     """Fold every goal. With a cache, a goal whose change token is the same (the ledger
     file's size, mtime, ctime and inode; the database's head) keeps the state folded last
     time, or, from the build memo, is not folded at all (`facts.Carried`: folded only if
     something needs more of it than the memo holds). `tokens` is given every goal's change
     token as it was before its fold (a write after that changes it, so whatever is keyed by
-    these tokens and the heads folded holds for no ledger but the one folded)."""
+    these tokens and the heads folded holds for no ledger but the one folded). `strings`: the
+    goals folded in workers get their boundary strings there too (into `cache.strings`)."""
     ids = store.goal_ids()
     keys: dict[str, tuple[Any, ...]] = {}
     kept: dict[str, GoalState] = {}
@@ -106,7 +111,8 @@ def gather(
             elif known is not None and known[0] == keys[goal_id]:
                 kept[goal_id] = facts.Carried(known[1], partial(_fold, store, goal_id)).as_state()
                 cache.states[goal_id] = (keys[goal_id], kept[goal_id])
-    fold_ahead(store, [g for g in ids if g not in kept])  # cold reads in workers when large
+    kept_strings = cache.strings if strings and cache is not None else None
+    fold_ahead(store, [g for g in ids if g not in kept], kept_strings)  # in workers when large
     goals: dict[str, GoalState] = {}
     for goal_id in ids:
         state = kept[goal_id] if goal_id in kept else load_state(store, goal_id).state
@@ -150,7 +156,8 @@ def make_site(
 
     project = project if project is not None else load_config(root)
     store = open_store(root)  # files or PostgreSQL; its connection closes with the object
-    every = gather(store, cache, tokens)  # whole: the boundary forbids every non-public string
+    # Whole: the boundary forbids every non-public string (worked out as goals are folded).
+    every = gather(store, cache, tokens, strings="public" in audiences)
     goals = {g: facts.truth(s) for g, s in every.items()}  # what artifacts are made of
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}
