@@ -413,6 +413,7 @@ class _Boilerplate:
         self._tokens = frozenset(text.split())
         self.words = self._tokens | keys
         self._pieces: frozenset[str] | None = None  # built once many strings are asked about
+        self._bounds: tuple[frozenset[str], frozenset[str]] | None = None  # likewise
         self._seen: dict[str, bool] = {}  # answers are remembered: the same strings recur
 
     def _piece(self, s: str) -> bool:
@@ -431,6 +432,24 @@ class _Boilerplate:
             )
         return s in self._pieces
 
+    def _ends(self, first: str, last: str) -> bool:
+        """Whether a string of two or more tokens, `first` to `last`, may be in the text:
+        its first token (whitespace after it) must end a token of the text and its last
+        (whitespace before it) begin one; either may be cut inside a longer one. Every such
+        end and beginning is made once many strings are asked about: most strings of a
+        ledger end in an id no template holds, and a search of the text for each took a
+        cold build's merge 0.1 s of 52,000 strings."""
+        if self._bounds is None:
+            if len(self._seen) < _FEW_BOILERPLATE:
+                return True
+            tokens = self._tokens
+            self._bounds = (
+                frozenset(t[i:] for t in tokens for i in range(len(t))),
+                frozenset(t[:i] for t in tokens for i in range(1, len(t) + 1)),
+            )
+        ends, beginnings = self._bounds
+        return first in ends and last in beginnings
+
     @classmethod
     def get(cls) -> _Boilerplate:
         if cls._instance is None:
@@ -446,7 +465,11 @@ class _Boilerplate:
             if len(tokens) == 1 and tokens[0] == s:
                 known = self._piece(s)
             else:
-                known = self.words.issuperset(tokens[1:-1]) and s in self.text
+                known = (
+                    (len(tokens) < 2 or self._ends(tokens[0], tokens[-1]))
+                    and self.words.issuperset(tokens[1:-1])
+                    and s in self.text
+                )
             if len(self._seen) < 1_000_000:
                 self._seen[s] = known
         return known

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -190,3 +191,59 @@ def _starts(text: str, sub: str) -> list[int]:
         out.append(at)
         at = text.find(sub, at + 1)
     return out
+
+
+def _template_pieces() -> Any:
+    """Strings cut from the templates' text anywhere (and a little changed), with runs of
+    whitespace at their ends or not: what `_Boilerplate.contains` is asked about."""
+    from loopx.build.boundary import _Boilerplate
+
+    text = _Boilerplate.get().text
+    cut = st.tuples(st.integers(0, len(text) - 1), st.integers(0, 80)).map(
+        lambda at: text[at[0] : at[0] + at[1]]
+    )
+    return st.one_of(
+        cut,
+        st.tuples(cut, st.sampled_from(["", " ", "x", "\n", "g03-t0112", " A"])).map(
+            lambda pair: pair[0] + pair[1]
+        ),
+        st.tuples(st.sampled_from(["", " ", "x", "\t"]), cut).map(lambda pair: pair[0] + pair[1]),
+        st.text(alphabet="ab ", max_size=20),
+    )
+
+
+_WARMED: list[Any] = []
+
+
+def _warmed_boilerplate() -> Any:
+    """One `_Boilerplate` of the templates' text past its first strings (so its lookups are
+    built), shared by the examples: each asks with its answers forgotten."""
+    from loopx.build.boundary import _FEW_BOILERPLATE, _Boilerplate
+
+    if not _WARMED:
+        boilerplate = _Boilerplate(_Boilerplate.get().text)
+        for n in range(_FEW_BOILERPLATE + 1):
+            boilerplate.contains(f"warm up {n} tokens")
+            boilerplate.contains(f"warm-up-token-{n}")
+        _WARMED.append(boilerplate)
+    _WARMED[0]._seen.clear()
+    return _WARMED[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(strings=st.lists(_template_pieces(), min_size=1, max_size=20))
+def test_boilerplate_holds_a_string_exactly_when_the_templates_text_does(
+    strings: list[str],
+) -> None:
+    """Once its lookups are built (past its first few strings), `contains` answers as a
+    search of the templates' text does, for every string of two or more tokens, one token
+    with whitespace around it, and one token of forbidden length."""
+    from loopx.privacy.distinct import MIN_TEXT
+
+    boilerplate = _warmed_boilerplate()
+    assert boilerplate._bounds is not None and boilerplate._pieces is not None
+    for s in strings:
+        tokens = s.split()
+        if len(tokens) == 1 and tokens[0] == s and len(s) < MIN_TEXT:
+            continue  # a short token is never boilerplate (nor forbidden)
+        assert boilerplate.contains(s) == (s in boilerplate.text), repr(s)
