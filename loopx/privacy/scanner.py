@@ -24,7 +24,6 @@ import getpass
 import hashlib
 import os
 import re
-import socket
 import stat
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
@@ -193,6 +192,17 @@ _ALWAYS = tuple(n for n, rule in enumerate(RULES) if not rule.anchors)
 _POSITIONAL = frozenset(n for n, rule in enumerate(RULES) if rule.locate is not None)
 
 
+def _hostname() -> str:
+    """This host's name: the node name `uname` gives, which is what `gethostname` returns on
+    Linux and macOS (without importing `socket` and `selectors` into every scan), else the
+    socket library's."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
 #: Names to refuse wherever the scan runs (a CI secret, say): comma- or space-separated.
 NAMES_ENV = "LOOPX_PRIVATE_NAMES"
 
@@ -214,7 +224,7 @@ def machine_names() -> dict[str, set[str]]:
     with contextlib.suppress(Exception):  # getuser raises whatever the platform lookup raises
         names[USERNAME].add(getpass.getuser())
     try:
-        host = socket.gethostname()
+        host = _hostname()
     except OSError:
         host = ""
     if host and not re.fullmatch(r"[0-9.:]+", host):

@@ -76,7 +76,7 @@ def test_every_occurrence_is_reported_once() -> None:
 
 def test_machine_names_found_as_whole_words(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "dwhitfield")
-    monkeypatch.setattr(scanner_module.socket, "gethostname", lambda: "Dana-ThinkPad.corp.local")
+    monkeypatch.setattr(scanner_module, "_hostname", lambda: "Dana-ThinkPad.corp.local")
     scanner = Scanner()
     doc = "built by dwhitfield on dana-thinkpad; dwhitfields and Dana-ThinkPad.corp.local"
     kinds = [(f.kind, f.offset) for f in scanner.scan_text(doc)]
@@ -94,10 +94,10 @@ def test_machine_names_found_as_whole_words(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_trivial_machine_names_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "root")
-    monkeypatch.setattr(scanner_module.socket, "gethostname", lambda: "localhost")
+    monkeypatch.setattr(scanner_module, "_hostname", lambda: "localhost")
     assert Scanner().scan_text("root on localhost; the runner user") == []
     monkeypatch.setattr(scanner_module.getpass, "getuser", lambda: "bob")
-    monkeypatch.setattr(scanner_module.socket, "gethostname", lambda: "vm")
+    monkeypatch.setattr(scanner_module, "_hostname", lambda: "vm")
     assert Scanner().scan_text("bob on vm") == []
     # a home path still gives a trivial name away
     assert [f.kind for f in Scanner().scan_text("cd /home/bob/app")] == ["home-path"]
@@ -420,3 +420,9 @@ def test_rule_anchors_tag_each_anchor_with_every_rule_it_gates() -> None:
         expected.setdefault(segment, set()).add(len(RULES))
     table = scanner._rule_anchors()
     assert table == {a: tuple(sorted(n)) for a, n in expected.items()}
+
+
+def test_this_hosts_name_is_the_one_the_socket_library_gives() -> None:
+    import socket
+
+    assert scanner_module._hostname() == socket.gethostname()
