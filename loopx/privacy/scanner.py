@@ -183,8 +183,17 @@ def _automata(kinds: Mapping[str, tuple[str, ...]]) -> tuple[_Literals, ...]:
     """An automaton for the forbidden strings (when there are any) and the rule anchors'
     automaton, which every scanner of a process shares: built once (10,000 anchors), where
     one automaton of both would be built again for each scanner (the redaction's, the few
-    strings of a rebuild's changed files); the second pass costs less than that."""
+    strings of a rebuild's changed files); the second pass costs less than that. A scanner
+    of as many strings as `COMBINED_FROM` (a build's, or a scan's of a whole partition,
+    made to read megabytes) has one automaton of both: its build takes the anchors in for
+    a few milliseconds more, and each text is read once, not twice (a build's 6 MB of
+    public pages and their decodings: 76 -> 44 ms)."""
+    if len(kinds) >= COMBINED_FROM:
+        return (_Literals(kinds, _rule_anchors()),)
     return ((_Literals(kinds, {}),) if kinds else ()) + (_anchors_only(),)
+
+
+COMBINED_FROM = 10_000  # strings
 
 
 _BASE64_ANCHOR = len(RULES)  # the tag of encoded anchors in the rule-anchor automaton

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -426,3 +428,31 @@ def test_this_hosts_name_is_the_one_the_socket_library_gives() -> None:
     import socket
 
     assert scanner_module._hostname() == socket.gethostname()
+
+
+def test_a_scanner_of_many_strings_reads_each_text_once_and_finds_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A scanner of `COMBINED_FROM` strings or more has one automaton of its strings and the
+    rule anchors (a build's, a scan's of a whole partition): the same hits, rules, strings,
+    ids and decodings alike, as the two automata of a smaller one."""
+    from privacy_canaries import all_canaries
+
+    canaries = all_canaries()
+    forbidden = [f"team-only objective number {n} of the project" for n in range(40)]
+    ids = [f"todo-{n}" for n in range(40)]
+    doc = "\n".join(
+        [c.text for c in canaries]
+        + [f"see {forbidden[n]} and todo-{n} and todo-{n}0" for n in range(0, 40, 3)]
+        + [base64.b64encode(forbidden[5].encode()).decode(), html.escape(forbidden[7] + " <&>")]
+    )
+
+    def hits(combined_from: int) -> list[Any]:
+        monkeypatch.setattr(scanner_module, "COMBINED_FROM", combined_from)
+        scanner = Scanner(forbidden, forbidden_ids=ids, machine=False)
+        assert len(scanner._automata) == (1 if combined_from <= 80 else 2)
+        return scanner.hits(doc)
+
+    together, apart = hits(1), hits(10**9)
+    assert together == apart
+    assert {h.kind for h in apart} >= {"non-public-text", "non-public-id", "github-token"}
