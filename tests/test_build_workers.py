@@ -98,6 +98,9 @@ def test_folding_ahead_works_out_each_goals_boundary_strings_as_the_parent_would
         state = load_state(store, goal_id, cache=False).state
         assert strings[goal_id] == (state.head, goal_strings(state))
     work.fold_ahead(store, ids)  # none asked for: none worked out (nothing to put them in)
+    held = {ids[0]: ("an older head", strings[ids[0]][1])}  # what a merge may advance from
+    work.fold_ahead(store, ids, held)
+    assert held[ids[0]][0] == "an older head" and held[ids[1]] == strings[ids[1]]
 
 
 def test_a_cold_build_takes_the_strings_its_fold_workers_worked_out(

@@ -111,7 +111,11 @@ def gather(
             elif known is not None and known[0] == keys[goal_id]:
                 kept[goal_id] = facts.Carried(known[1], partial(_fold, store, goal_id)).as_state()
                 cache.states[goal_id] = (keys[goal_id], kept[goal_id])
-    kept_strings = cache.strings if strings and cache is not None else None
+    # Only for a merge from nothing (no earlier merge or build memo to advance it from):
+    # `serve` and a rebuild work out the changed goals' strings against their old ones.
+    kept_strings = None
+    if strings and cache is not None and cache.merged is None and cache.memo is None:
+        kept_strings = cache.strings
     fold_ahead(store, [g for g in ids if g not in kept], kept_strings)  # in workers when large
     goals: dict[str, GoalState] = {}
     for goal_id in ids:

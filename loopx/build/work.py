@@ -180,8 +180,9 @@ def fold_ahead(
             folded = pending.get()
     finally:
         _SHARED.clear()
-    if strings is not None:
-        strings.update((goal_id, (head, found)) for goal_id, head, found in filter(None, folded))
+    if strings is not None:  # an entry there stays (a later merge may advance from it)
+        for goal_id, head, found in filter(None, folded):
+            strings.setdefault(goal_id, (head, found))
 
 
 def _ledger_sizes(store: Store, goal_ids: list[str]) -> dict[str, int] | None:

@@ -1104,7 +1104,9 @@ RULES: tuple[Rule, ...] = (
         r"|172\.(?:1[6-9]|2\d|3[01])(?:\." + _OCTET + r"){2}"
         r"|192\.168(?:\." + _OCTET + r"){2}"
         r"|169\.254(?:\." + _OCTET + r"){2})(?![0-9]|\.[0-9])",
-        ["10.", "192.168.", "169.254."] + [f"172.{n}." for n in range(16, 32)],
+        # `172.2` for `172.2\d`: `\d` is any Unicode digit (`172.2٣.1.1` matches as well).
+        ["10.", "192.168.", "169.254.", "172.2", "172.30.", "172.31."]
+        + [f"172.1{n}." for n in range(6, 10)],
         category=PERSONAL,
         check=_ipv4_check,
         # Every match starts with one of its anchors, and `10.` is on every other page (a

@@ -50,8 +50,8 @@ def _hex(ref: str) -> str:
 
 
 def _hexes(refs: list[str]) -> list[str]:
-    """`_hex` of each of `refs`, checked together (one regex over them all; one at a time,
-    for its error, only when some is not a reference)."""
+    """`_hex` of each of `refs`, checked together (their lengths, then their digits at once
+    in C; one at a time, for its error, only when some is not a reference)."""
     digests = [ref[7:] if ref.startswith("sha256:") else ref for ref in refs]
     joined = "".join(digests)
     if set(map(len, digests)) <= {64} and joined.isascii() and _lower_hex(joined):
@@ -137,6 +137,7 @@ class BlobStore:
     def get_many(self, refs: list[str]) -> dict[str, bytes | None]:
         """`get` of each of `refs` (by the ref as given), in one reading block: the pack is
         read once for all of them."""
+        refs = list(refs)
         with self.reading():
             return dict(zip(refs, map(self._in_block, _hexes(refs)), strict=True))
 
@@ -211,8 +212,9 @@ def pack_index(data: bytes) -> dict[str, bytes]:
     mark in one pass (`bytes.split`), not looked through mark by mark: a scan reads 13,455
     records in 8 ms instead of 26."""
     index: dict[bytes, bytes] = {}
-    for record in data.split(_MAGIC)[1:]:  # what precedes the first mark is no record
-        head, newline, body = record.partition(b"\n")
+    records = data.split(_MAGIC)[:0:-1]  # what precedes the first mark is no record
+    while records:  # each let go once read: the pack's bytes are held twice at most
+        head, newline, body = records.pop().partition(b"\n")
         digest, space, size = head.partition(b" ")
         if (
             newline

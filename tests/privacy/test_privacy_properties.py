@@ -158,8 +158,12 @@ def test_the_unicode_hint_reads_only_the_other_characters_as_a_whole_text_regex_
 # Digits, dots and a few letters around private and public IPv4 addresses (and near misses).
 _IPV4ISH = st.lists(
     st.one_of(
-        st.sampled_from(["10.", "172.", "192.168.", "169.254.", "16.", "31.", "32.", "1", "0."]),
+        st.sampled_from(
+            ["10.", "172.", "172.2", "192.168.", "169.254.", "16.", "31.", "32.", "1", "0."]
+        ),
         st.from_regex(r"[0-9]{1,3}(\.[0-9]{1,3}){0,4}", fullmatch=True),
+        # any Unicode digit is a digit to the regex: Arabic-Indic, Devanagari, fullwidth
+        st.from_regex(r"[0-9\u0660-\u0669\u0966-\u096f\uff10-\uff19]{1,3}", fullmatch=True),
         st.sampled_from([" ", ".", "a", "x10", ":", "/", "-", "\n", "t0110.html"]),
     ),
     max_size=16,
@@ -247,3 +251,25 @@ def test_boilerplate_holds_a_string_exactly_when_the_templates_text_does(
         if len(tokens) == 1 and tokens[0] == s and len(s) < MIN_TEXT:
             continue  # a short token is never boilerplate (nor forbidden)
         assert boilerplate.contains(s) == (s in boilerplate.text), repr(s)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "host 172.2\u0663.1.1 on page t0110.html",  # an Arabic-Indic digit is a digit to `\d`
+        "172.2\u0966.5.7 and 192.168.1.1",
+        "10.1.2.3, 172.20.1.1 and 172.31.255.254 but not 172.32.1.1",
+    ],
+)
+def test_the_ipv4_rule_tried_at_its_anchors_finds_every_address_a_search_finds(
+    text: str,
+) -> None:
+    from dataclasses import replace
+
+    from loopx.privacy.rules import RULES
+
+    (rule,) = [r for r in RULES if r.kind == "private-ip" and r.locate is not None]
+    searched = list(replace(rule, locate=None).spans(text))
+    assert searched  # each holds a private address
+    found = {(h.start, h.end) for h in Scanner(machine=False).hits(text) if h.kind == "private-ip"}
+    assert found == set(searched)
