@@ -8,7 +8,8 @@ On the root of `benchmarks/gen_root.py` (50 goals, 10,000 todos, 100,000 events)
 checkout gets its own copy of the root and its own output folder, and runs, each a fresh
 process (`python -m loopx` from that checkout, PYTHONPATH set, from a neutral folder, its
 modules compiled beforehand as an installed package's are): a cold `loopx build` of public
-and team, a `loopx scan` of the public partition, a rebuild with nothing new; then per event
+and team and a `loopx scan` of the public partition (`--cold` times, each from nothing into a
+new output folder), a rebuild with nothing new; then per event
 (`--events`, at most 9: a governed `loopx todo complete` on a public goal, written the same
 way into every copy) the rebuild, the files it rewrote (checked on disk) and a standalone
 `loopx scan` of the public partition. The checkouts take turns at every step, so they see
@@ -39,6 +40,7 @@ from benchmarks.bench_build import (
     run,
     workdir,
 )
+from benchmarks.bench_hugo import _cold
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -73,6 +75,12 @@ class Side:
         self.runs.setdefault(what, []).append(m)
         return m
 
+    def cold_start(self, n: int) -> None:
+        """Nothing cached, and a new output folder (`_cold` of `bench_hugo`: removing the
+        last one right before a build would make it scan past freed inodes on ext4)."""
+        _cold(self.root)
+        self.out = self.out.with_name(f"{self.out.name.split('.')[0]}.{n}")
+
     def build(self, what: str) -> Measured:
         return self.loopx(what, "build", "--out", str(self.out), "--head", HEAD)
 
@@ -80,17 +88,20 @@ class Side:
         return self.loopx(what, "scan", str(self.out / "public"))
 
 
-def bench(work: Path, checkouts: list[Path], events: int, size: tuple[int, int, int]) -> Any:
+def bench(
+    work: Path, checkouts: list[Path], events: int, size: tuple[int, int, int], cold: int = 3
+) -> Any:
     pristine = work / "pristine"
     goals, todos, n_events = size
     generated = gen_root.generate(pristine, goals=goals, todos=todos, events=n_events)
     probes = generated["probes"][:events]
     sides = [Side(c, work, pristine, i) for i, c in enumerate(checkouts)]
     load = [os.getloadavg()]
-    for side in sides:
-        side.build("cold")
-    for side in sides:
-        side.scan("first scan")
+    for n in range(cold):  # each round from nothing: no snapshot, memo or scan memo
+        for side in sides:
+            side.cold_start(n)
+            side.build("cold")
+            side.scan("first scan")
     for _ in range(3):
         for side in sides:
             side.build("no-event rebuild")
@@ -142,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         "--checkout", type=Path, action="append", help="a loopx checkout (repeat to compare)"
     )
     parser.add_argument("--events", type=int, default=5, help="one-event rebuilds (at most 9)")
+    parser.add_argument(
+        "--cold", type=int, default=3, help="cold builds, each followed by a first scan"
+    )
     parser.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--quick", action="store_true", help="a tenth of the size (smoke run)")
@@ -149,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     checkouts = args.checkout or [REPO]
     size = (10, 1000, 10_000) if args.quick else (gen_root.GOALS, gen_root.TODOS, gen_root.EVENTS)
     with workdir(args.work, args.keep) as work:
-        sides, load, generated = bench(work, checkouts, min(args.events, 9), size)
+        sides, load, generated = bench(
+            work, checkouts, min(args.events, 9), size, max(1, args.cold)
+        )
         print(report(sides, load, generated))
     return 0
 
