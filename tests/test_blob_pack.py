@@ -322,3 +322,23 @@ def test_references_read_together_are_each_checked(tmp_path: Path, asked: list[s
     with pytest.raises(InvalidInput) as caught:
         store.get_many([a.format(h=h, h63=h[:63], H=h.upper()) for a in asked])
     assert caught.value.code == "invalid_ref"
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([], True),
+        (["ab" * 32, "0" * 64], True),
+        (["ab" * 32, "AB" * 32], False),  # capitals
+        (["a" * 63, "a" * 65], False),  # as long as two together, neither one
+        (["0" * 62 + "é" + "0"], False),
+        (["0" * 62 + " 0"], False),
+        (["g" * 64], False),
+        ([b"0" * 64], False),  # a digest is text
+        ([None], False),
+    ],
+)
+def test_hex_digests_are_64_lowercase_hex_digits_each(values: list[Any], expected: bool) -> None:
+    from loopx.model.ids import hex_digests
+
+    assert hex_digests(values) is expected

@@ -28,11 +28,10 @@ interrupted between two of them leaves nothing that can be carried wrongly.
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from loopx.build.fingerprint import fingerprint, remember
 from loopx.build.fingerprint import sources as sources
 from loopx.build.work import BuildCache, Unit, UnitEntry
 from loopx.model.errors import LoopxError
+from loopx.model.ids import hex_digests
 from loopx.state.entities import GoalState
 from loopx.store import fsio
 
@@ -57,21 +57,6 @@ _ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")  # a goal id (`model.ids`): a saf
 _NAME = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"
 _RELS = re.compile(rf"{_NAME}(?:[/\n]{_NAME})*")
 _SCHEMA_TYPES = {str, type(None)}
-
-
-def _digests(values: Sequence[Any]) -> bool:
-    """Whether each of `values` is a sha256 in 64 lowercase hex digits (one pass over them
-    all joined, not one a value)."""
-    if not values:
-        return True
-    if set(map(type, values)) != {str} or set(map(len, values)) != {64}:
-        return False
-    joined = "".join(values)
-    try:
-        binascii.unhexlify(joined)  # hex digits only (and ASCII)
-    except ValueError:
-        return False
-    return joined == joined.lower()
 
 
 def memo_dir(root: Path, out: Path) -> Path:
@@ -208,7 +193,7 @@ def load(root: Path, out: Path) -> BuildCache:
         memo.listed = _listing(target, manifest, listed)
         if memo.listed is not None and isinstance(manifest, dict):
             sha = manifest.get("sha256")
-            if type(sha) is str and _digests([sha]):
+            if type(sha) is str and hex_digests([sha]):
                 memo.manifest = (sha, tuple(manifest["seen"]))  # as found just now
     return cache
 
@@ -301,8 +286,8 @@ def _unit(
     recorded = list(zip(*columns, strict=True))  # (size, mtime, ctime, inode) each
     if not (
         _RELS.fullmatch("\n".join(names))
-        and _digests(shas)
-        and _digests([k for k in keys if k is not None])
+        and hex_digests(shas)
+        and hex_digests([k for k in keys if k is not None])
         and set(map(type, schemas)) <= _SCHEMA_TYPES
         and all(set(map(type, column)) == {int} for column in columns)  # as `lstat` has them
     ):

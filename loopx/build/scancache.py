@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -49,6 +48,7 @@ from loopx import __version__
 from loopx.build import fingerprint as code
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.build.tally import Tally
+from loopx.model.ids import hex_digests
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.distinct import Needles
 from loopx.privacy.scanner import machine_names
@@ -493,18 +493,13 @@ def built_blobs(
             return None
         try:
             named = entry["refs"]
-            if not isinstance(named, list) or not all(len(r) == 64 for r in named):
-                return None
-            if not _HEX_DIGESTS.fullmatch("".join(named)):  # a non-string: TypeError
+            if not isinstance(named, list) or not hex_digests(named):
                 return None
             refs.update(named)
             allowed[goal_id] = _allowances(entry["allowed"])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
     return key, _files(record), frozenset(refs), allowed
-
-
-_HEX_DIGESTS = re.compile(r"(?:[0-9a-f]{64})*")
 
 
 def _needles(record: Any) -> Needles:

@@ -24,6 +24,8 @@ from typing import Any
 
 import ahocorasick_rs
 
+from loopx.model.ids import hex_digests
+
 MIN_TEXT = 12
 MIN_WORD = 16
 
@@ -122,7 +124,7 @@ class Needles:
         """The set's blob hashes as their 64 digits: `digests` as they are, `refs` in their
         ``sha256:`` form (both checked: a string taken for one is looked for only in runs of
         hex digits); `others`: the rest."""
-        if not (_all_digests(digests) and _all_digests(refs)):
+        if not (hex_digests(digests) and hex_digests(refs)):
             raise ValueError("not blob hashes")
         self.digests, self.refs = digests, refs
         rest = set(others)
@@ -257,16 +259,6 @@ class Texts:
             inside.update(d for d in digests if occurs(d))
             inside.update("sha256:" + r for r in refs if occurs(r))
         return {h for h in inside if len(h) == 64 or any(h in t for t in self.cleaned)}
-
-
-_HEX_BYTES = b"0123456789abcdef"
-
-
-def _all_digests(digests: frozenset[str]) -> bool:
-    """Whether every string is 64 lowercase hex digits (in C, for tens of thousands)."""
-    if not set(map(len, digests)) <= {64}:
-        return False
-    return not "".join(digests).encode("utf-8", "replace").translate(None, _HEX_BYTES)
 
 
 def _occurring(strings: list[str], haystack: str) -> set[str]:
