@@ -274,3 +274,19 @@ def demo(tmp_path: Path, demo_root: Path) -> Path:
     root = tmp_path / "proj"
     shutil.copytree(demo_root, root)
     return root
+
+
+def walked_goals(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The goals whose boundary strings this process works out from here on (walks their
+    state for: `boundary.goal_strings`)."""
+    from loopx.build import boundary
+
+    walked: list[str] = []
+    goal_strings = boundary.goal_strings
+
+    def walking(state: Any, read_blob: Any = None) -> Any:
+        walked.append(state.goal_id)
+        return goal_strings(state, read_blob)
+
+    monkeypatch.setattr(boundary, "goal_strings", walking)
+    return walked

@@ -31,7 +31,7 @@ from loopx.privacy import distinct
 from loopx.privacy.distinct import present
 from loopx.privacy.scanner import Read, Scanner
 from loopx.store.filestore import FileStore
-from tests.conftest import make_ctx
+from tests.conftest import make_ctx, walked_goals
 
 AUDIENCES = ("public", "team")
 
@@ -451,19 +451,6 @@ def test_a_narrowed_scanner_finds_what_the_whole_set_finds(pieces: list[Any]) ->
     assert plain.scan_read(read, "p") == plain.scan_bytes(page.encode(), "p")
 
 
-def _walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The goals whose strings a build makes (walks their state for)."""
-    walked: list[str] = []
-    goal_strings = boundary.goal_strings
-
-    def walking(state: Any, read_blob: Any = None) -> Any:
-        walked.append(state.goal_id)
-        return goal_strings(state, read_blob)
-
-    monkeypatch.setattr(boundary, "goal_strings", walking)
-    return walked
-
-
 def _goal_file(root: Path, goal_id: str) -> Path:
     return root / ".loopx/private/cache/scan" / scancache._build_goal_file(goal_id)
 
@@ -481,7 +468,7 @@ def test_a_rebuild_merges_the_strings_of_the_changed_goal_only(
     ctx = _project(root)
     build(root, out, audiences=AUDIENCES, reuse=True)
     assert _goal_file(root, "inner").is_file() and _goal_file(root, "launch-site-2026").is_file()
-    walked = _walks(monkeypatch)
+    walked = walked_goals(monkeypatch)
     inner = _goal_file(root, "inner").read_bytes()
     todos.add_todo(
         ctx, AddTodo(goal_id="launch-site-2026", title="A quiet team matter", todo_id="q")
@@ -515,7 +502,7 @@ def test_a_goal_file_missing_corrupt_or_stale_merges_every_goal_again(
         path.write_bytes(orjson.dumps({**record, "host": [0, 0, 0], "texts": []}))
     else:
         path.write_bytes(orjson.dumps({**record, "goal": "inner"}))
-    walked = _walks(monkeypatch)
+    walked = walked_goals(monkeypatch)
     secret = "Renegotiate the freight rates quietly"
     todos.add_todo(ctx, AddTodo(goal_id="launch-site-2026", title=secret, todo_id="freight"))
 

@@ -18,7 +18,7 @@ from loopx.engine.core import load_state
 from loopx.engine.demo import REV_NEW
 from loopx.state.entities import encode_state
 from loopx.store.filestore import FileStore
-from tests.conftest import run_cli
+from tests.conftest import run_cli, walked_goals
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -109,19 +109,10 @@ def test_a_cold_build_takes_the_strings_its_fold_workers_worked_out(
     """A cold build in workers (as the CLI runs it: with the build memo) merges the strings
     its fold workers made: it works out no goal's strings itself, and writes the bytes a
     serial build writes."""
-    from loopx.build import boundary
-
     monkeypatch.setenv("LOOPX_BUILD_WORKERS", "1")
     _cold(demo)
     build(demo, tmp_path / "serial", head=REV_NEW)
-    made: list[str] = []
-    real = boundary.goal_strings
-
-    def counting(state: Any, read_blob: Any = None) -> Any:
-        made.append(state.goal_id)
-        return real(state, read_blob)
-
-    monkeypatch.setattr(boundary, "goal_strings", counting)
+    made = walked_goals(monkeypatch)
     monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
     _cold(demo)
     build(demo, tmp_path / "workers", head=REV_NEW, reuse=True)
