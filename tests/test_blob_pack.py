@@ -336,6 +336,7 @@ def test_references_read_together_are_each_checked(tmp_path: Path, asked: list[s
         (["g" * 64], False),
         ([b"0" * 64], False),  # a digest is text
         ([None], False),
+        ([type("Text", (str,), {})("ab" * 32)], True),  # text of a kind of its own
     ],
 )
 def test_hex_digests_are_64_lowercase_hex_digits_each(values: list[Any], expected: bool) -> None:

@@ -118,3 +118,29 @@ def test_a_cold_build_takes_the_strings_its_fold_workers_worked_out(
     build(demo, tmp_path / "workers", head=REV_NEW, reuse=True)
     assert made == []  # in this process: the workers' own copies of it were not counted
     assert _tree(tmp_path / "workers") == _tree(tmp_path / "serial")
+
+
+def test_a_build_that_finds_a_memo_of_strings_asks_its_fold_workers_for_none(
+    demo: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The fold workers work out the goals' strings only for a merge from nothing: a build
+    that finds the boundary's memo of an earlier build (a new output folder, the build
+    memo gone) merges from it and would throw theirs away."""
+    from loopx.build import pipeline
+
+    asked: list[Any] = []
+    real = pipeline.fold_ahead
+
+    def recording(store: Any, goal_ids: list[str], strings: Any = None) -> None:
+        asked.append(strings is not None)
+        real(store, goal_ids, strings)
+
+    monkeypatch.setattr(pipeline, "fold_ahead", recording)
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    _cold(demo)
+    shutil.rmtree(demo / ".loopx" / "private" / "cache" / "scan", ignore_errors=True)
+    build(demo, tmp_path / "first", head=REV_NEW, reuse=True)
+    _cold(demo)  # the build memo and snapshots gone; the boundary's memo kept
+    build(demo, tmp_path / "second", head=REV_NEW, reuse=True)
+    assert asked == [True, False]
+    assert _tree(tmp_path / "second") == _tree(tmp_path / "first")

@@ -160,8 +160,10 @@ def make_site(
 
     project = project if project is not None else load_config(root)
     store = open_store(root)  # files or PostgreSQL; its connection closes with the object
-    # Whole: the boundary forbids every non-public string (worked out as goals are folded).
-    every = gather(store, cache, tokens, strings="public" in audiences)
+    # Whole: the boundary forbids every non-public string (worked out as goals are folded,
+    # when no memo of an earlier build's strings is here to merge from).
+    strings = "public" in audiences and not scancache.build_kept(root)
+    every = gather(store, cache, tokens, strings=strings)
     goals = {g: facts.truth(s) for g, s in every.items()}  # what artifacts are made of
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}

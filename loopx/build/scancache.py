@@ -384,6 +384,12 @@ def _host(project: Path, create: bool) -> str:
     return host_mark(_path(project, HOST).parent, create=create)
 
 
+def build_kept(project: Path) -> bool:
+    """Whether a build left its memo here (`build.json`, whatever it holds): a build that
+    finds one merges from the strings it keeps, not from nothing."""
+    return fsio.kind(_path(project, BUILD)) != "missing"
+
+
 def heads_key(heads: dict[str, str]) -> list[Any]:
     return [[g, heads[g]] for g in sorted(heads)]
 

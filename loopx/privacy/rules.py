@@ -888,7 +888,10 @@ RULES: tuple[Rule, ...] = (
     ),  # fmt: skip
     _rule(
         "facebook-access-token",
-        r"(?<![0-9])\d{15,16}(?:\||%7[Cc])(?P<secret>[0-9A-Za-z_-]{27,40})" + _TOKEN_END,
+        # ASCII digits, as its lookbehind and `locate` read them (`\d` took any Unicode
+        # digit, which the walk back from the anchor did not: found by a search of the whole
+        # text, missed where the rule is tried)
+        r"(?<![0-9])[0-9]{15,16}(?:\||%7[Cc])(?P<secret>[0-9A-Za-z_-]{27,40})" + _TOKEN_END,
         ["|", "%7C", "%7c"],
         check=_letters_and_digits,
         locate=lambda text, anchor: _back(text, anchor, frozenset("0123456789"), 16),

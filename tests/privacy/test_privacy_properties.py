@@ -273,3 +273,81 @@ def test_the_ipv4_rule_tried_at_its_anchors_finds_every_address_a_search_finds(
     assert searched  # each holds a private address
     found = {(h.start, h.end) for h in Scanner(machine=False).hits(text) if h.kind == "private-ip"}
     assert found == set(searched)
+
+
+def _positional_text(anchors: list[str]) -> Any:
+    """Text made of a rule's anchors and what lies around secrets: ASCII and other digits,
+    letters, separators, keywords."""
+    pieces = [
+        "0123456789",
+        "abcdefXYZ",
+        "\u0663\u0966\uff11",  # digits `\\d` takes that are not ASCII
+        "|",
+        "%7C",
+        " ",
+        "@",
+        ".",
+        "-",
+        "_",
+        ":",
+        "/",
+        "=",
+        "\n",
+        "~",
+        "token",
+        "password",
+        "https://",
+        "user:pass@",
+    ]
+    run = st.sampled_from(pieces).flatmap(
+        lambda chars: st.text(alphabet=chars, min_size=1, max_size=20)
+    )
+    return st.lists(st.one_of(st.sampled_from(anchors), run), min_size=1, max_size=12).map("".join)
+
+
+def _rules_tried_at_anchors() -> list[Any]:
+    from loopx.privacy.rules import RULES
+
+    return [r for r in RULES if r.locate is not None]
+
+
+@pytest.mark.parametrize("rule", _rules_tried_at_anchors(), ids=lambda r: r.kind)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_a_rule_tried_at_its_anchors_finds_all_a_search_of_the_whole_text_finds(
+    rule: Any, data: Any
+) -> None:
+    """Every positional rule (tried only around its anchors) finds at least each span its
+    regex finds over the whole text: trying it at every anchor may add an overlapping span,
+    never leave one out."""
+    from dataclasses import replace
+
+    text = data.draw(_positional_text(list(rule.anchors)))
+    starts = sorted({i for a in rule.anchors for i in _starts(text, a)})
+    searched = set(replace(rule, locate=None).spans(text))
+    assert searched <= set(rule.spans(text, starts))
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        ("\u0663" * 15 + "|aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC", False),  # Arabic-Indic digits
+        ("x" + "\u0966" * 16 + "%7CaB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1", False),  # Devanagari
+        ("1234567890123456|aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC", True),  # an app id, its secret
+    ],
+)
+def test_the_app_token_rule_reads_the_digits_its_anchors_walk_back_over(
+    text: str, token: bool
+) -> None:
+    """An app token is ASCII digits, a `|` and its secret: the digits the rule's regex takes
+    are those it walks back over from the `|` (any Unicode digit was taken by the regex
+    over the whole text, and missed where the rule is tried)."""
+    from dataclasses import replace
+
+    from loopx.privacy.rules import RULES
+
+    (rule,) = [r for r in RULES if r.kind == "facebook-access-token"]
+    starts = sorted({i for a in rule.anchors for i in _starts(text, a)})
+    found = set(rule.spans(text, starts))
+    assert set(replace(rule, locate=None).spans(text)) <= found
+    assert bool(found) is token
