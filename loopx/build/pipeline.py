@@ -88,15 +88,15 @@ def gather(
     cache: BuildCache | None = None,
     tokens: dict[str, list[Any]] | None = None,
     *,
-    strings: bool = False,
+    strings: dict[str, Any] | None = None,
 ) -> dict[str, GoalState]:
     """Fold every goal. With a cache, a goal whose change token is the same (the ledger
     file's size, mtime, ctime and inode; the database's head) keeps the state folded last
     time, or, from the build memo, is not folded at all (`facts.Carried`: folded only if
     something needs more of it than the memo holds). `tokens` is given every goal's change
     token as it was before its fold (a write after that changes it, so whatever is keyed by
-    these tokens and the heads folded holds for no ledger but the one folded). `strings`: the
-    goals folded in workers get their boundary strings there too (into `cache.strings`)."""
+    these tokens and the heads folded holds for no ledger but the one folded). `strings`: where
+    the goals folded in workers put their boundary strings (`work.fold_ahead`)."""
     ids = store.goal_ids()
     keys: dict[str, tuple[Any, ...]] = {}
     kept: dict[str, GoalState] = {}
@@ -111,12 +111,7 @@ def gather(
             elif known is not None and known[0] == keys[goal_id]:
                 kept[goal_id] = facts.Carried(known[1], partial(_fold, store, goal_id)).as_state()
                 cache.states[goal_id] = (keys[goal_id], kept[goal_id])
-    # Only for a merge from nothing (no earlier merge or build memo to advance it from):
-    # `serve` and a rebuild work out the changed goals' strings against their old ones.
-    kept_strings = None
-    if strings and cache is not None and cache.merged is None and cache.memo is None:
-        kept_strings = cache.strings
-    fold_ahead(store, [g for g in ids if g not in kept], kept_strings)  # in workers when large
+    fold_ahead(store, [g for g in ids if g not in kept], strings)  # in workers when large
     goals: dict[str, GoalState] = {}
     for goal_id in ids:
         state = kept[goal_id] if goal_id in kept else load_state(store, goal_id).state
@@ -160,9 +155,18 @@ def make_site(
 
     project = project if project is not None else load_config(root)
     store = open_store(root)  # files or PostgreSQL; its connection closes with the object
-    # Whole: the boundary forbids every non-public string (worked out as goals are folded,
-    # when no memo of an earlier build's strings is here to merge from).
-    strings = "public" in audiences and not scancache.build_kept(root)
+    # Whole: the boundary forbids every non-public string. Its strings are worked out as the
+    # goals are folded only for a merge from nothing: no earlier merge (`serve`), build memo
+    # or boundary memo of an earlier build to advance from.
+    strings = None
+    if (
+        "public" in audiences
+        and cache is not None
+        and cache.merged is None
+        and cache.memo is None
+        and not scancache.build_kept(root)
+    ):
+        strings = cache.strings
     every = gather(store, cache, tokens, strings=strings)
     goals = {g: facts.truth(s) for g, s in every.items()}  # what artifacts are made of
     site = Site(head=head, validate=validate)
