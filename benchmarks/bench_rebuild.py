@@ -15,6 +15,11 @@ way into every copy) the rebuild, the files it rewrote (checked on disk) and a s
 `loopx scan` of the public partition. The checkouts take turns at every step, so they see
 the same load; the report gives medians of CPU time (user + system, children included) and
 wall time.
+
+`--installed` runs each checkout as users run loopx: installed by `pip install` (not
+editable) into a virtualenv of its own (`bench_calls`' installation), without this
+interpreter's `.pth` start-up hooks (an editable install's import finder, a sandbox's
+certificate hook), which a bare `python -c pass` pays for here.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from benchmarks.bench_build import (
     run,
     workdir,
 )
+from benchmarks.bench_calls import _install
 from benchmarks.bench_hugo import _cold
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,23 +60,31 @@ def _label(checkout: Path) -> str:
 class Side:
     """One checkout: its root copy, output folder and measurements."""
 
-    def __init__(self, checkout: Path, work: Path, pristine: Path, n: int) -> None:
+    def __init__(
+        self, checkout: Path, work: Path, pristine: Path, n: int, installed: bool = False
+    ) -> None:
         self.checkout = checkout.resolve()
         self.label = _label(self.checkout)
         self.root = work / f"root-{n}"
         self.out = work / f"site-{n}"
         shutil.copytree(pristine, self.root, symlinks=True)
-        self.env = {"PYTHONPATH": str(self.checkout)}
-        # Compiled once beforehand, as an installed package is: with PYTHONDONTWRITEBYTECODE
-        # set, every process would otherwise compile every module of loopx again (~0.1 s).
-        compileall = [sys.executable, "-m", "compileall", "-q", str(self.checkout / "loopx")]
-        subprocess.run(compileall, capture_output=True, check=True)
+        self.python = sys.executable
+        if installed:  # its own virtualenv; pip compiles the modules
+            self.env: dict[str, str] = {}
+            self.python = str(_install(self.checkout, work / f"venv-{n}"))
+        else:
+            self.env = {"PYTHONPATH": str(self.checkout)}
+            # Compiled once beforehand, as an installed package is: with
+            # PYTHONDONTWRITEBYTECODE set, every process would otherwise compile every
+            # module of loopx again (~0.1 s).
+            compileall = [sys.executable, "-m", "compileall", "-q", str(self.checkout / "loopx")]
+            subprocess.run(compileall, capture_output=True, check=True)
         self.cwd = work  # not a checkout: `-m loopx` must import this side's package
         self.runs: dict[str, list[Measured]] = {}
         self.rewritten: list[int] = []
 
     def loopx(self, what: str, *args: str) -> Measured:
-        cmd = [sys.executable, "-m", "loopx", *args, "--root", str(self.root)]
+        cmd = [self.python, "-m", "loopx", *args, "--root", str(self.root)]
         m = _must(run(cmd, cwd=self.cwd, env=self.env), f"{self.label}: loopx {args[0]}")
         self.runs.setdefault(what, []).append(m)
         return m
@@ -89,13 +103,18 @@ class Side:
 
 
 def bench(
-    work: Path, checkouts: list[Path], events: int, size: tuple[int, int, int], cold: int = 3
+    work: Path,
+    checkouts: list[Path],
+    events: int,
+    size: tuple[int, int, int],
+    cold: int = 3,
+    installed: bool = False,
 ) -> Any:
     pristine = work / "pristine"
     goals, todos, n_events = size
     generated = gen_root.generate(pristine, goals=goals, todos=todos, events=n_events)
     probes = generated["probes"][:events]
-    sides = [Side(c, work, pristine, i) for i, c in enumerate(checkouts)]
+    sides = [Side(c, work, pristine, i, installed) for i, c in enumerate(checkouts)]
     load = [os.getloadavg()]
     for n in range(cold):  # each round from nothing: no snapshot, memo or scan memo
         for side in sides:
@@ -159,12 +178,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--quick", action="store_true", help="a tenth of the size (smoke run)")
+    parser.add_argument(
+        "--installed",
+        action="store_true",
+        help="each checkout pip-installed into a virtualenv of its own, as users run loopx",
+    )
     args = parser.parse_args(argv)
     checkouts = args.checkout or [REPO]
     size = (10, 1000, 10_000) if args.quick else (gen_root.GOALS, gen_root.TODOS, gen_root.EVENTS)
     with workdir(args.work, args.keep) as work:
         sides, load, generated = bench(
-            work, checkouts, min(args.events, 9), size, max(1, args.cold)
+            work, checkouts, min(args.events, 9), size, max(1, args.cold), args.installed
         )
         print(report(sides, load, generated))
     return 0
