@@ -122,9 +122,9 @@ class Needles:
 
     def __init__(self, digests: frozenset[str], refs: frozenset[str], others: Iterable[str]):
         """The set's blob hashes as their 64 digits: `digests` as they are, `refs` in their
-        ``sha256:`` form (both checked: a string taken for one is looked for only in runs of
-        hex digits); `others`: the rest."""
-        if not (hex_digests(digests) and hex_digests(refs)):
+        ``sha256:`` form (both checked, once when they are the same set: a string taken for
+        one is looked for only in runs of hex digits); `others`: the rest."""
+        if not (hex_digests(digests) and (refs is digests or hex_digests(refs))):
             raise ValueError("not blob hashes")
         self.digests, self.refs = digests, refs
         rest = set(others)
