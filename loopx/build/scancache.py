@@ -523,7 +523,7 @@ def _needles_record(needles: Needles) -> dict[str, list[str] | None]:
     """A set of strings as its blob hashes and the others, sorted (so that a fresh process
     need not tell 60,000 strings apart again: see `Needles`). The hashes of its ``sha256:``
     forms are written once when they are its bare hashes too (`refs` null), as a private
-    blob's are (13,455 of them in the build benchmark: a fifth of the file's bytes)."""
+    blob's are (13,455 of them in the build benchmark: 0.9 of the file's 2.9 MB)."""
     return {
         "digests": sorted(needles.digests),
         "refs": None if needles.refs == needles.digests else sorted(needles.refs),
