@@ -131,9 +131,9 @@ def test_a_build_that_finds_a_memo_of_strings_asks_its_fold_workers_for_none(
     asked: list[Any] = []
     real = pipeline.fold_ahead
 
-    def recording(store: Any, goal_ids: list[str], strings: Any = None) -> None:
+    def recording(store: Any, goal_ids: list[str], strings: Any = None, folded: Any = None) -> None:
         asked.append(strings is not None)
-        real(store, goal_ids, strings)
+        real(store, goal_ids, strings, folded)
 
     monkeypatch.setattr(pipeline, "fold_ahead", recording)
     monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
@@ -144,3 +144,44 @@ def test_a_build_that_finds_a_memo_of_strings_asks_its_fold_workers_for_none(
     build(demo, tmp_path / "second", head=REV_NEW, reuse=True)
     assert asked == [True, False]
     assert _tree(tmp_path / "second") == _tree(tmp_path / "first")
+
+
+def test_the_parent_reads_each_goal_as_soon_as_its_fold_worker_has_folded_it(
+    demo: Path, monkeypatch: Any
+) -> None:
+    """`fold_ahead` tells its caller of each goal a worker folded as it arrives, and `gather`
+    reads that goal's fresh snapshot then, while the workers fold the others: each goal is
+    read once, all of them before the pool is done, into the states a cold fold gives."""
+    from loopx.build import pipeline
+
+    _cold(demo)
+    store = FileStore(demo)
+    ids = store.goal_ids()
+    cold = {g: orjson.dumps(encode_state(load_state(store, g, cache=False).state)) for g in ids}
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "2")
+    told: list[str] = []
+    work.fold_ahead(store, ids, None, told.append)
+    assert sorted(told) == sorted(ids)
+
+    _cold(demo)
+    folding = [False]
+    read: list[tuple[str, bool]] = []
+    real_fold, real_load = pipeline.fold_ahead, pipeline.load_state
+
+    def fold_ahead(*args: Any) -> None:
+        folding[0] = True
+        try:
+            real_fold(*args)
+        finally:
+            folding[0] = False
+
+    def load(store: Any, goal_id: str, **kwargs: Any) -> Any:
+        read.append((goal_id, folding[0]))
+        return real_load(store, goal_id, **kwargs)
+
+    monkeypatch.setattr(pipeline, "fold_ahead", fold_ahead)
+    monkeypatch.setattr(pipeline, "load_state", load)
+    goals = pipeline.gather(store)
+    assert sorted(g for g, _ in read) == sorted(ids)  # once each
+    assert all(during for _, during in read)  # while the workers were folding
+    assert {g: orjson.dumps(encode_state(s)) for g, s in goals.items()} == cold

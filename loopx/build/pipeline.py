@@ -7,6 +7,7 @@ stages and compares with what is on disk instead of writing.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -111,10 +112,25 @@ def gather(
             elif known is not None and known[0] == keys[goal_id]:
                 kept[goal_id] = facts.Carried(known[1], partial(_fold, store, goal_id)).as_state()
                 cache.states[goal_id] = (keys[goal_id], kept[goal_id])
-    fold_ahead(store, [g for g in ids if g not in kept], strings)  # in workers when large
+    early: dict[str, GoalState | None] = {}
+
+    def folded(goal_id: str) -> None:
+        """A goal a worker has just folded: read from its fresh snapshot now, while the
+        workers fold the others (the loop below reads again, in goal order, any it could
+        not, and reports what it finds)."""
+        with contextlib.suppress(Exception):
+            early[goal_id] = load_state(store, goal_id).state
+
+    fold_ahead(store, [g for g in ids if g not in kept], strings, folded)  # when large
     goals: dict[str, GoalState] = {}
     for goal_id in ids:
-        state = kept[goal_id] if goal_id in kept else load_state(store, goal_id).state
+        state: GoalState | None
+        if goal_id in kept:
+            state = kept[goal_id]
+        elif goal_id in early:
+            state = early[goal_id]
+        else:
+            state = load_state(store, goal_id).state
         if state is not None:
             goals[goal_id] = state
             if cache is not None and goal_id not in kept:

@@ -129,14 +129,16 @@ def workers_for(goals: dict[str, GoalState], units: list[Unit]) -> int:
     return max(1, min(os.cpu_count() or 1, 4, len(units)))
 
 
-def _fold(goal_id: str) -> tuple[str, str, GoalStrings] | None:
-    """In a worker: fold the goal (its snapshot is left in the cache) and, when the caller
-    keeps the boundary's strings, work out the goal's (`boundary.goal_strings`, a pure
-    function of the state: the parent takes them for the state it folds at the same head)."""
+def _fold(goal_id: str) -> tuple[str, str, GoalStrings | None] | None:
+    """In a worker: fold the goal (its snapshot is left in the cache): the goal, its head
+    and, when the caller keeps the boundary's strings, the goal's (`boundary.goal_strings`,
+    a pure function of the state: the parent takes them for the state it folds at the same
+    head); None when it could not be folded."""
     with contextlib.suppress(Exception):  # the parent folds it again and reports the error
         state = load_state(_SHARED["store"], goal_id).state
-        if state is not None and _SHARED.get("strings"):
-            return goal_id, state.head, goal_strings(state)
+        if state is not None:
+            found = goal_strings(state) if _SHARED.get("strings") else None
+            return goal_id, state.head, found
     return None
 
 
@@ -144,6 +146,7 @@ def fold_ahead(
     store: Store,
     goal_ids: list[str],
     strings: dict[str, tuple[str, GoalStrings]] | None = None,
+    folded: Callable[[str], None] | None = None,
 ) -> None:
     """Read and fold the ledgers of `goal_ids` in worker processes when there are megabytes
     of them, each leaving its goal's snapshot in the cache (as the same `load_state` in this
@@ -152,6 +155,9 @@ def fold_ahead(
     `strings` (goal → (head, its boundary strings), as `non_public_strings` keeps them): the
     workers also work out each goal's strings, off the critical path of a cold build (its
     render phase keeps both cores busy; this one leaves them idle a third of the time).
+    `folded(goal_id)` is called here for each goal a worker folded, as soon as it has (the
+    caller reads its fresh snapshot while the workers fold the others, instead of all of
+    them on one core once they are done).
 
     Every line is still checked, by the worker that reads it. A goal a worker could not
     fold (damage, a refused file) has no fresh snapshot: the caller reads it cold and
@@ -175,14 +181,16 @@ def fold_ahead(
     _SHARED["strings"] = strings is not None
     try:
         with multiprocessing.get_context("fork").Pool(min(workers, len(goal_ids))) as pool:
-            pending = pool.map_async(_fold, order, chunksize=1)
+            pending = pool.imap_unordered(_fold, order, chunksize=1)
             warm_renderer()  # while the workers fold
-            folded = pending.get()
+            for done in filter(None, pending):
+                goal_id, head, found = done
+                if strings is not None and found is not None:  # an entry there stays (a
+                    strings.setdefault(goal_id, (head, found))  # later merge may advance)
+                if folded is not None:
+                    folded(goal_id)
     finally:
         _SHARED.clear()
-    if strings is not None:  # an entry there stays (a later merge may advance from it)
-        for goal_id, head, found in filter(None, folded):
-            strings.setdefault(goal_id, (head, found))
 
 
 def _ledger_sizes(store: Store, goal_ids: list[str]) -> dict[str, int] | None:
