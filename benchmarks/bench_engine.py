@@ -147,6 +147,25 @@ def git_commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+_PACE = (
+    "import time\nt = time.process_time()\nfor i in range(3_000_000): pass\n"
+    "print(time.process_time() - t)"
+)
+
+
+def pace(runs: int = 3) -> float:
+    """The machine's pace now: CPU milliseconds a fresh interpreter takes for a fixed
+    pure-Python loop (median of `runs`). A shared machine's speed moves by tens of percent
+    within an hour; two runs of a benchmark compare only at the same pace."""
+    times = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", _PACE], capture_output=True, text=True, check=True
+        )
+        times.append(float(done.stdout) * 1000)
+    return statistics.median(times)
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -44,6 +44,7 @@ from benchmarks.bench_build import (
     run,
     workdir,
 )
+from benchmarks.bench_engine import pace
 
 START_MARK = "<!-- bench_hugo:start -->"
 END_MARK = "<!-- bench_hugo:end -->"
@@ -113,6 +114,7 @@ def _files(folder: Path) -> int:
 
 def bench(work: Path, *, size: tuple[int, int, int], rounds: int, hugo: str) -> dict[str, Any]:
     r: dict[str, Any] = {"machine": _machine(), "size": list(size), "hugo": hugo_version(hugo)}
+    r["pace"] = [pace()]
     root, md, site = work / "root", work / "md", work / "hugo"
     goals, todos, events = size
     r["generated"] = gen_root.generate(root, goals=goals, todos=todos, events=events)
@@ -141,6 +143,7 @@ def bench(work: Path, *, size: tuple[int, int, int], rounds: int, hugo: str) -> 
     r["wall_ratio"] = r["loopx"]["wall"] / r["hugo_run"]["wall"]
     r["cpu_ratio"] = r["loopx"]["cpu"] / r["hugo_run"]["cpu"]
     r["load_end"] = os.getloadavg()
+    r["pace"].append(pace())
     return r
 
 
@@ -217,6 +220,9 @@ def section(r: dict[str, Any], rounds: int, work: Path | None = None) -> str:
             f"- Target: loopx ≤ 1.0× Hugo's wall time (≤ 1.5× at the least): {verdict}.",
             f"- All rounds, wall: loopx {lx['walls']} s, Hugo {hg['walls']} s; CPU: loopx "
             f"{lx['cpus']} s, Hugo {hg['cpus']} s.",
+            f"- The machine's pace (`bench_engine.pace`, a fixed pure-Python loop in a fresh "
+            f"interpreter): {r['pace'][0]:.0f} ms at the start, {r['pace'][1]:.0f} ms at the "
+            "end; runs compare only at the same pace.",
             "- loopx writes more than the pages (status, graph, workbench and review JSON, "
             "Markdown, Mermaid and DOT, feeds, badges, search index, manifest) and scans every "
             "public byte before writing; Hugo also writes its RSS feeds and sitemap.",

@@ -46,6 +46,7 @@ from benchmarks.bench_build import (
     workdir,
 )
 from benchmarks.bench_calls import _install
+from benchmarks.bench_engine import pace
 from benchmarks.bench_hugo import _cold
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,6 +117,7 @@ def bench(
     probes = generated["probes"][:events]
     sides = [Side(c, work, pristine, i, installed) for i, c in enumerate(checkouts)]
     load = [os.getloadavg()]
+    paces = [pace()]
     for n in range(cold):  # each round from nothing: no snapshot, memo or scan memo
         for side in sides:
             side.cold_start(n)
@@ -132,10 +134,14 @@ def bench(
             side.rewritten.append(_compare(before, _tree(side.out))["rewritten"])
             side.scan("scan after the event")
     load.append(os.getloadavg())
-    return sides, load, generated
+    paces.append(pace())
+    return sides, (load, paces), generated
 
 
-def report(sides: list[Side], load: list[Any], generated: dict[str, Any]) -> str:
+def report(
+    sides: list[Side], measured: tuple[list[Any], list[float]], generated: dict[str, Any]
+) -> str:
+    load, paces = measured
     steps = list(sides[0].runs)
     head = "| step | " + " | ".join(f"`{s.label}` CPU / wall" for s in sides) + " |"
     rows = [head, "|---|" + "---:|" * len(sides)]
@@ -159,7 +165,8 @@ def report(sides: list[Side], load: list[Any], generated: dict[str, Any]) -> str
     return "\n".join(
         [
             f"Root: {generated['goals']} goals, {generated['todos']} todos, "
-            f"{generated['events']} events; load average at the start and the end: {loads}.",
+            f"{generated['events']} events; load average at the start and the end: {loads}; "
+            f"the machine's pace (`bench_engine.pace`) {paces[0]:.0f} ms and {paces[1]:.0f} ms.",
             "",
             *rows,
         ]
@@ -187,10 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     checkouts = args.checkout or [REPO]
     size = (10, 1000, 10_000) if args.quick else (gen_root.GOALS, gen_root.TODOS, gen_root.EVENTS)
     with workdir(args.work, args.keep) as work:
-        sides, load, generated = bench(
+        sides, measured, generated = bench(
             work, checkouts, min(args.events, 9), size, max(1, args.cold), args.installed
         )
-        print(report(sides, load, generated))
+        print(report(sides, measured, generated))
     return 0
 
 
