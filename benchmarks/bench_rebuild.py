@@ -71,7 +71,7 @@ class Side:
         shutil.copytree(pristine, self.root, symlinks=True)
         self.python = sys.executable
         if installed:  # its own virtualenv; pip compiles the modules
-            self.env: dict[str, str] = {}
+            self.env: dict[str, str] = {"PYTHONPATH": ""}  # none inherited: its own loopx
             self.python = str(_install(self.checkout, work / f"venv-{n}"))
         else:
             self.env = {"PYTHONPATH": str(self.checkout)}
