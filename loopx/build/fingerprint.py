@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from loopx.model.ids import hex_digests
 from loopx.projections.base import GENERATOR
 from loopx.resources import resource_dir
 from loopx.store import fsio
@@ -254,12 +255,7 @@ class _Memo:
 
 
 def _is_sha(rest: list[Any]) -> bool:
-    return (
-        len(rest) == 1
-        and isinstance(rest[0], str)
-        and len(rest[0]) == 64
-        and not rest[0].strip("0123456789abcdef")
-    )
+    return len(rest) == 1 and hex_digests(rest)
 
 
 @cache
