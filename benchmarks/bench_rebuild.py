@@ -135,13 +135,12 @@ def bench(
             side.scan("scan after the event")
     load.append(os.getloadavg())
     paces.append(pace())
-    return sides, (load, paces), generated
+    return sides, load, paces, generated
 
 
 def report(
-    sides: list[Side], measured: tuple[list[Any], list[float]], generated: dict[str, Any]
+    sides: list[Side], load: list[Any], paces: list[float], generated: dict[str, Any]
 ) -> str:
-    load, paces = measured
     steps = list(sides[0].runs)
     head = "| step | " + " | ".join(f"`{s.label}` CPU / wall" for s in sides) + " |"
     rows = [head, "|---|" + "---:|" * len(sides)]
@@ -194,10 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     checkouts = args.checkout or [REPO]
     size = (10, 1000, 10_000) if args.quick else (gen_root.GOALS, gen_root.TODOS, gen_root.EVENTS)
     with workdir(args.work, args.keep) as work:
-        sides, measured, generated = bench(
+        sides, load, paces, generated = bench(
             work, checkouts, min(args.events, 9), size, max(1, args.cold), args.installed
         )
-        print(report(sides, measured, generated))
+        print(report(sides, load, paces, generated))
     return 0
 
 

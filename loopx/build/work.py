@@ -185,8 +185,9 @@ def fold_ahead(
             warm_renderer()  # while the workers fold
             for done in filter(None, pending):
                 goal_id, head, found = done
-                if strings is not None and found is not None:  # an entry there stays (a
-                    strings.setdefault(goal_id, (head, found))  # later merge may advance)
+                # An entry there stays: a later merge may advance from it.
+                if strings is not None and found is not None:
+                    strings.setdefault(goal_id, (head, found))
                 if folded is not None:
                     folded(goal_id)
     finally:
