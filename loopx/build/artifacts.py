@@ -8,11 +8,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from loopx.model.records import Mutable, Value
+
 MANIFEST = "manifest.json"  # every file of a build, with its hash (`pipeline._add_manifest`)
 
 
-@dataclass(frozen=True)
-class Artifact:
+@dataclass(frozen=True, repr=False, eq=False)
+class Artifact(Value):
     path: str  # relative, POSIX
     data: bytes
     audience: str | None  # None for shared, audience-less files (the manifest)
@@ -71,8 +73,8 @@ class DiskArtifact:
 AnyArtifact = Artifact | DiskArtifact
 
 
-@dataclass
-class Site:
+@dataclass(repr=False, eq=False)
+class Site(Mutable):
     """Every artifact of one build, plus the sources it was built from and, per (audience,
     goal), the key and index row of its files (what the build memo records)."""
 

@@ -19,6 +19,7 @@ from loopx.build.allowances import allowances_of
 from loopx.build.artifacts import Site
 from loopx.build.facts import folded
 from loopx.model.errors import BoundaryViolation, InvalidInput
+from loopx.model.records import Mutable, Value
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.audience import BlobReader, BlobText
 from loopx.privacy.distinct import (
@@ -56,8 +57,8 @@ def _texts(value: Any, blobs: BlobText, read: set[str], refs: set[str]) -> list[
     return [ref, ref.removeprefix("sha256:"), text]
 
 
-@dataclass(frozen=True)
-class Forbidden:
+@dataclass(frozen=True, repr=False, eq=False)
+class Forbidden(Value):
     """What the ledger marks non-public: exact texts, and ids matched as whole ids."""
 
     texts: frozenset[str]
@@ -179,8 +180,8 @@ def project_names(root: Path) -> frozenset[str]:
     return frozenset(hashes)
 
 
-@dataclass(frozen=True)
-class GoalStrings:
+@dataclass(frozen=True, repr=False, eq=False)
+class GoalStrings(Value):
     """One goal's contribution to the forbidden set (cached per goal head by the build)."""
 
     texts: frozenset[str]
@@ -502,8 +503,8 @@ def _template_text() -> str:
     return "\n".join(p.read_text("utf-8") for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-@dataclass
-class ScanCache:
+@dataclass(repr=False, eq=False)
+class ScanCache(Mutable):
     """What `loopx serve` remembers between scans: scanners already built, and the artifacts
     (by sha256) found clean against everything those scanners look for.
 

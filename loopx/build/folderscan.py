@@ -39,6 +39,7 @@ from loopx.build.boundary import (
 )
 from loopx.build.scancache import Private
 from loopx.engine.core import load_state
+from loopx.model.records import Mutable
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.distinct import Needles, distinctive_text
 from loopx.privacy.scanner import (
@@ -133,8 +134,8 @@ def record_build(
     scancache.save_clean(project, "build", key, scancache.fingerprint(names, True), files)
 
 
-@dataclass
-class _Scanners:
+@dataclass(repr=False, eq=False)
+class _Scanners(Mutable):
     """The two scanners a folder may need, each built on first use."""
 
     forbidden: Forbidden
@@ -190,8 +191,8 @@ def _private_scanner(texts: frozenset[str], forbidden: Forbidden) -> Scanner | N
     )
 
 
-@dataclass
-class FolderScan:
+@dataclass(repr=False, eq=False)
+class FolderScan(Mutable):
     findings: list[Finding]
     scanner: Callable[[], Scanner]  # the full scanner, for the commands that clear a finding
     goals: Callable[[], dict[str, GoalState]]  # every goal folded (the same)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopx.model.errors import Conflict, InvalidInput, LoopxError
+from loopx.model.records import Value
 from loopx.store import fsio
 
 STAGING = ".loopx-staging"
@@ -51,8 +52,8 @@ class UnsafeOutput(InvalidInput):
     code = "unsafe_output_path"
 
 
-@dataclass(frozen=True)
-class Layout:
+@dataclass(frozen=True, repr=False, eq=False)
+class Layout(Value):
     """Which paths a writer may create or delete in its folder: top-level file names and
     top-level folders (`None` = any path)."""
 

@@ -38,6 +38,7 @@ from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them f
 from loopx.engine.git import resolve_head as resolve_head
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
+from loopx.model.records import Mutable
 from loopx.projections.base import GENERATOR
 from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
@@ -49,8 +50,8 @@ MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
 
 
-@dataclass
-class BuildResult:
+@dataclass(repr=False, eq=False)
+class BuildResult(Mutable):
     site: Site
     report: WriteReport | None = None
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -462,8 +463,8 @@ def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidd
     return cache.merged[1]
 
 
-@dataclass
-class CheckResult:
+@dataclass(repr=False, eq=False)
+class CheckResult(Mutable):
     stale: list[str]
     missing: list[str]
     extra: list[str]

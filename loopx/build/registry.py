@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal
 import orjson
 
 from loopx.model.config import ProjectConfig
+from loopx.model.records import Mutable, Value
 from loopx.privacy.audience import AUDIENCES, BlobReader, Lens
 from loopx.projections.base import GENERATOR
 from loopx.render.jsonout import dumps
@@ -39,8 +40,8 @@ ROW = "summary"  # the goal projection whose data is the goal's row in its audie
 Content = str | bytes | dict[str, Any]  # text; bytes as they are; a JSON document
 
 
-@dataclass(frozen=True)
-class Output:
+@dataclass(frozen=True, repr=False, eq=False)
+class Output(Value):
     """One kind of file a projection makes. `path` is relative to the goal's folder (or the
     audience's); with a `*`, `render` returns {item: content}, one file per item."""
 
@@ -64,8 +65,8 @@ class Output:
         return re.compile("[^/]+".join(re.escape(part) for part in self.path.split("*")))
 
 
-@dataclass(frozen=True)
-class Projection:
+@dataclass(frozen=True, repr=False, eq=False)
+class Projection(Value):
     """One projection: its name (unique within its scope) and what it makes, for whom."""
 
     name: str
@@ -99,8 +100,8 @@ def input_key(inputs: Any) -> str | None:
     return hashlib.sha256(raw).hexdigest()
 
 
-@dataclass(frozen=True)
-class File:
+@dataclass(frozen=True, repr=False, eq=False)
+class File(Value):
     """A rendered file, its path relative to the build folder. `key`: the digest of its
     inputs, when its output declares them and the build keeps keys (`Context.carry`)."""
 
@@ -147,8 +148,8 @@ def registered(projection: Projection) -> Iterator[Projection]:
         _EXTRA.remove(projection)
 
 
-@dataclass(kw_only=True)
-class Context:
+@dataclass(kw_only=True, repr=False, eq=False)
+class Context(Mutable):
     """What one goal's (or one audience's) projections are made from, and what they made.
     `ctx[name]` is the data of the projection `name`, projected on first use."""
 
@@ -249,7 +250,7 @@ class Context:
         ]
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class GoalContext(Context):
     """What a goal-scope projection renders from: one goal's state for one audience."""
 
@@ -262,7 +263,7 @@ class GoalContext(Context):
         return f"{self.audience}/goals/{self.state.goal_id}"
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, repr=False, eq=False)
 class AudienceContext(Context):
     """What an audience-scope projection renders from: every goal that audience sees."""
 

@@ -49,6 +49,7 @@ from loopx.build import fingerprint as code
 from loopx.build.boundary import Forbidden, GoalStrings, ScanCache
 from loopx.build.tally import Tally
 from loopx.model.ids import hex_digests
+from loopx.model.records import Mutable, Value
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.distinct import Needles
 from loopx.privacy.scanner import machine_names
@@ -258,8 +259,8 @@ def save_forbidden(project: Path, key: Key, forbidden: Forbidden) -> None:
     _save(project, "forbidden.json", body)
 
 
-@dataclass(frozen=True)
-class Private:
+@dataclass(frozen=True, repr=False, eq=False)
+class Private(Value):
     """The private text a scan looks for in files a build vouched for, at the ledger `key`:
     every blob text the ledger's forbidden set holds there, maybe more (see
     `loopx.build.folderscan`), and the allow entries that scan honours (all or fewer).
@@ -371,8 +372,8 @@ COVERED = "build-covered.json"
 HOST = "host"
 
 
-@dataclass
-class BuildMemo:
+@dataclass(repr=False, eq=False)
+class BuildMemo(Mutable):
     strings: dict[str, tuple[str, GoalStrings]]  # goal → (head, strings), of the goals asked for
     merged: tuple[list[Any], Forbidden] | None  # ([[goal, head], …], the set) of the last build
     scan: ScanCache | None  # what the public files found clean were checked against

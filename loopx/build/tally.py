@@ -35,6 +35,7 @@ from loopx.build.boundary import (
     _Boilerplate,
     _pieces,
 )
+from loopx.model.records import Mutable
 from loopx.privacy.allowed import Allowance
 from loopx.privacy.distinct import blob_hash, found_in
 
@@ -45,8 +46,8 @@ class Inconsistent(ValueError):
     """The tally does not fit the strings it was told a goal had."""
 
 
-@dataclass
-class Tally:
+@dataclass(repr=False, eq=False)
+class Tally(Mutable):
     """The counts behind one merged forbidden set (`kept`, `kept_ids`)."""
 
     kept: frozenset[str]  # the merged texts

@@ -24,6 +24,7 @@ from loopx.build.site import goal_artifacts
 from loopx.engine.core import load_state
 from loopx.model.config import ProjectConfig
 from loopx.model.errors import InvalidInput
+from loopx.model.records import Mutable
 from loopx.state.entities import GoalState
 from loopx.store import fsio
 from loopx.store.base import Store
@@ -35,8 +36,8 @@ PARALLEL_MIN_TODOS = 2000  # below this, starting workers costs more than it sav
 PARALLEL_MIN_BYTES = 8 << 20  # of ledger to fold: below, starting workers costs more
 
 
-@dataclass
-class BuildCache:
+@dataclass(repr=False, eq=False)
+class BuildCache(Mutable):
     """Per-goal results of earlier builds (kept by `loopx serve`, or loaded from the build
     memo by `loopx.build.reuse`), keyed by everything they depend on (`unit_keys`)."""
 

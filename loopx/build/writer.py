@@ -49,6 +49,7 @@ from loopx.build.outdir import (
     sha256,
 )
 from loopx.model.errors import LoopxError
+from loopx.model.records import Mutable
 from loopx.store import fsio
 
 __all__ = ["STAGING", "Staging", "WriteReport", "recover", "write_tree"]
@@ -61,8 +62,8 @@ JOURNAL_FORMAT = 2
 Entry = tuple[str | None, int | None]
 
 
-@dataclass
-class WriteReport:
+@dataclass(repr=False, eq=False)
+class WriteReport(Mutable):
     written: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)

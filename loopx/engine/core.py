@@ -19,6 +19,7 @@ from loopx import __version__
 from loopx.engine.clock import Clock, SystemClock
 from loopx.model.errors import Conflict, InvalidInput, LedgerDamage, LoopxError, NotFound
 from loopx.model.ids import check_id, check_operation_id
+from loopx.model.records import Mutable
 from loopx.state.entities import GoalState, OpIndex, decode_state, encode_state
 from loopx.state.fold import apply, replay
 from loopx.store.base import SnapshotStale, Store
@@ -45,8 +46,8 @@ def snapshot_due(behind: int, revision: int) -> bool:
     return behind >= max(1, min(256, revision // 1000))
 
 
-@dataclass
-class Change:
+@dataclass(repr=False, eq=False)
+class Change(Mutable):
     """One event a write path wants appended."""
 
     type: str
@@ -54,8 +55,8 @@ class Change:
     visibility: str = "team"
 
 
-@dataclass
-class Context:
+@dataclass(repr=False, eq=False)
+class Context(Mutable):
     """Everything a write path needs: where the ledger is, what time it is, who is acting."""
 
     store: Store
@@ -90,8 +91,8 @@ class Context:
             self.store.put_blob(data)
 
 
-@dataclass
-class Result:
+@dataclass(repr=False, eq=False)
+class Result(Mutable):
     """A write's outcome: `applied` or `replayed`, its receipt and any tail repair."""
 
     status: str  # "applied" | "replayed"
@@ -244,8 +245,8 @@ def _split_index(store: Store, state: GoalState, cursor: Cursor) -> None:
     state.operations.rebase(cursor, records)
 
 
-@dataclass
-class Loaded:
+@dataclass(repr=False, eq=False)
+class Loaded(Mutable):
     """A goal's state (None when it does not exist), its cursor and any tail damage."""
 
     state: GoalState | None

@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+from loopx.model.records import Value
+
 CREDENTIAL = "credential"
 PERSONAL = "personal"
 
@@ -43,8 +45,8 @@ Check = Callable[["re.Match[str]"], bool]
 Locate = Callable[[str, int], "int | None"]
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(frozen=True, repr=False, eq=False)
+class Rule(Value):
     """One kind of finding: a regex, the anchors that gate it, and an optional post-check.
 
     The span reported and redacted is the named group ``secret`` when the regex has one and it

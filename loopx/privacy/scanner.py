@@ -35,6 +35,7 @@ from typing import Any
 import ahocorasick_rs
 
 from loopx.model.errors import NotFound, TooLarge, UnsafePath
+from loopx.model.records import Value
 from loopx.privacy.allowed import Allowance, Allowed
 from loopx.privacy.rules import HOSTNAME, NON_PUBLIC_ID, NON_PUBLIC_TEXT, RULES, USERNAME, words
 from loopx.privacy.views import ENCODINGS, View, base64_segments, views
@@ -79,8 +80,8 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 _EXACT_PRIORITY = 4  # an exact forbidden string names an overlapping span when redacting
 
 
-@dataclass(frozen=True)
-class Finding:
+@dataclass(frozen=True, repr=False, eq=False)
+class Finding(Value):
     """Where something non-public was found; never what it was.
 
     `offset` is the character offset in the scanned text (bytes are decoded as UTF-8 first) and
@@ -105,8 +106,8 @@ class Finding:
         }
 
 
-@dataclass(frozen=True)
-class Hit:
+@dataclass(frozen=True, repr=False, eq=False)
+class Hit(Value):
     """A finding's span in raw text; internal to the privacy layer (redaction needs the end)."""
 
     kind: str

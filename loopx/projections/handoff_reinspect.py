@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from loopx.model.records import Value
 from loopx.state.entities import GoalState, Handoff, Todo
 from loopx.state.frontier import lease_live
 from loopx.state.handoff import PENDING
@@ -20,8 +21,8 @@ from loopx.state.turns import RESUME_ADVICE, open_turns
 Finding = tuple[str, str]  # (code, message)
 
 
-@dataclass(frozen=True, slots=True)
-class Facts:
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
+class Facts(Value):
     """What the checks read: the digest so far, and the folded facts it was made from."""
 
     digest: dict[str, Any]

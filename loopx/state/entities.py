@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypedDict, TypeVar
 
+from loopx.model.records import Mutable, Value
+
 OPEN_STATUSES = ("open", "active", "blocked")
 CLOSED_STATUSES = ("done", "cancelled")
 BLOCKING_GATE_STATUSES = ("pending", "deferred")
@@ -37,8 +39,8 @@ def private_ref(value: Any) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Fields:
+@dataclass(frozen=True, repr=False, eq=False)
+class Fields(Value):
     """One kind of record's fields, each declared once.
 
     `text`: free text (a string or `PrivateText`, or a list of them; ``a.b`` is field `b` of
@@ -101,28 +103,8 @@ class _Factory:
 _FACTORY: Any = _Factory()
 
 
-class _Record:
-    """Equality and repr over a record's fields, written once: `dataclass` would compile both
-    for every record class, and every CLI call imports them all (issue 19)."""
-
-    __slots__ = ()
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, _Record)
-        return self._values() == other._values()
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))  # type: ignore[arg-type]
-        return f"{type(self).__qualname__}({shown})"
-
-
 @dataclass(slots=True, repr=False, eq=False, init=False)
-class Todo(_Record):
+class Todo(Mutable):
     """A unit of work: its lifecycle, dependencies, claim and lease, and what closed it."""
 
     FIELDS: ClassVar[Fields] = Fields.of(
@@ -208,7 +190,7 @@ class Todo(_Record):
 
 
 @dataclass(slots=True, repr=False, eq=False, init=False)
-class Gate(_Record):
+class Gate(Mutable):
     """A question for a named authority and what it holds until it is resolved."""
 
     FIELDS: ClassVar[Fields] = Fields.of(
@@ -271,7 +253,7 @@ class Gate(_Record):
 
 
 @dataclass(slots=True, repr=False, eq=False, init=False)
-class Evidence(_Record):
+class Evidence(Mutable):
     """An observation (test, CI, review, …) bound to the revision it was made at."""
 
     FIELDS: ClassVar[Fields] = Fields.of(
@@ -324,7 +306,7 @@ class Evidence(_Record):
 
 
 @dataclass(slots=True, repr=False, eq=False, init=False)
-class Run(_Record):
+class Run(Mutable):
     """One bounded agent turn: who ran it, on what, its outcome and the quota it spent."""
 
     FIELDS: ClassVar[Fields] = Fields.of(
@@ -380,7 +362,7 @@ class Run(_Record):
 
 
 @dataclass(slots=True, repr=False, eq=False, init=False)
-class Note(_Record):
+class Note(Mutable):
     """A lesson, decision or note recorded on the goal (or one of its todos)."""
 
     FIELDS: ClassVar[Fields] = Fields.of(
@@ -420,7 +402,7 @@ class Note(_Record):
 
 
 @dataclass(slots=True, repr=False, eq=False, init=False)
-class Handoff(_Record):
+class Handoff(Mutable):
     """A continuation note for a todo (see loopx.state.handoff), bound to the todo's revision
     it was written against and to the writer's git HEAD; `note` is the note's dict, or
     `{"blob": …}` when private. Pending until adopted or superseded by a newer note."""
@@ -670,7 +652,7 @@ def _last_id(blob: bytes) -> str:
 
 
 @dataclass(slots=True, repr=False, eq=False)
-class GoalState(_Record):
+class GoalState(Mutable):
     """A goal folded from its ledger: its fields, every entity by id, and its heads."""
 
     FIELDS: ClassVar[Fields] = Fields.of(

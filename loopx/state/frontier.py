@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopx.model.records import Mutable
 from loopx.state.entities import GoalState, Todo
 
 
-@dataclass
-class Readiness:
+@dataclass(repr=False, eq=False)
+class Readiness(Mutable):
     """Whether a todo is ready for an agent, and each reason it waits when not."""
 
     todo_id: str

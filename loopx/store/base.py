@@ -11,12 +11,13 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from loopx.model.records import Mutable
 from loopx.store.ledger import Cursor, Scan
 from loopx.store.verify import VerifyReport
 
 
-@dataclass
-class Repair:
+@dataclass(repr=False, eq=False)
+class Repair(Mutable):
     """What a writer cut from a damaged tail, and where the cut bytes were kept."""
 
     offset: int

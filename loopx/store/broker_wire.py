@@ -83,14 +83,15 @@ def _private(path: Path, uid: int, *, parent: bool = False) -> bool:
 
 def code_files() -> list[Path]:
     """The modules a broker runs: the store layer (the broker, `PostgresStore`, the ledger
-    codec and stamping writer), the errors and ids it answers with, and the packages'."""
+    codec and stamping writer), the errors and ids it answers with, the base of its records
+    (`model.records`), and the packages'."""
     package = Path(__file__).resolve().parent.parent
     model = package / "model"
     store = sorted((package / "store").glob("*.py"))
     return [
         package / "__init__.py",
         *store,
-        *(model / n for n in ("__init__.py", "errors.py", "ids.py")),
+        *(model / n for n in ("__init__.py", "errors.py", "ids.py", "records.py")),
     ]
 
 

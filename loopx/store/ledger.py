@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from loopx.model.errors import LedgerDamage
+from loopx.model.records import Mutable, Value
 
 GENESIS = "0" * 64
 _SUM_PREFIX = b',"sum":"'
@@ -115,8 +116,8 @@ def depth(value: Any) -> int:
     return deepest
 
 
-@dataclass(frozen=True)
-class Cursor:
+@dataclass(frozen=True, repr=False, eq=False)
+class Cursor(Value):
     """A position in a goal's ledger: the last seq, its line sum, and the byte offset after it."""
 
     seq: int = 0
@@ -152,8 +153,8 @@ def cursor_holds(read: Callable[[int, int], bytes], cursor: Cursor) -> bool:
     return event.get("seq") == cursor.seq and line[-66:-2].decode() == cursor.head
 
 
-@dataclass
-class TailDamage:
+@dataclass(repr=False, eq=False)
+class TailDamage(Mutable):
     """Bytes at the end of a ledger that are not intact events (a torn or damaged last write)."""
 
     offset: int
@@ -164,8 +165,8 @@ class TailDamage:
         return {"offset": self.offset, "length": self.length, "reason": self.reason}
 
 
-@dataclass
-class Scan:
+@dataclass(repr=False, eq=False)
+class Scan(Mutable):
     """The intact events of a buffer, the cursors before and after them, and any torn tail."""
 
     start: Cursor = field(default_factory=Cursor)

@@ -7,11 +7,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from loopx.model.errors import LedgerDamage
+from loopx.model.records import Mutable
 from loopx.store.ledger import Cursor, scan
 
 
-@dataclass
-class VerifyReport:
+@dataclass(repr=False, eq=False)
+class VerifyReport(Mutable):
     """What `loopx verify` found in one goal's ledger: events, size, head and any damage."""
 
     goal_id: str
