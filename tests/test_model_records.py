@@ -81,6 +81,21 @@ def test_a_mutable_is_equal_and_shown_as_the_dataclass_and_not_hashable() -> Non
     assert repr(ours).endswith("...], name='changed')")
 
 
+@dataclass(frozen=True, repr=False, eq=False)
+class One(Value):
+    x: float
+
+
+def test_a_value_of_one_field_compares_as_the_dataclass_does() -> None:
+    """A one-field value compares a 1-tuple, as `dataclass` does: a field that is not equal
+    to itself (`nan`) is still equal when it is the same object."""
+    nan = float("nan")
+    twin = _twin(One, frozen=True)
+    assert (One(nan) == One(nan)) is (twin(nan) == twin(nan)) is True
+    assert (One(float("nan")) == One(nan)) is (twin(float("nan")) == twin(nan)) is False
+    assert One(1.0) == One(1) and hash(One(1.0)) == hash(One(1))
+
+
 def test_a_value_without_fields() -> None:
     assert Empty() == Empty() and hash(Empty()) == hash(Empty()) and repr(Empty()) == "Empty()"
     assert Empty() != Point(1)

@@ -109,7 +109,11 @@ def _compared(cls: type) -> Callable[[Any], Any]:
     got = _COMPARED.get(cls)
     if got is None:
         names = [f.name for f in fields(cls) if f.compare]
-        got = _COMPARED[cls] = attrgetter(*names) if names else _nothing
+        if len(names) == 1:  # a tuple still, as `dataclass` compares (`nan` is itself)
+            one = attrgetter(names[0])
+            got = _COMPARED[cls] = lambda obj: (one(obj),)
+        else:
+            got = _COMPARED[cls] = attrgetter(*names) if names else _nothing
     return got
 
 
