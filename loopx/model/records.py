@@ -5,14 +5,15 @@
 class in a short process (issue 19: ~20 ms of a write for the ~30 commands, ~3 ms of every
 call that reads the project configuration for its two records). `record` makes a class a
 dataclass of its fields only (so `fields()`, `replace()` and `asdict()` work) with the
-methods of `Record`, which read the fields from `__record__` and behave as a frozen
-keyword-only dataclass's do: keyword arguments with their defaults and factories, equality
-and hash over the fields in order, the same repr, no assignment or deletion.
+methods of `Record`, which behave as a frozen keyword-only dataclass's do: keyword
+arguments with their defaults and factories (read from `__record__`), equality and hash over
+the fields in order and the same repr (`Value`'s), no assignment or deletion.
 
 A class derives from `Record` and is passed to `record` (the write commands, from
 `__init_subclass__`), or is declared with `@frozen`, which gives it `Record`'s methods.
 
-`Value` and `Mutable` do the same for a dataclass that keeps its own compiled `__init__`
+`Value` and `Mutable` give the same equality, hash and repr to a dataclass that keeps its own
+compiled `__init__`
 (positional arguments, and as fast as `dataclass` makes it: a build makes some of them by
 the thousand): declared `@dataclass(repr=False, eq=False)` (frozen or not) and derived from
 one of them, it has their equality, hash and repr, written once here, instead of the two or
@@ -35,69 +36,6 @@ else:  # pragma: no cover (Python 3.10)
     from typing_extensions import dataclass_transform
 
 T = TypeVar("T")
-
-
-class Record:
-    """The methods of a frozen, keyword-only dataclass, over the fields in `__record__`."""
-
-    __record__: ClassVar[tuple[tuple[str, Any, Any], ...]] = ()
-
-    def __init__(self, **values: Any) -> None:
-        kind = type(self).__qualname__
-        for name, default, factory in self.__record__:
-            if name in values:
-                value = values.pop(name)
-            elif default is not MISSING:
-                value = default
-            elif factory is not MISSING:
-                value = factory()
-            else:
-                raise TypeError(f"{kind}() missing required keyword argument: {name!r}")
-            object.__setattr__(self, name, value)
-        for name in values:
-            raise TypeError(f"{kind}() got an unexpected keyword argument {name!r}")
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name, _, _ in self.__record__)
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n, _, _ in self.__record__)
-        return f"{type(self).__qualname__}({shown})"
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-
-_METHODS = ("__init__", "_values", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
-
-
-def record(cls: type[T]) -> type[T]:
-    """Make `cls` a keyword-only dataclass of its fields whose methods are `Record`'s."""
-    if cls.__doc__ is None:  # dataclass would otherwise compute a signature for it
-        cls.__doc__ = cls.__name__
-    dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
-    made: Any = cls
-    made.__record__ = tuple((f.name, f.default, f.default_factory) for f in fields(made))
-    return cls
-
-
-@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
-def frozen(cls: type[T]) -> type[T]:
-    """`@frozen class C: …`: a frozen, keyword-only record (to mypy, the dataclass it is)."""
-    for name in _METHODS:
-        setattr(cls, name, Record.__dict__[name])
-    return record(cls)
 
 
 _COMPARED: dict[type, Callable[[Any], Any]] = {}
@@ -154,3 +92,52 @@ class Mutable(Value):
 
     __slots__ = ()
     __hash__ = None  # type: ignore[assignment]
+
+
+class Record(Value):
+    """The methods of a frozen, keyword-only dataclass: its `__init__` over the fields in
+    `__record__`, no assignment or deletion, and `Value`'s equality, hash and repr."""
+
+    __record__: ClassVar[tuple[tuple[str, Any, Any], ...]] = ()
+
+    def __init__(self, **values: Any) -> None:
+        kind = type(self).__qualname__
+        for name, default, factory in self.__record__:
+            if name in values:
+                value = values.pop(name)
+            elif default is not MISSING:
+                value = default
+            elif factory is not MISSING:
+                value = factory()
+            else:
+                raise TypeError(f"{kind}() missing required keyword argument: {name!r}")
+            object.__setattr__(self, name, value)
+        for name in values:
+            raise TypeError(f"{kind}() got an unexpected keyword argument {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+_METHODS = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
+
+
+def record(cls: type[T]) -> type[T]:
+    """Make `cls` a keyword-only dataclass of its fields whose methods are `Record`'s."""
+    if cls.__doc__ is None:  # dataclass would otherwise compute a signature for it
+        cls.__doc__ = cls.__name__
+    dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
+    made: Any = cls
+    made.__record__ = tuple((f.name, f.default, f.default_factory) for f in fields(made))
+    return cls
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
+def frozen(cls: type[T]) -> type[T]:
+    """`@frozen class C: …`: a frozen, keyword-only record (to mypy, the dataclass it is)."""
+    for name in _METHODS:
+        setattr(cls, name, getattr(Record, name))  # its own or `Value`'s
+    return record(cls)
