@@ -36,6 +36,12 @@ from tests.conftest import make_ctx, walked_goals
 AUDIENCES = ("public", "team")
 
 
+def in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild's boundary in this process, not in a fork beside it (`loopx.build.beside`):
+    what these tests' spies look at happens where they can see it."""
+    monkeypatch.setenv("LOOPX_BUILD_WORKERS", "1")
+
+
 def _project(root: Path) -> Any:
     store = FileStore(root)
     store.init()
@@ -110,6 +116,7 @@ def _files(out: Path) -> dict[str, str]:
 def test_a_fresh_rebuild_scans_the_changed_public_files_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    in_one_process(monkeypatch)  # the spies see this process (the fork: test_build_beside)
     root, out = tmp_path / "p", tmp_path / "site"
     ctx = _project(root)
     build(root, out, audiences=AUDIENCES, reuse=True)
@@ -143,6 +150,7 @@ def test_an_event_rescans_the_search_piece_of_its_goal_only(
     """The search index is a piece per goal: an event on one goal changes (and the rebuild
     scans) that goal's piece and the audience's small files, never an index of every goal's
     todos."""
+    in_one_process(monkeypatch)  # the spies see this process (the fork: test_build_beside)
     root, out = tmp_path / "p", tmp_path / "site"
     ctx = _project(root)
     goals.create_goal(
@@ -486,6 +494,7 @@ def _merged_now(root: Path) -> Any:
 def test_a_rebuild_merges_the_strings_of_the_changed_goal_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    in_one_process(monkeypatch)  # the spies see this process (the fork: test_build_beside)
     root, out = tmp_path / "p", tmp_path / "site"
     ctx = _project(root)
     build(root, out, audiences=AUDIENCES, reuse=True)

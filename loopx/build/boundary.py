@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,7 +249,8 @@ def non_public_strings(
     `cache`, the result holds its tally.
     """
     if previous is not None and previous[1].tally is not None and cache is not None:
-        advanced = _advanced(goals, read_blob, cache, previous)
+        heads = {goal_id: state.head for goal_id, state in goals.items()}
+        advanced = advance(heads, lambda g: goal_strings(goals[g], read_blob), cache, previous)
         if advanced is not None:
             return advanced
     before = _parts_at(previous[0], cache) if previous is not None and cache else None
@@ -271,21 +273,22 @@ def non_public_strings(
     return Tally.of(parts, merged).forbidden()
 
 
-def _advanced(
-    goals: dict[str, GoalState],
-    read_blob: BlobReader | None,
+def advance(
+    heads: dict[str, str],
+    strings_of: Callable[[str], GoalStrings],
     cache: dict[str, tuple[str, GoalStrings]],
     previous: tuple[list[Any], Forbidden],
 ) -> Forbidden | None:
-    """The merge after the goals whose head moved since `previous`, from its tally and the
-    strings `cache` holds for them at its heads; None when some are not at hand or the tally
-    does not fit them (then it is left as it was)."""
+    """The merge of the goals at `heads` after those whose head moved since `previous`, from
+    its tally, the strings `cache` holds for them at its heads and their strings now
+    (`strings_of(goal)`); None when some are not at hand or the tally does not fit them
+    (then it is left as it was)."""
     from loopx.build.tally import Inconsistent
 
     was = {goal_id: head for goal_id, head in previous[0]}
-    moved = [g for g, state in goals.items() if was.get(g) != state.head]
+    moved = [g for g, head in heads.items() if was.get(g) != head]
     olds: dict[str, GoalStrings | None] = {}
-    for goal_id in [*moved, *(g for g in was if g not in goals)]:
+    for goal_id in [*moved, *(g for g in was if g not in heads)]:
         if goal_id in was:
             hit = cache.get(goal_id)
             if hit is None or hit[0] != was[goal_id]:
@@ -293,7 +296,7 @@ def _advanced(
             olds[goal_id] = hit[1]
         else:
             olds[goal_id] = None
-    news = {g: goal_strings(goals[g], read_blob) for g in moved}
+    news = {g: strings_of(g) for g in moved}
     tally = previous[1].tally
     try:
         merged = tally.advance([(olds[g], news.get(g)) for g in sorted(olds)])
@@ -301,8 +304,8 @@ def _advanced(
         return None
     object.__setattr__(previous[1], "tally", None)  # it counts for the new set now
     for goal_id, strings in news.items():
-        cache[goal_id] = (goals[goal_id].head, strings)
-    for goal_id in olds.keys() - goals.keys():
+        cache[goal_id] = (heads[goal_id], strings)
+    for goal_id in olds.keys() - heads.keys():
         cache.pop(goal_id, None)
     return merged
 
@@ -614,6 +617,21 @@ def scan_public(
         return scan_public(site, forbidden, cache)
     cache.clean |= {a.sha256 for _, a in items}
     return findings
+
+
+def scan_ahead(cache: ScanCache, items: list[tuple[str, Any]]) -> None:
+    """Scan those of `items` no earlier scan vouches for, as `scan_public` scans them (by the
+    scanners of what `cache` covers, narrowed to the strings that occur in them), before the
+    rest of the build is made: the clean ones join `cache.clean`, and `scan_public` does not
+    read them again (it still looks in them for what the set gained since, as in every other
+    file it vouches for). Without a covered set nothing is vouched for."""
+    if cache.covered is None:
+        return
+    fresh = [(p, a) for p, a in items if a.sha256 not in cache.clean]
+    scanners, reads = _narrowed(cache.scanners, fresh)
+    for path, artifact in fresh:
+        if not _scan(scanners, reads, [(path, artifact)]):
+            cache.clean.add(artifact.sha256)
 
 
 NARROW_LIMIT = 4 << 20  # bytes: beyond, building the whole scanner costs less

@@ -19,9 +19,12 @@ import orjson
 from loopx.build import facts, outdir, scancache
 from loopx.build.ahead import Ahead
 from loopx.build.artifacts import MANIFEST, Artifact, Site
+from loopx.build.beside import MOVED_AT_MOST, Beside, carry_scan
+from loopx.build.beside import items as beside_items
 from loopx.build.boundary import (
     Forbidden,
     enforce,
+    goal_strings,
     non_public_strings,
     project_names,
     public_items,
@@ -31,7 +34,15 @@ from loopx.build.folderscan import record_build
 from loopx.build.outdir import Folder, UnsafeOutput
 from loopx.build.site import audience_artifacts, visibility_split
 from loopx.build.validate import check as check_schema
-from loopx.build.work import BuildCache, Unit, UnitEntry, fold_ahead, run_units
+from loopx.build.work import (
+    BuildCache,
+    Unit,
+    UnitEntry,
+    configured_workers,
+    fold_ahead,
+    run_units,
+    usable_cpus,
+)
 from loopx.build.writer import Entry, WriteReport, first_write, recover, write_tree
 from loopx.engine.core import load_state
 from loopx.engine.git import AUTO as AUTO  # re-exported: publish imports them from here
@@ -44,7 +55,7 @@ from loopx.render.jsonout import dumps
 from loopx.state.entities import GoalState
 from loopx.store import fsio
 from loopx.store.base import Store
-from loopx.store.select import change_token, open_store
+from loopx.store.select import change_token, configured, open_store
 
 MANIFEST_CAP = 64 << 20  # a manifest of 100,000 files is ~20 MB
 DEFAULT_AUDIENCES = ("public", "team")
@@ -160,6 +171,7 @@ def make_site(
     made: Callable[[Unit, Any, Any], None] | None = None,
     apart: Callable[[Unit, Any], Any] | None = None,
     tokens: dict[str, list[Any]] | None = None,
+    gathered: Callable[[dict[str, GoalState]], None] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
@@ -167,7 +179,8 @@ def make_site(
     `meanwhile(every goal)`: work of this process done while workers render; `apart(unit,
     (files, row))` in the process that rendered a unit, and `made(unit, (files, row), what
     apart returned)` here: each unit rendered, as soon as it is (`work.run_units`).
-    `tokens`: given each goal's change token before its fold (`gather`)."""
+    `tokens`: given each goal's change token before its fold (`gather`). `gathered(every
+    goal)`: called once they are gathered, before anything is rendered."""
     from loopx.store.config import load_config
 
     project = project if project is not None else load_config(root)
@@ -185,6 +198,8 @@ def make_site(
     ):
         strings = cache.strings
     every = gather(store, cache, tokens, strings=strings)
+    if gathered is not None:
+        gathered(every)
     goals = {g: facts.truth(s) for g, s in every.items()}  # what artifacts are made of
     site = Site(head=head, validate=validate)
     split = {audience: visibility_split(goals, audience) for audience in audiences}
@@ -330,17 +345,40 @@ def build(
     with outdir.lock(root, out):
         with outdir.open_folder(out, root, create=False):
             pass  # a linked or misplaced folder is refused before any work; nothing is created
-        if reuse and cache is None:
+        # A rebuild's boundary goes to a fork beside this process (`loopx.build.beside`),
+        # started before the build memo is read.
+        loaded = reuse and cache is None
+        fork = (
+            Beside.start(root, out, names) if loaded and _may_fork(root, out, audiences) else None
+        )
+        beside: list[Beside] = [fork] if fork is not None else []
+        if loaded:
             cache = reuse_mod.load(root, out)
         prepared: list[Forbidden] = []
         tokens: dict[str, list[Any]] = {}  # each goal's change token before it was folded
 
+        def gathered(goals: dict[str, GoalState]) -> None:
+            """The fork is told every head, and the strings of the goals folded anew."""
+            moved = {g: s for g, s in goals.items() if not isinstance(s, facts.Carried)}
+            if beside and (cache is None or cache.memo is None or len(moved) > MOVED_AT_MOST):
+                _stop(beside)  # a build from nothing, or of many goals: here, as it goes
+            if beside:
+                heads = {g: s.head for g, s in goals.items()}
+                beside[0].gathered(heads, {g: goal_strings(s) for g, s in moved.items()})
+
+        def ahead_of_scan(unit: Unit, result: Any, _: Any) -> None:
+            """A public goal's files, to the fork as soon as they are made."""
+            if beside and unit[0] == "public":
+                beside[0].ahead(beside_items([(a.path, a) for a in result[0]]))
+
         def prepare(goals: dict[str, GoalState]) -> None:
             """The forbidden set, and, when no earlier scan vouches for any file (a cold
             build), its scanner and the needles the build memo keeps: made while the units
-            render."""
+            render (unless the fork works it out)."""
+            if beside:
+                return
             if reuse and cache is not None:
-                _carry_scan(root, names, cache, goals)
+                carry_scan(root, names, cache, {g: s.head for g, s in goals.items()})
             prepared.append(_forbidden(goals, cache).with_names(names))
             if cache is None or cache.scan.covered is None:
                 prepared[0].scanner()
@@ -352,7 +390,7 @@ def build(
             cold = cache is not None and cache.scan.covered is None
             return prepared[0] if prepared and cold else None
 
-        def made(ahead: Ahead | None) -> tuple[BuildResult, dict[str, GoalState], Store]:
+        def made(ahead: Ahead | None) -> tuple[BuildResult, dict[str, GoalState], Store, Plan]:
             """Everything in memory, scanned (nothing is written yet, but what `ahead`
             stages as it is made)."""
             prepared.clear()
@@ -365,14 +403,23 @@ def build(
                 cache=cache,
                 project=project,
                 meanwhile=prepare if "public" in audiences else None,
-                made=ahead.made if ahead is not None else None,
+                made=ahead.made if ahead is not None else ahead_of_scan,
                 apart=ahead.apart if ahead is not None else None,
                 tokens=tokens,
+                gathered=gathered if "public" in audiences else None,
             )
             if ahead is not None:
                 ahead.staging.flush_ahead()  # while the boundary scans
             result = BuildResult(site)
-            if "public" in audiences:
+            if beside and "public" in audiences:  # scanned there while the writes are planned
+                beside[0].scan(beside_items(public_items(site)))
+            plan = _plan(site, cache)
+            if beside and "public" in audiences and beside[0].clean():
+                result.findings = []  # the fork found every public file clean
+            elif "public" in audiences:
+                if beside:  # it found something, or failed: the whole boundary, here
+                    _stop(beside)
+                    prepare(goals)
                 forbidden = prepared[0]
                 scan_cache = cache.scan if cache is not None else None
                 if ahead is not None:
@@ -381,30 +428,22 @@ def build(
                 if result.findings:  # the commands that clear them read the whole state
                     goals = {g: facts.folded(s) for g, s in goals.items()}
                 enforce(result.findings, goals, forbidden)
-            return result, goals, store
+            return result, goals, store, plan
 
         # A first build into the folder stages each goal's files as they are made, a public
         # one once scanned (`ahead`); a build the boundary refuses leaves no folder.
-        with first_write(out, root, outdir.BUILD, MANIFEST) as staging:
+        with contextlib.ExitStack() as stack:
+            stack.callback(_stop, beside)  # however the build ends, the fork has ended
+            staging = stack.enter_context(first_write(out, root, outdir.BUILD, MANIFEST))
             ahead = Ahead(staging, scanning) if staging is not None else None
             try:
-                result, goals, store = made(ahead)
+                result, goals, store, (trusted, checked, was) = made(ahead)
             except facts.Stale:  # a goal carried over from the memo is not what it said
                 assert cache is not None
+                _stop(beside)  # told of goals as they were not
                 facts.forget(cache.states, cache.facts)
-                result, goals, store = made(ahead)
+                result, goals, store, (trusted, checked, was) = made(ahead)
             site = result.site
-            trusted: set[str] = set()
-            checked: set[str] = set()  # trusted, and found as written by `reuse.load` just now
-            was: dict[str, tuple[str, outdir.Identity]] = {}  # what the others were then
-            if cache is not None:
-                written = cache.written
-                for p, a in site.artifacts.items():
-                    if written.get(p) == a.sha256:
-                        trusted.add(p)
-                        if getattr(a, "seen", None) is not None:
-                            checked.add(p)
-                was = reuse_mod.recorded(cache, site.artifacts.keys() - trusted)
             # What the manifest there lists: as the build memo knows it, when the manifest is
             # still the one the memo's build wrote (`reuse.load`), else read from it.
             listed = getattr(cache.memo, "listed", None) if cache is not None else None
@@ -423,6 +462,7 @@ def build(
                 )
             if listed is not None and cache is not None:
                 cache.memo.listed = None  # the folder holds this build's files now
+            _stop(beside)  # it wrote the boundary memo while this process wrote the output
         if "public" in audiences:  # written and scanned: a later `loopx scan` trusts it
             clean = {a.sha256 for _, a in public_items(site)}
             record_build(root, goals, tokens, names, clean)
@@ -436,17 +476,49 @@ def build(
     return result
 
 
-def _carry_scan(
-    root: Path, names: frozenset[str], cache: BuildCache, goals: dict[str, GoalState]
-) -> None:
-    """What the last build on this host left for the boundary scan (`scancache.load_build`):
-    the merged set, the strings the goals changed since had then, and the public files
-    found clean."""
-    memo = scancache.load_build(root, names, {g: s.head for g, s in goals.items()})
-    cache.strings.update(memo.strings)
-    cache.merged = memo.merged
-    if memo.scan is not None:
-        cache.scan = memo.scan
+Plan = tuple[set[str], set[str], dict[str, tuple[str, outdir.Identity]]]
+
+
+def _plan(site: Site, cache: BuildCache | None) -> Plan:
+    """What `write_tree` needs to know of the files on disk: those the last build wrote as
+    they are now (trusted), of which those `reuse.load` found as written just now (checked),
+    and of the others, each file's sha256 and identity then (`reuse.recorded`)."""
+    from loopx.build import reuse as reuse_mod
+
+    trusted: set[str] = set()
+    checked: set[str] = set()
+    if cache is None:
+        return trusted, checked, {}
+    written = cache.written
+    for p, a in site.artifacts.items():
+        if written.get(p) == a.sha256:
+            trusted.add(p)
+            if getattr(a, "seen", None) is not None:
+                checked.add(p)
+    return trusted, checked, reuse_mod.recorded(cache, site.artifacts.keys() - trusted)
+
+
+def _may_fork(root: Path, out: Path, audiences: tuple[str, ...]) -> bool:
+    """Whether a build may leave its boundary to a fork (`loopx.build.beside`): a public
+    build that will read a build memo and the boundary memo, on the file store (a database
+    connection is not shared by two processes), with a second processor to run it on, unless
+    `LOOPX_BUILD_WORKERS=1`."""
+    from loopx.build.reuse import INDEX, memo_dir
+
+    return (
+        "public" in audiences
+        and configured_workers() != 1
+        and usable_cpus() >= 2
+        and configured(root) == "file"
+        and scancache.build_kept(root)
+        and fsio.kind(memo_dir(root, out) / INDEX) == "file"
+    )
+
+
+def _stop(beside: list[Beside]) -> None:
+    """The fork ended (see `Beside.close`)."""
+    while beside:
+        beside.pop().close()
 
 
 def _forbidden(goals: dict[str, GoalState], cache: BuildCache | None) -> Forbidden:

@@ -108,7 +108,8 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _configured() -> int | None:
+def configured_workers() -> int | None:
+    """`LOOPX_BUILD_WORKERS`, when it is set."""
     configured = os.environ.get("LOOPX_BUILD_WORKERS")
     if not configured:
         return None
@@ -120,8 +121,15 @@ def _configured() -> int | None:
         ) from None
 
 
+def usable_cpus() -> int:
+    """The processors this process may run on (its affinity, where the system tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def workers_for(goals: dict[str, GoalState], units: list[Unit]) -> int:
-    configured = _configured()
+    configured = configured_workers()
     if configured is not None:
         return configured
     todos = sum(len(goals[g].todos) for _, g in units)
@@ -165,7 +173,7 @@ def fold_ahead(
     reports what it finds. A database store, whose connection a forked process may not
     share, is not folded ahead."""
     sizes = _ledger_sizes(store, goal_ids)
-    configured = _configured()
+    configured = configured_workers()
     workers = configured if configured is not None else min(os.cpu_count() or 1, 4)
     if (
         sizes is None

@@ -1,0 +1,243 @@
+"""A rebuild's boundary, worked out in a process forked beside the build.
+
+After one event, a fresh `loopx build` spends about a third of its time on the boundary: it
+reads the boundary memo (the forbidden set an earlier build merged, its tally, and the
+public files that build found clean), advances the set past the changed goals, scans the
+public files the rebuild made, and writes the memo back. None of it needs more of the build
+than the goals' heads, the changed goals' strings and the public files; and the build needs
+nothing of it but the verdict. So a rebuild on the file store forks a process for it as soon
+as it starts (`Beside.start`, before the build memo is read: the less memory the two share,
+the fewer pages either copies), tells it the heads and strings once the goals are gathered,
+sends it each public goal's files as they are rendered and the rest at the end, and writes
+the output while the fork, its verdict clean, writes the boundary memo. The build still
+writes nothing before the verdict.
+
+The fork is never an authority of its own: it runs the functions the build runs in one
+process, on the same heads, strings, memo and files, and anything but a clean verdict (a
+finding, a memo it cannot advance, an error, a fork that died) makes the build work out the
+whole boundary in its own process, as it does without a fork: a refused build reports its
+findings (and the commands that clear them) exactly as before. Only a build that will read
+a build memo, on the file store (a database connection is not shared by two processes), with
+no other thread running, forks; `LOOPX_BUILD_WORKERS=1` keeps everything in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pickle
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+from loopx.build import scancache
+from loopx.build.artifacts import Artifact, DiskArtifact, Site
+from loopx.build.boundary import GoalStrings, advance, scan_ahead, scan_public
+from loopx.build.work import BuildCache
+
+_LENGTH = struct.Struct("<Q")
+PIPE_BYTES = 1 << 20  # room for a goal's public files sent ahead (Linux's default limit)
+CLEAN, FOUND, FAILED, SAVED = b"c", b"f", b"x", b"s"
+#: Goals whose strings the build works out for the fork (those it folded): beyond, the
+#: boundary is worked out in the build's process (a first build, or many goals changed).
+MOVED_AT_MOST = 8
+
+# (path, sha256, size, audience, goal, bytes or None): a public file as the fork is sent it
+Item = tuple[str, str, int, "str | None", "str | None", "bytes | None"]
+
+
+def carry_scan(root: Path, names: frozenset[str], cache: BuildCache, heads: dict[str, str]) -> None:
+    """What the last build on this host left for the boundary scan (`scancache.load_build`):
+    the merged set, the strings the goals changed since had then, and the public files
+    found clean."""
+    memo = scancache.load_build(root, names, heads)
+    cache.strings.update(memo.strings)
+    cache.merged = memo.merged
+    if memo.scan is not None:
+        cache.scan = memo.scan
+
+
+class Beside:
+    """The boundary's fork, seen from the build (see the module's text)."""
+
+    def __init__(self, pid: int, send: int, receive: int) -> None:
+        self.pid = pid
+        self._send: int | None = send
+        self._receive: int | None = receive
+        self.verdict: bytes | None = None
+
+    @classmethod
+    def start(cls, root: Path, out: Path, names: frozenset[str]) -> Beside | None:
+        """The fork, or None where one cannot be used (no `fork`, another thread)."""
+        if not hasattr(os, "fork") or threading.active_count() != 1:
+            return None
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        with contextlib.suppress(AttributeError, OSError):
+            fcntl.fcntl(down_w, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        pid = os.fork()
+        if pid == 0:  # the fork: ends here, whatever happens
+            status = 1
+            try:
+                os.close(down_w)
+                os.close(up_r)
+                _serve(down_r, up_w, root, out, names)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(down_r)
+        os.close(up_w)
+        return cls(pid, down_w, up_r)
+
+    def gathered(self, heads: dict[str, str], moved: dict[str, GoalStrings]) -> None:
+        """Every goal's head, and the strings of the goals the build folded."""
+        self._put(("goals", heads, moved))
+
+    def ahead(self, items: list[Item]) -> None:
+        """Public files, scanned as they come, while the build renders the rest."""
+        self._put(("ahead", items))
+
+    def scan(self, items: list[Item]) -> None:
+        """Every public file of the build, to be scanned (the verdict is `clean`'s)."""
+        self._put(("all", items))
+
+    def clean(self) -> bool | None:
+        """The verdict on the files sent: True when the fork found them clean, False when it
+        found something, None when it failed (then nothing it did counts)."""
+        if self.verdict is None:
+            self.verdict = self._byte()
+        if self.verdict == CLEAN:
+            return True
+        return False if self.verdict == FOUND else None
+
+    def close(self) -> bool:
+        """Wait for the fork to end, after it wrote the boundary memo when its verdict was
+        clean (the build waits before it returns: the memo is the build's); True when it
+        wrote it. A fork not yet told everything ends without writing anything."""
+        if self._send is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._send)
+            self._send = None
+        saved = self.verdict == CLEAN and self._byte() == SAVED
+        if self._receive is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._receive)
+            self._receive = None
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        return saved
+
+    def _put(self, message: Any) -> None:
+        if self._send is None or self.verdict is not None:
+            return
+        try:
+            _write(self._send, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:  # it died: `scan` says so
+            self.verdict = FAILED
+
+    def _byte(self) -> bytes | None:
+        if self._receive is None:
+            return None
+        try:
+            return os.read(self._receive, 1) or None
+        except OSError:
+            return None
+
+
+def _serve(receive: int, send: int, root: Path, out: Path, names: frozenset[str]) -> None:
+    """In the fork: the boundary of the build, as `loopx.build.pipeline.build` works it out
+    in one process (`carry_scan`, its `_forbidden`, `scan_public`, `scancache.save_build`),
+    from the heads and strings it is sent; then the verdict, and the memo."""
+    try:
+        message = _get(receive)
+        if message is None:  # the build went on without it
+            return
+        _, heads, moved = message
+        cache = BuildCache()
+        carry_scan(root, names, cache, heads)
+        key = scancache.heads_key(heads)
+        if cache.merged is None or cache.scan.covered is None:
+            raise LookupError("no memo to start from")  # the build merges and scans in full
+        if cache.merged[0] != key:  # as `non_public_strings` advances it, or not at all
+            if cache.merged[1].tally is None:
+                raise LookupError("no tally to advance")
+            merged = advance(heads, moved.__getitem__, cache.strings, cache.merged)
+            if merged is None:
+                raise LookupError("the memo does not fit the ledger")
+            cache.merged = (key, merged)
+        forbidden = cache.merged[1].with_names(names)
+        while True:
+            message = _get(receive)
+            if message is None:
+                return
+            if message[0] == "all":
+                break
+            scan_ahead(cache.scan, sorted(_artifacts(out, message[1]).items()))
+        items: list[Item] = message[1]
+        clean = not scan_public(_site(out, items), forbidden, cache.scan)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.write(send, FAILED)
+        raise
+    os.write(send, CLEAN if clean else FOUND)  # a build that went away: BrokenPipeError
+    if clean:
+        strings = {g: cache.strings[g] for g in sorted(heads) if g in cache.strings}
+        shas = {sha for _, sha, *_ in items}
+        scancache.save_build(root, names, strings, cache.merged, cache.scan, shas)
+        os.write(send, SAVED)
+
+
+def _artifacts(out: Path, items: list[Item]) -> dict[str, Artifact | DiskArtifact]:
+    """The files `items` name: a file the build made, with its bytes and the sha256 the
+    build took of them; a carried file as it is in `out`."""
+    found: dict[str, Artifact | DiskArtifact] = {}
+    for path, sha, size, audience, goal_id, data in items:
+        if data is None:
+            found[path] = DiskArtifact(path, out, sha, size, audience, None, goal_id)
+        else:
+            made = Artifact(path, data, audience, None, goal_id)
+            made.__dict__["sha256"] = sha  # its `cached_property`
+            found[path] = made
+    return found
+
+
+def _site(out: Path, items: list[Item]) -> Site:
+    site = Site()
+    site.artifacts.update(_artifacts(out, items))
+    return site
+
+
+def items(pairs: list[tuple[str, Any]]) -> list[Item]:
+    """Public files as the fork is sent them, with the bytes of each the build made (a
+    carried one is read from the output folder, where it still is, only if a scan needs)."""
+    return [
+        (p, a.sha256, a.size, a.audience, a.goal_id, a.data if isinstance(a, Artifact) else None)
+        for p, a in pairs
+    ]
+
+
+def _write(fd: int, data: bytes) -> None:
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _get(fd: int) -> Any:
+    head = _read_exactly(fd, _LENGTH.size)
+    if head is None:
+        return None
+    body = _read_exactly(fd, _LENGTH.unpack(head)[0])
+    return None if body is None else pickle.loads(body)
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    parts: list[bytes] = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
