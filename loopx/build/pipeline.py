@@ -352,8 +352,12 @@ def build(
             Beside.start(root, out, names) if loaded and _may_fork(root, out, audiences) else None
         )
         beside: list[Beside] = [fork] if fork is not None else []
-        if loaded:
-            cache = reuse_mod.load(root, out)
+        try:
+            if loaded:
+                cache = reuse_mod.load(root, out)
+        except BaseException:
+            _stop(beside)  # from here on, the stack below ends it
+            raise
         prepared: list[Forbidden] = []
         tokens: dict[str, list[Any]] = {}  # each goal's change token before it was folded
 
