@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +114,11 @@ def test_a_rebuild_forks_its_boundary_and_ends_as_one_process_ends(
     build(root, out, audiences=AUDIENCES, reuse=True)
     assert verdicts == [True, True]
     assert _memo(root) == memo
+    for _ in range(500):  # each fork, its memo written, is left to end and then reaped
+        if not beside.reap():
+            break
+        time.sleep(0.01)
+    assert beside.reap() == []
 
 
 def _leaky() -> Projection:

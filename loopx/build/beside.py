@@ -23,6 +23,7 @@ no other thread running, forks; `LOOPX_BUILD_WORKERS=1` keeps everything in one 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -48,15 +49,39 @@ MOVED_AT_MOST = 8
 Item = tuple[str, str, int, "str | None", "str | None", "bytes | None"]
 
 
-def carry_scan(root: Path, names: frozenset[str], cache: BuildCache, heads: dict[str, str]) -> None:
+def carry_scan(
+    root: Path, names: frozenset[str], cache: BuildCache, heads: dict[str, str] | None
+) -> None:
     """What the last build on this host left for the boundary scan (`scancache.load_build`):
-    the merged set, the strings the goals changed since had then, and the public files
-    found clean."""
+    the merged set, the strings the goals changed since had then (with `heads`: see
+    `scancache.moved_strings` for them later), and the public files found clean."""
     memo = scancache.load_build(root, names, heads)
     cache.strings.update(memo.strings)
     cache.merged = memo.merged
     if memo.scan is not None:
         cache.scan = memo.scan
+
+
+_ENDING: list[int] = []  # forks that wrote their memo, not yet reaped
+
+
+def reap() -> list[int]:
+    """Reap the forks that have ended since they wrote their memo; those still ending."""
+    for pid in list(_ENDING):
+        try:
+            done = os.waitpid(pid, os.WNOHANG)[0] != 0
+        except ChildProcessError:
+            done = True
+        if done:
+            _ENDING.remove(pid)
+    return list(_ENDING)
+
+
+def _reap_all() -> None:
+    for pid in _ENDING:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    _ENDING.clear()
 
 
 class Beside:
@@ -71,6 +96,7 @@ class Beside:
     @classmethod
     def start(cls, root: Path, out: Path, names: frozenset[str]) -> Beside | None:
         """The fork, or None where one cannot be used (no `fork`, another thread)."""
+        reap()
         if not hasattr(os, "fork") or threading.active_count() != 1:
             return None
         down_r, down_w = os.pipe()
@@ -113,9 +139,11 @@ class Beside:
         return False if self.verdict == FOUND else None
 
     def close(self) -> bool:
-        """Wait for the fork to end, after it wrote the boundary memo when its verdict was
-        clean (the build waits before it returns: the memo is the build's); True when it
-        wrote it. A fork not yet told everything ends without writing anything."""
+        """Wait until the fork has written the boundary memo, when its verdict was clean (the
+        build waits before it returns: the memo is the build's), then leave it to end (its
+        memory freed, it is reaped by the next fork's start or close); otherwise wait for it
+        to end (a fork not told everything ends without writing anything). True when it
+        wrote the memo."""
         if self._send is not None:
             with contextlib.suppress(OSError):
                 os.close(self._send)
@@ -125,8 +153,15 @@ class Beside:
             with contextlib.suppress(OSError):
                 os.close(self._receive)
             self._receive = None
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
+        if saved:
+            if not _ENDING:  # this process waits for it to end, at the latest at its exit
+                atexit.unregister(_reap_all)
+                atexit.register(_reap_all)
+            _ENDING.append(self.pid)
+        else:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+        reap()
         return saved
 
     def _put(self, message: Any) -> None:
@@ -151,15 +186,18 @@ def _serve(receive: int, send: int, root: Path, out: Path, names: frozenset[str]
     in one process (`carry_scan`, its `_forbidden`, `scan_public`, `scancache.save_build`),
     from the heads and strings it is sent; then the verdict, and the memo."""
     try:
+        cache = BuildCache()  # the memo is read while the build reads its own
+        carry_scan(root, names, cache, None)
+        if cache.merged is None or cache.scan.covered is None:
+            raise LookupError("no memo to start from")  # the build merges and scans in full
+        for which in ("texts", "ids"):  # what narrowing the set to some files starts from
+            cache.scan.covered.needles(which).automaton()
         message = _get(receive)
         if message is None:  # the build went on without it
             return
         _, heads, moved = message
-        cache = BuildCache()
-        carry_scan(root, names, cache, heads)
+        cache.strings.update(scancache.moved_strings(root, cache.merged[0], heads))
         key = scancache.heads_key(heads)
-        if cache.merged is None or cache.scan.covered is None:
-            raise LookupError("no memo to start from")  # the build merges and scans in full
         if cache.merged[0] != key:  # as `non_public_strings` advances it, or not at all
             if cache.merged[1].tally is None:
                 raise LookupError("no tally to advance")

@@ -172,6 +172,7 @@ def make_site(
     apart: Callable[[Unit, Any], Any] | None = None,
     tokens: dict[str, list[Any]] | None = None,
     gathered: Callable[[dict[str, GoalState]], None] | None = None,
+    listed: Callable[[str, list[Artifact]], None] | None = None,
 ) -> tuple[Site, Any]:
     """Gather and render everything in memory; nothing is written. With `validate`, every
     JSON artifact is checked against its schema as it is made (tests and `--validate`).
@@ -179,6 +180,8 @@ def make_site(
     `meanwhile(every goal)`: work of this process done while workers render; `apart(unit,
     (files, row))` in the process that rendered a unit, and `made(unit, (files, row), what
     apart returned)` here: each unit rendered, as soon as it is (`work.run_units`).
+    `listed(audience, files)`: the files each audience's goals and pages added that were
+    made in this build (not carried over), as soon as they are.
     `tokens`: given each goal's change token before its fold (`gather`). `gathered(every
     goal)`: called once they are gathered, before anything is rendered."""
     from loopx.store.config import load_config
@@ -219,9 +222,15 @@ def make_site(
     )
     for audience in audiences:
         visible, hidden = split[audience]
+        had = len(site.artifacts)
         _add_audience(
             site, audience, sorted(visible), hidden, results, goals, project, store, cache
         )
+        if listed is not None:
+            listed(
+                audience,
+                [a for a in list(site.artifacts.values())[had:] if isinstance(a, Artifact)],
+            )
     # Only goals some built audience may see are named: a public-only build says nothing of
     # team or private goals, not even their ids.
     widest = split[audiences[-1]][0]
@@ -370,10 +379,19 @@ def build(
                 heads = {g: s.head for g, s in goals.items()}
                 beside[0].gathered(heads, {g: goal_strings(s) for g, s in moved.items()})
 
+        sent: set[str] = set()  # the public files the fork was sent ahead
+
         def ahead_of_scan(unit: Unit, result: Any, _: Any) -> None:
             """A public goal's files, to the fork as soon as they are made."""
             if beside and unit[0] == "public":
+                sent.update(a.path for a in result[0])
                 beside[0].ahead(beside_items([(a.path, a) for a in result[0]]))
+
+        def listed_ahead(audience: str, files: list[Artifact]) -> None:
+            """The public audience's files made anew, to the fork as soon as they are."""
+            if beside and audience == "public":
+                fresh = [(a.path, a) for a in files if a.path not in sent]
+                beside[0].ahead(beside_items(fresh))
 
         def prepare(goals: dict[str, GoalState]) -> None:
             """The forbidden set, and, when no earlier scan vouches for any file (a cold
@@ -411,6 +429,7 @@ def build(
                 apart=ahead.apart if ahead is not None else None,
                 tokens=tokens,
                 gathered=gathered if "public" in audiences else None,
+                listed=listed_ahead if ahead is None else None,
             )
             if ahead is not None:
                 ahead.staging.flush_ahead()  # while the boundary scans

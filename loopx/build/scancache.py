@@ -443,11 +443,23 @@ def load_build(
     except (KeyError, TypeError, ValueError, AttributeError):
         return empty
     was = dict(key)
-    asked = [g for g in was if heads is not None and heads.get(g) != was[g]]
-    strings = _goal_strings(project, host, {g: was[g] for g in asked})
+    strings = _goal_strings(project, host, _moved(was, heads)) if heads is not None else {}
     scan = ScanCache.carried(covered, clean)
     scan.saved = (c["id"], covered, dict(was))
     return BuildMemo(strings, (key, merged), scan)
+
+
+def moved_strings(
+    project: Path, key: list[Any], heads: dict[str, str]
+) -> dict[str, tuple[str, GoalStrings]]:
+    """What `load_build` reads with `heads`, for a memo it read without: the strings the
+    memo of key `key` holds for each goal whose head is not `heads`' (or that is gone)."""
+    host = _host(project, create=False)
+    return _goal_strings(project, host, _moved(dict(key), heads)) if host else {}
+
+
+def _moved(was: dict[str, str], heads: dict[str, str]) -> dict[str, str]:
+    return {g: was[g] for g in was if heads.get(g) != was[g]}
 
 
 def _goal_strings(
