@@ -221,3 +221,30 @@ def test_a_fork_told_nothing_ends_without_writing(tmp_path: Path) -> None:
     assert memo.stat().st_mtime_ns == stamp
     with pytest.raises(ChildProcessError):
         os.waitpid(fork.pid, os.WNOHANG)  # reaped
+
+
+@pytest.mark.parametrize("fork", ["checks", "fails"])
+def test_a_carried_file_edited_on_disk_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdicts: list[Any], fork: str
+) -> None:
+    """The build reads its memo without looking at the carried files; the fork looks at
+    them meanwhile, and only the goals whose files it found as written are carried over (when
+    it fails, this process looks at them itself)."""
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    page = out / "team/goals/inner/index.html"  # of a goal no event changes
+    text = page.read_text()
+    before = page.stat()
+    page.write_text(text.replace("Inner", "Outer"))  # by hand, size and time kept
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert page.stat().st_size == before.st_size
+    if fork == "fails":
+        monkeypatch.setattr("loopx.build.reuse.intact", lambda root, out: 1 / 0)
+    todos.add_todo(
+        ctx, AddTodo(goal_id=GOAL, title="Tidy the index", todo_id="tidy", visibility="public")
+    )
+    result = build(root, out, audiences=AUDIENCES, reuse=True)
+    assert page.read_text() == text  # made again
+    assert result.report is not None and "team/goals/inner/index.html" in result.report.written
+    assert verdicts == ([True] if fork == "checks" else [])

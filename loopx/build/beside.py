@@ -129,11 +129,21 @@ class Beside:
         """Every public file of the build, to be scanned (the verdict is `clean`'s)."""
         self._put(("all", items))
 
+    def intact(self) -> set[tuple[str, str]] | None:
+        """The units of the build memo whose files the fork found as written (`reuse.intact`);
+        None when it failed (then nothing it did counts)."""
+        reply = _get_raw(self._receive) if self._receive is not None else None
+        if reply is None or reply[:1] == FAILED:
+            self.verdict = FAILED
+            return None
+        return set(pickle.loads(reply))
+
     def clean(self) -> bool | None:
         """The verdict on the files sent: True when the fork found them clean, False when it
         found something, None when it failed (then nothing it did counts)."""
         if self.verdict is None:
-            self.verdict = self._byte()
+            reply = _get_raw(self._receive) if self._receive is not None else None
+            self.verdict = reply if reply in (CLEAN, FOUND) else FAILED
         if self.verdict == CLEAN:
             return True
         return False if self.verdict == FOUND else None
@@ -186,7 +196,12 @@ def _serve(receive: int, send: int, root: Path, out: Path, names: frozenset[str]
     in one process (`carry_scan`, its `_forbidden`, `scan_public`, `scancache.save_build`),
     from the heads and strings it is sent; then the verdict, and the memo."""
     try:
-        cache = BuildCache()  # the memo is read while the build reads its own
+        from loopx.build import reuse
+
+        # The carried files, checked while the build reads the build memo (`reuse.load`
+        # without `verify`): it waits for them before it renders.
+        _write(send, pickle.dumps(reuse.intact(root, out)))
+        cache = BuildCache()  # the boundary memo, read while the build reads its own
         carry_scan(root, names, cache, None)
         if cache.merged is None or cache.scan.covered is None:
             raise LookupError("no memo to start from")  # the build merges and scans in full
@@ -217,9 +232,9 @@ def _serve(receive: int, send: int, root: Path, out: Path, names: frozenset[str]
         clean = not scan_public(_site(out, items), forbidden, cache.scan)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.write(send, FAILED)
+            _write(send, FAILED)
         raise
-    os.write(send, CLEAN if clean else FOUND)  # a build that went away: BrokenPipeError
+    _write(send, CLEAN if clean else FOUND)  # a build that went away: BrokenPipeError
     if clean:
         strings = {g: cache.strings[g] for g in sorted(heads) if g in cache.strings}
         shas = {sha for _, sha, *_ in items}
@@ -263,11 +278,16 @@ def _write(fd: int, data: bytes) -> None:
 
 
 def _get(fd: int) -> Any:
-    head = _read_exactly(fd, _LENGTH.size)
-    if head is None:
-        return None
-    body = _read_exactly(fd, _LENGTH.unpack(head)[0])
+    body = _get_raw(fd)
     return None if body is None else pickle.loads(body)
+
+
+def _get_raw(fd: int) -> bytes | None:
+    try:
+        head = _read_exactly(fd, _LENGTH.size)
+        return None if head is None else _read_exactly(fd, _LENGTH.unpack(head)[0])
+    except OSError:
+        return None
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:

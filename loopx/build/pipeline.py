@@ -362,16 +362,32 @@ def build(
         )
         beside: list[Beside] = [fork] if fork is not None else []
         try:
-            if loaded:
-                cache = reuse_mod.load(root, out)
+            if loaded:  # with a fork, the fork checks the carried files meanwhile
+                cache = reuse_mod.load(root, out, verify=not beside)
         except BaseException:
             _stop(beside)  # from here on, the stack below ends it
             raise
+        unchecked = [loaded and bool(beside)]  # carried files no process has checked yet
+
+        def check_here() -> None:
+            """The carried files, checked in this process (the fork is gone)."""
+            if unchecked[0] and cache is not None:
+                reuse_mod.verified(cache, out)
+            unchecked[0] = False
+
         prepared: list[Forbidden] = []
         tokens: dict[str, list[Any]] = {}  # each goal's change token before it was folded
 
         def gathered(goals: dict[str, GoalState]) -> None:
             """The fork is told every head, and the strings of the goals folded anew."""
+            if beside and unchecked[0] and cache is not None:
+                intact = beside[0].intact()
+                if intact is None:  # it failed: everything here
+                    _stop(beside)
+                    check_here()
+                else:
+                    reuse_mod.verified(cache, out, intact)
+                    unchecked[0] = False
             moved = {g: s for g, s in goals.items() if not isinstance(s, facts.Carried)}
             if beside and (cache is None or cache.memo is None or len(moved) > MOVED_AT_MOST):
                 _stop(beside)  # a build from nothing, or of many goals: here, as it goes
@@ -464,6 +480,7 @@ def build(
             except facts.Stale:  # a goal carried over from the memo is not what it said
                 assert cache is not None
                 _stop(beside)  # told of goals as they were not
+                check_here()
                 facts.forget(cache.states, cache.facts)
                 result, goals, store, (trusted, checked, was) = made(ahead)
             site = result.site

@@ -148,10 +148,13 @@ class Memo:
         self.manifest: tuple[str, outdir.Identity] | None = None
 
 
-def load(root: Path, out: Path) -> BuildCache:
+def load(root: Path, out: Path, *, verify: bool = True) -> BuildCache:
     """A build cache of the units the memo of `out` records whose files are still as written
     (empty when there is no memo, or one of another loopx or of the wrong shape: a forged or
-    damaged memo only costs a full render)."""
+    damaged memo only costs a full render). Without `verify`, of every well-formed unit,
+    whether its files are as written or not: the caller carries none of them over before
+    `intact` (in another process, at the same time) has said which are, or `verified` has
+    dropped those that are not."""
     cache = BuildCache()
     folder = memo_dir(root, out)
     try:
@@ -179,7 +182,7 @@ def load(root: Path, out: Path) -> BuildCache:
             lists = listed if isinstance(listing, list) and goal_id in listing else {}
             for audience, unit_record in sorted(record["units"].items()):
                 try:
-                    unit, entry = _unit(target, out, audience, goal_id, unit_record, lists)
+                    unit, entry = _unit(target, out, audience, goal_id, unit_record, lists, verify)
                 except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
                     continue
                 cache.entries[unit] = entry
@@ -196,6 +199,56 @@ def load(root: Path, out: Path) -> BuildCache:
             if type(sha) is str and hex_digests([sha]):
                 memo.manifest = (sha, tuple(manifest["seen"]))  # as found just now
     return cache
+
+
+def intact(root: Path, out: Path) -> set[Unit]:
+    """The units the build memo of `out` records whose files are all still as written: what
+    `load` checks of each (in a fork beside a build that loads without it)."""
+    folder = memo_dir(root, out)
+    found: set[Unit] = set()
+    index = _read(folder / INDEX)
+    goals = index.get("goals") if isinstance(index, dict) else None
+    if not isinstance(goals, dict):
+        return found
+    with outdir.Folder(out) as target:
+        for goal_id in sorted(g for g in goals if isinstance(g, str) and _ID.fullmatch(g)):
+            record = _read(folder / _goal_file(goal_id))
+            units = record.get("units") if isinstance(record, dict) else None
+            for audience, unit_record in units.items() if isinstance(units, dict) else ():
+                try:
+                    found.add(_unit(target, out, audience, goal_id, unit_record, {})[0])
+                except (AttributeError, TypeError, KeyError, ValueError, OSError, LoopxError):
+                    continue
+    return found
+
+
+def verified(cache: BuildCache, out: Path, intact: set[Unit] | None = None) -> None:
+    """Leave out of `cache` each unit `load` took without `verify` whose files are not all
+    still as written, as `load` would have: those not `intact`, when another process has
+    checked them (`intact`), else checked here."""
+    memo = cache.memo
+    if not isinstance(memo, Memo):
+        return
+    with outdir.Folder(out) as target:
+        for goal_id, units in memo.units.items():
+            for unit, (entry, _, _) in list(units.items()):
+                files = entry[1][0]
+                if intact is not None:
+                    if unit in intact:
+                        continue
+                else:
+                    within = f"{unit[0]}/goals/{goal_id}"
+                    names = [a.path.removeprefix(within + "/") for a in files]
+                    try:
+                        _check(target, within, names, [getattr(a, "seen", None) for a in files])
+                        continue
+                    except (ValueError, OSError, LoopxError):
+                        pass
+                del units[unit]
+                cache.entries.pop(unit, None)
+                cache.parts.pop(unit, None)
+                for a in files:
+                    cache.written.pop(a.path, None)
 
 
 def recorded(cache: BuildCache, paths: Iterable[str]) -> dict[str, tuple[str, outdir.Identity]]:
@@ -271,10 +324,11 @@ def _unit(
     goal_id: str,
     record: Any,
     listed: dict[str, tuple[str, int]],
+    verify: bool = True,
 ) -> tuple[Unit, UnitEntry]:
-    """One recorded unit, when every file of it is still the file that was written; raises
-    ValueError (or a lookup or type error) otherwise. Every file of a well-formed record
-    goes into `listed` (path → sha256 and size), changed on disk or not."""
+    """One recorded unit, when every file of it is still the file that was written (unless
+    not `verify`); raises ValueError (or a lookup or type error) otherwise. Every file of a
+    well-formed record goes into `listed` (path → sha256 and size), changed on disk or not."""
     key, row, files = record["key"], record["row"], record["files"]
     if audience not in AUDIENCES or not isinstance(key, str) or row.get("goal_id") != goal_id:
         raise ValueError("not a unit")
@@ -295,6 +349,22 @@ def _unit(
     within = f"{audience}/goals/{goal_id}"
     paths = [f"{within}/{name}" for name in names]
     listed.update(zip(paths, zip(shas, columns[0], strict=True), strict=True))
+    if verify:
+        _check(target, within, names, recorded)
+    artifacts: list[AnyArtifact] = [
+        DiskArtifact(path, out, sha, at[0], audience, schema, goal_id, at, item_key)
+        for path, sha, schema, item_key, at in zip(
+            paths, shas, schemas, keys, recorded, strict=True
+        )
+    ]
+    return (audience, goal_id), (key, (artifacts, row))
+
+
+_ENTRY = {"title", "href", "summary", "id", "updated", "order"}
+
+
+def _check(target: outdir.Folder, within: str, names: Any, recorded: list[Any]) -> None:
+    """Raise ValueError unless each file `names` (in `within`) is of the identity recorded."""
     folders: dict[str, tuple[list[str], list[Any]]] = {}
     for name, at in zip(names, recorded, strict=True):
         rel_dir, _, base = name.rpartition("/")
@@ -306,16 +376,6 @@ def _unit(
     for rel_dir, (bases, was) in folders.items():
         if target.identities(f"{within}/{rel_dir}" if rel_dir else within, bases) != was:
             raise ValueError("changed on disk")
-    artifacts: list[AnyArtifact] = [
-        DiskArtifact(path, out, sha, at[0], audience, schema, goal_id, at, item_key)
-        for path, sha, schema, item_key, at in zip(
-            paths, shas, schemas, keys, recorded, strict=True
-        )
-    ]
-    return (audience, goal_id), (key, (artifacts, row))
-
-
-_ENTRY = {"title", "href", "summary", "id", "updated", "order"}
 
 
 def _parts_ok(parts: dict[str, Any]) -> bool:
