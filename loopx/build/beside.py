@@ -3,22 +3,27 @@
 After one event, a fresh `loopx build` spends about a third of its time on the boundary: it
 reads the boundary memo (the forbidden set an earlier build merged, its tally, and the
 public files that build found clean), advances the set past the changed goals, scans the
-public files the rebuild made, and writes the memo back. None of it needs more of the build
-than the goals' heads, the changed goals' strings and the public files; and the build needs
-nothing of it but the verdict. So a rebuild on the file store forks a process for it as soon
-as it starts (`Beside.start`, before the build memo is read: the less memory the two share,
-the fewer pages either copies), tells it the heads and strings once the goals are gathered,
-sends it each public goal's files as they are rendered and the rest at the end, and writes
-the output while the fork, its verdict clean, writes the boundary memo. The build still
-writes nothing before the verdict.
+public files the rebuild made, and writes the memo back; and another tenth checking that
+each file it carries over is still the file it wrote (an `lstat` of each of thousands).
+None of that needs the build's state but the goals' heads, the changed goals' strings and
+the public files, and the build needs nothing of it but its answers. So a rebuild forks a
+process for it as soon as it starts (`Beside.start`, before the build memo is read: the less
+memory the two share, the fewer pages either copies). The fork checks the carried files
+(`reuse.intact`) while the build reads its memo without doing so, and the build carries
+over only the goals whose files the fork found as written; then the fork reads the boundary
+memo, is told the heads and strings once the goals are gathered, is sent each public goal's
+files as they are rendered and the rest at the end, and, its verdict clean, writes the
+boundary memo while the build writes the output. The build still writes nothing before the
+verdict, and returns only once the memo is written.
 
 The fork is never an authority of its own: it runs the functions the build runs in one
-process, on the same heads, strings, memo and files, and anything but a clean verdict (a
-finding, a memo it cannot advance, an error, a fork that died) makes the build work out the
-whole boundary in its own process, as it does without a fork: a refused build reports its
-findings (and the commands that clear them) exactly as before. Only a build that will read
-a build memo, on the file store (a database connection is not shared by two processes), with
-no other thread running, forks; `LOOPX_BUILD_WORKERS=1` keeps everything in one process.
+process, on the same heads, strings, memos and files, and anything but its answers (a
+finding, a memo it cannot advance, an error, a fork that died) makes the build do that work
+in its own process, as it does without a fork: a refused build reports its findings (and the
+commands that clear them) exactly as before. Only a public build that will read a build memo
+and a boundary memo, on the file store (a database connection is not shared by two
+processes), with two processors or more and no other thread running, forks;
+`LOOPX_BUILD_WORKERS=1` keeps everything in one process.
 """
 
 from __future__ import annotations

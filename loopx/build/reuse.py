@@ -9,9 +9,11 @@ each file's hash, schema, identity on disk (size, mtime, ctime, inode) right aft
 written and, for a file whose output declares its inputs, their digest
 (`registry.input_key`). A unit is carried over (not rendered, not read back, not rewritten)
 only when its key is unchanged and every one of its files is still that same file; an edit
-on disk changes its ctime, which no one can set back, so it is rendered again. A unit whose
-key changed but whose files are all still as written is rendered again, except each file
-made of the same inputs as before (a todo page whose todo and neighbours did not change). Code,
+on disk changes its ctime, which no one can set back, so it is rendered again (a rebuild
+whose boundary goes to a fork, `loopx.build.beside`, has the fork look at the files while it
+reads the memo: `intact`, `verified`). A unit whose key changed but whose files are all
+still as written is rendered again, except each file made of the same inputs as before (a
+todo page whose todo and neighbours did not change). Code,
 templates, schemas and the version are the memo's fingerprint (`loopx.build.fingerprint`):
 a memo of another loopx is ignored. `loopx build --check` never carries anything: it
 compares every byte.
