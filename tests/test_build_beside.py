@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,3 +250,43 @@ def test_a_carried_file_edited_on_disk_is_made_again(
     assert page.read_text() == text  # made again
     assert result.report is not None and "team/goals/inner/index.html" in result.report.written
     assert verdicts == ([True] if fork == "checks" else [])
+
+
+def test_loopx_build_returns_once_its_fork_has_written_the_memo(tmp_path: Path) -> None:
+    """As users run it: `python -m loopx build`, a process that ends at once (`QUICK_EXIT`)
+    and reaps its fork on the way out; the memo the fork wrote is there when it returns."""
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    spy = tmp_path / "spy"
+    spy.mkdir()
+    (spy / "sitecustomize.py").write_text(  # records each fork's end in the process
+        "import os\n"
+        "from loopx.build import beside\n"
+        "close = beside.Beside.close\n"
+        "def closing(self):\n"
+        "    saved = close(self)\n"
+        "    with open(os.environ['FORK_LOG'], 'a') as log:\n"
+        "        log.write(f'{saved}\\n')\n"
+        "    return saved\n"
+        "beside.Beside.close = closing\n"
+    )
+    log = tmp_path / "forks.log"
+    path = os.pathsep.join([str(spy), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "FORK_LOG": str(log)}
+    env.pop("LOOPX_BUILD_WORKERS", None)
+    command = [sys.executable, "-m", "loopx", "build", "--root", str(root), "--out", str(out)]
+
+    def loopx_build() -> None:
+        done = subprocess.run(command, env=env, cwd=root, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+    loopx_build()  # the first: nothing to fork for
+    assert not log.exists()
+    todos.add_todo(
+        ctx, AddTodo(goal_id=GOAL, title="Tidy the index", todo_id="tidy", visibility="public")
+    )
+    loopx_build()
+    assert log.read_text() == "True\n"  # a fork, which wrote the memo
+    heads = {g: load_state(FileStore(root), g).state.head for g in (GOAL, "inner")}
+    assert dict(map(tuple, _memo(root)["key"])) == heads
+    assert "Tidy the index" in (out / "public/goals" / GOAL / "index.html").read_text()
