@@ -290,3 +290,25 @@ def test_loopx_build_returns_once_its_fork_has_written_the_memo(tmp_path: Path) 
     heads = {g: load_state(FileStore(root), g).state.head for g in (GOAL, "inner")}
     assert dict(map(tuple, _memo(root)["key"])) == heads
     assert "Tidy the index" in (out / "public/goals" / GOAL / "index.html").read_text()
+
+
+def test_a_build_that_cannot_fork_works_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, verdicts: list[Any]
+) -> None:
+    """A process limit or a sandbox that refuses `fork`: the build does everything itself."""
+    root, out = tmp_path / "p", tmp_path / "site"
+    ctx = _project(root)
+    build(root, out, audiences=AUDIENCES, reuse=True)
+
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    todos.add_todo(
+        ctx, AddTodo(goal_id=GOAL, title="Tidy the index", todo_id="tidy", visibility="public")
+    )
+    build(root, out, audiences=AUDIENCES, reuse=True)
+    assert verdicts == []
+    assert "Tidy the index" in (out / "public/goals" / GOAL / "index.html").read_text()
+    heads = {g: load_state(FileStore(root), g).state.head for g in (GOAL, "inner")}
+    assert dict(map(tuple, _memo(root)["key"])) == heads

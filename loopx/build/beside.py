@@ -100,15 +100,27 @@ class Beside:
 
     @classmethod
     def start(cls, root: Path, out: Path, names: frozenset[str]) -> Beside | None:
-        """The fork, or None where one cannot be used (no `fork`, another thread)."""
+        """The fork, or None where one cannot be used (no `fork`, another thread running, no
+        process or pipe to be had)."""
         reap()
         if not hasattr(os, "fork") or threading.active_count() != 1:
             return None
-        down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
+        try:
+            down_r, down_w = os.pipe()
+        except OSError:  # out of descriptors: the build goes on alone
+            return None
+        try:
+            up_r, up_w = os.pipe()
+        except OSError:
+            _close(down_r, down_w)
+            return None
         with contextlib.suppress(AttributeError, OSError):
             fcntl.fcntl(down_w, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (a limit, a sandbox): the build goes on alone
+            _close(down_r, down_w, up_r, up_w)
+            return None
         if pid == 0:  # the fork: ends here, whatever happens
             status = 1
             try:
@@ -274,6 +286,12 @@ def items(pairs: list[tuple[str, Any]]) -> list[Item]:
         (p, a.sha256, a.size, a.audience, a.goal_id, a.data if isinstance(a, Artifact) else None)
         for p, a in pairs
     ]
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _write(fd: int, data: bytes) -> None:
