@@ -2,8 +2,8 @@
 
 The fork reads the boundary memo, advances the forbidden set, scans the public files and
 writes the memo while the build renders and writes; anything but a clean verdict leaves the
-whole boundary to the build's own process. Each test compares with a build that keeps
-everything in one process (`LOOPX_BUILD_WORKERS=1`) on a project made by the same commands.
+whole boundary to the build's own process. The tests hold it to what the build does in one
+process (`LOOPX_BUILD_WORKERS=1`, or a build from nothing of the same ledger).
 """
 
 from __future__ import annotations
