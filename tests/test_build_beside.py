@@ -242,7 +242,14 @@ def test_a_carried_file_edited_on_disk_is_made_again(
     os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert page.stat().st_size == before.st_size
     if fork == "fails":
-        monkeypatch.setattr("loopx.build.reuse.intact", lambda root, out: 1 / 0)
+        from loopx.build import reuse
+
+        intact, here = reuse.intact, os.getpid()
+
+        def failing(root: Path, out: Path) -> Any:  # in the fork only
+            return intact(root, out) if os.getpid() == here else 1 / 0
+
+        monkeypatch.setattr(reuse, "intact", failing)
     todos.add_todo(
         ctx, AddTodo(goal_id=GOAL, title="Tidy the index", todo_id="tidy", visibility="public")
     )

@@ -372,7 +372,7 @@ def build(
         def check_here() -> None:
             """The carried files, checked in this process (the fork is gone)."""
             if unchecked[0] and cache is not None:
-                reuse_mod.verified(cache, out)
+                reuse_mod.verified(cache, reuse_mod.intact(root, out))
             unchecked[0] = False
 
         prepared: list[Forbidden] = []
@@ -386,7 +386,7 @@ def build(
                     _stop(beside)
                     check_here()
                 else:
-                    reuse_mod.verified(cache, out, intact)
+                    reuse_mod.verified(cache, intact)
                     unchecked[0] = False
             moved = {g: s for g, s in goals.items() if not isinstance(s, facts.Carried)}
             if beside and (cache is None or cache.memo is None or len(moved) > MOVED_AT_MOST):

@@ -224,32 +224,19 @@ def intact(root: Path, out: Path) -> set[Unit]:
     return found
 
 
-def verified(cache: BuildCache, out: Path, intact: set[Unit] | None = None) -> None:
-    """Leave out of `cache` each unit `load` took without `verify` whose files are not all
-    still as written, as `load` would have: those not `intact`, when another process has
-    checked them (`intact`), else checked here."""
+def verified(cache: BuildCache, intact: set[Unit]) -> None:
+    """Leave out of `cache` each unit `load` took without `verify` that is not `intact` (its
+    files not all still as written), as `load` would have."""
     memo = cache.memo
     if not isinstance(memo, Memo):
         return
-    with outdir.Folder(out) as target:
-        for goal_id, units in memo.units.items():
-            for unit, (entry, _, _) in list(units.items()):
-                files = entry[1][0]
-                if intact is not None:
-                    if unit in intact:
-                        continue
-                else:
-                    within = f"{unit[0]}/goals/{goal_id}"
-                    names = [a.path.removeprefix(within + "/") for a in files]
-                    try:
-                        _check(target, within, names, [getattr(a, "seen", None) for a in files])
-                        continue
-                    except (ValueError, OSError, LoopxError):
-                        pass
+    for units in memo.units.values():
+        for unit, (entry, _, _) in list(units.items()):
+            if unit not in intact:
                 del units[unit]
                 cache.entries.pop(unit, None)
                 cache.parts.pop(unit, None)
-                for a in files:
+                for a in entry[1][0]:
                     cache.written.pop(a.path, None)
 
 
